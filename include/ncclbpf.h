@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ncclbpf.h: the policy author's header for ncclbpf.
+ *
+ * A policy is a C file compiled with
+ *
+ *     clang -target bpf -mcpu=v3 -O2 -g -I include -c policy.bpf.c -o policy.bpf.o
+ *
+ * Programs attach by section name, as with libbpf:
+ *
+ *     SEC("tuner")             int f(struct ncclbpf_tuner_ctx *ctx)   NCCL's getCollInfo
+ *     SEC("tuner/chunk_size")  int g(struct ncclbpf_chunk_ctx *ctx)   NCCL's getChunkSize (tuner v6)
+ *
+ * Maps are BTF-defined (`__uint(type, ...)`, `__type(key, ...)` in SEC(".maps")) and helpers are called
+ * by their usual ids; both come from libbpf's <bpf/bpf_helpers.h>, included below when compiling for
+ * BPF. Tunables are `volatile const` globals (.rodata), set by name at load time
+ * (NCCLBPF_POLICY_CONFIG="name=value,...").
+ *
+ * The same header is included by the host side (the C shim in plugin/, testhost/): without __bpf__
+ * it only declares the types and constants.
+ *
+ * Rank consistency. Every rank of a communicator must take the same algorithm, protocol and channel
+ * decision for the same collective, or NCCL hangs or corrupts data. Each input below is marked
+ *   [uniform]  the same on every rank of the communicator, or
+ *   [local]    possibly different on each rank.
+ * A decision computed only from [uniform] inputs and from map contents that are the same on every
+ * rank (e.g. filled from the same configuration file) is rank-consistent. Helpers that read clocks,
+ * random numbers or the CPU id are rank-local by nature.
+ */
+#ifndef NCCLBPF_H
+#define NCCLBPF_H
+
+#include <linux/types.h>
+
+#if defined(__bpf__)
+#include <bpf/bpf_helpers.h>
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * NCCL's numbering (NCCL 2.30 nccl_tuner.h / nccl_common.h). Only the first five collectives
+ * ever reach the tuner.
+ */
+#define NCCLBPF_COLL_BROADCAST     0
+#define NCCLBPF_COLL_REDUCE        1
+#define NCCLBPF_COLL_ALLGATHER     2
+#define NCCLBPF_COLL_REDUCESCATTER 3
+#define NCCLBPF_COLL_ALLREDUCE     4
+#define NCCLBPF_NUM_COLLS          5
+
+#define NCCLBPF_ALGO_UNDEF          (-1)
+#define NCCLBPF_ALGO_TREE           0
+#define NCCLBPF_ALGO_RING           1
+#define NCCLBPF_ALGO_COLLNET_DIRECT 2
+#define NCCLBPF_ALGO_COLLNET_CHAIN  3
+#define NCCLBPF_ALGO_NVLS           4
+#define NCCLBPF_ALGO_NVLS_TREE      5
+#define NCCLBPF_ALGO_PAT            6
+#define NCCLBPF_NUM_ALGORITHMS      7
+
+#define NCCLBPF_PROTO_UNDEF  (-1)
+#define NCCLBPF_PROTO_LL     0
+#define NCCLBPF_PROTO_LL128  1
+#define NCCLBPF_PROTO_SIMPLE 2
+#define NCCLBPF_NUM_PROTOCOLS 3
+
+/* The most channels NCCL accepts from a tuner (its MAXCHANNELS); larger requests are clamped. */
+#define NCCLBPF_MAX_CHANNELS 64
+
+/* Return values of a tuner program. */
+#define NCCLBPF_TUNER_APPLY   0 /* apply the outputs written to the context (those left at their
+                                   "leave it" values change nothing) */
+#define NCCLBPF_TUNER_DEFAULT 1 /* ignore the outputs: NCCL decides everything */
+
+/* The ABI version NCCL loaded (ctx->abi_version). */
+#define NCCLBPF_ABI_V2 2
+#define NCCLBPF_ABI_V3 3
+#define NCCLBPF_ABI_V4 4
+#define NCCLBPF_ABI_V5 5
+#define NCCLBPF_ABI_V6 6
+
+/* ---------------------------------------------------------------------------------------------
+ * Costs.
+ *
+ * NCCL estimates the time (µs, a float) of every (algorithm, protocol) and marks unavailable cells
+ * with -1.0. eBPF has no floating point, so the context carries the raw IEEE-754 bit pattern of each
+ * float as a __u32. For non-negative floats the bit patterns order exactly like the floats, and
+ * every negative float (in particular -1.0 = 0xBF800000, "unavailable") has bit 31 set, so compared
+ * as unsigned integers it is larger than every available cost. Hence:
+ *
+ *   - cost[a][p] < cost[b][q]  (unsigned)  <=>  cell (a,p) is cheaper, or (b,q) is unavailable;
+ *   - the unsigned minimum over all cells is NCCL's own choice (when any cell is available);
+ *   - NCCLBPF_COST_AVAILABLE(c) is true for the cells NCCL may choose.
+ *
+ * Tuner ABI v2 passes no cost table: there every cell is 0 ("available, cost unknown") except the
+ * CollNet rows when NCCL said CollNet is unsupported and the NVLS rows when NVLS is unsupported.
+ */
+#define NCCLBPF_COST_UNAVAILABLE_BITS 0xBF800000u /* -1.0f */
+#define NCCLBPF_COST_AVAILABLE(c)     ((((__u32)(c)) >> 31) == 0)
+/* Bit index of cell (a, p) in ncclbpf_tuner_ctx.avail_mask. */
+#define NCCLBPF_CELL(a, p)            ((a) * NCCLBPF_NUM_PROTOCOLS + (p))
+
+/* ---------------------------------------------------------------------------------------------
+ * The tuner context: r1 of a SEC("tuner") program, once per getCollInfo call.
+ *
+ * Inputs are read-only; the verifier rejects writes to them. Outputs start at their "leave it to
+ * NCCL" values, and the host checks every decision before NCCL sees it: an (algorithm, protocol)
+ * cell that NCCL marked unavailable is never enabled, channels are clamped to
+ * [1, NCCLBPF_MAX_CHANNELS], and a decision NCCL cannot take is counted, logged once and dropped.
+ *
+ * The structure has no pointers, so that the verifier can check every access against this layout;
+ * the cost table is copied in (84 bytes) rather than referenced. Offsets are part of the ABI between
+ * policies and the host and are checked by a test against hook/tuner.go.
+ */
+struct ncclbpf_tuner_ctx {
+	/* ---- inputs (read-only) ---- */
+	__u64 comm_id;       /*  0 [uniform] NCCL's communicator hash (tuner v5+); 0 with v2..v4, where
+	                      *    NCCL passes none. Several communicators of one process may share it. */
+	__u64 call_seq;      /*  8 [uniform] number of earlier getCollInfo calls on this communicator
+	                      *    (0 for the first): ranks issue the same collectives in the same order */
+	__u64 n_bytes;       /* 16 [uniform] bytes of the collective as NCCL counts them (AllGather and
+	                      *    ReduceScatter: the full buffer, nRanks * count * elementSize) */
+	__u32 coll_type;     /* 24 [uniform] NCCLBPF_COLL_* */
+	__s32 num_pipe_ops;  /* 28 [uniform] NCCL's estimate of collective tasks per channel (usually 1) */
+	__s32 reg_buff;      /* 32 [local]   1 if the user buffers are registered (or graph-captured);
+	                      *    -1 when the ABI version does not say (v2, v3) */
+	__u32 n_ranks;       /* 36 [uniform] ranks in the communicator */
+	__u32 n_nodes;       /* 40 [uniform] nodes spanned by the communicator */
+	__s32 n_nvl_domains; /* 44 [uniform] NVLink domains (v5+; NCCL sets it to n_nodes); -1 before v5 */
+	__s32 min_ranks_per_nvl_domain; /* 48 [uniform] v5+; -1 before */
+	__s32 max_ranks_per_nvl_domain; /* 52 [uniform] v5+; -1 before */
+	__u32 abi_version;   /* 56 [uniform if all ranks run the same NCCL] NCCLBPF_ABI_V* */
+	__u32 avail_mask;    /* 60 [uniform] bit NCCLBPF_CELL(a,p) set iff cost[a][p] is available:
+	                      *    lets a program test a cell chosen at run time */
+	__u32 cost[NCCLBPF_NUM_ALGORITHMS][NCCLBPF_NUM_PROTOCOLS];
+	                     /* 64..147 [uniform] float bits of NCCL's cost table, see "Costs" above */
+	/* ---- outputs (read-write) ---- */
+	__s32 algorithm;     /* 148 NCCLBPF_ALGO_*; NCCLBPF_ALGO_UNDEF (-1) = leave it to NCCL */
+	__s32 protocol;      /* 152 NCCLBPF_PROTO_*; NCCLBPF_PROTO_UNDEF (-1) = leave it to NCCL.
+	                      *     Setting only one of algorithm/protocol restricts NCCL's choice to
+	                      *     that row/column (not possible with tuner v2). */
+	__s32 n_channels;    /* 156 channels to use; 0 = leave it to NCCL */
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * The chunk-size context: r1 of a SEC("tuner/chunk_size") program, once per getChunkSize call
+ * (tuner v6 only; NCCL calls it up to three times per task, with n_channels = 1 and n_bytes the
+ * part's size, or once with the whole size for CollNet).
+ */
+struct ncclbpf_chunk_ctx {
+	/* ---- inputs (read-only) ---- */
+	__u64 comm_id;       /*  0 [uniform] as in ncclbpf_tuner_ctx */
+	__u64 call_seq;      /*  8 [uniform] getCollInfo calls so far on this communicator */
+	__u64 n_bytes;       /* 16 [uniform] bytes of this part of the task */
+	__u64 chunk_size;    /* 24 [uniform] NCCL's chunk size in bytes */
+	__u32 coll_type;     /* 32 [uniform] NCCLBPF_COLL_* */
+	__s32 algorithm;     /* 36 [uniform] the algorithm NCCL chose */
+	__s32 protocol;      /* 40 [uniform] the protocol NCCL chose */
+	__s32 n_channels;    /* 44 [uniform] */
+	__u32 n_ranks;       /* 48 [uniform] */
+	__u32 n_nodes;       /* 52 [uniform] */
+	/* ---- output (read-write) ---- */
+	__u64 new_chunk_size; /* 56 0 = leave it to NCCL; otherwise at least the protocol's grain
+	                       *    (LL 16, LL128 1920, Simple 512 bytes) and at most 1 GiB, or it is
+	                       *    dropped. NCCL clamps it to its buffer size and rounds it down. */
+};
+
+#endif /* NCCLBPF_H */
