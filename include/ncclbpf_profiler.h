@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ncclbpf_profiler.h: the profiler hooks of ncclbpf, for policy authors and for the host side.
+ *
+ * Programs attach by section name:
+ *
+ *     SEC("profiler/coll_end")      a collective completed (its last kernel channel stopped)
+ *     SEC("profiler/p2p_end")       a send or receive completed
+ *     SEC("profiler/kernel_ch_end") one channel of a collective/p2p kernel stopped
+ *     SEC("profiler/proxy_op_end")  a proxy (network) operation completed, with its steps
+ *
+ * Each receives a read-only struct ncclbpf_prof_ctx (r1), must return 0, and may call the map
+ * helpers, bpf_ktime_get_ns, bpf_get_prandom_u32, the ring buffer helpers and bpf_printk. Maps
+ * defined in the same object are the same maps that the bundle's tuner programs see: that is how
+ * measurements steer the tuner.
+ *
+ * When no program of a loaded bundle attaches to a profiler section, ncclbpf asks NCCL for no
+ * profiler events at all (activation mask 0): a tuner-only bundle costs nothing on the profiler side.
+ *
+ * Times. start_ns/end_ns are host CLOCK_MONOTONIC nanoseconds (the clock of bpf_ktime_get_ns).
+ * A collective "ends" when NCCL has stopped its task event and every kernel channel it runs on has
+ * stopped (NCCL's task stop only means "enqueued"). gpu_duration_ns comes from the GPU's global timer
+ * stamps that NCCL passes with kernel channels (profiler ABI v4 and later); it is 0 when NCCL gave
+ * none (ABI v1-v3), in which case NCCLBPF_PROF_F_GPU_TIMED is clear. With ABI v1/v2 NCCL has no
+ * kernel-channel events: a collective then ends at its task stop (plus any proxy operations it had),
+ * i.e. duration_ns measures enqueueing only, and NCCLBPF_PROF_F_HOST_ONLY is set.
+ *
+ * Rank consistency: every field is marked [uniform] (the same on every rank of the communicator)
+ * or [local]. All measured times are [local]: a tuner decision derived from them is not
+ * rank-consistent by itself (see policies/adaptive/README.md for how to limit the risk).
+ *
+ * The structure has no pointers; its offsets are checked by a test against hook/profiler.go.
+ */
+#ifndef NCCLBPF_PROFILER_H
+#define NCCLBPF_PROFILER_H
+
+#include <linux/types.h>
+
+/* ctx->event: which hook runs. */
+#define NCCLBPF_PROF_COLL_END      1
+#define NCCLBPF_PROF_P2P_END       2
+#define NCCLBPF_PROF_KERNEL_CH_END 3
+#define NCCLBPF_PROF_PROXY_OP_END  4
+#define NCCLBPF_PROF_NUM_HOOKS     5 /* hook ids are 1..4 */
+
+/* ctx->func: NCCL's ncclFunc_t numbering (0..4 are NCCLBPF_COLL_* of ncclbpf.h). */
+#define NCCLBPF_PROF_FUNC_BROADCAST     0
+#define NCCLBPF_PROF_FUNC_REDUCE        1
+#define NCCLBPF_PROF_FUNC_ALLGATHER     2
+#define NCCLBPF_PROF_FUNC_REDUCESCATTER 3
+#define NCCLBPF_PROF_FUNC_ALLREDUCE     4
+#define NCCLBPF_PROF_FUNC_SENDRECV      5
+#define NCCLBPF_PROF_FUNC_SEND          6
+#define NCCLBPF_PROF_FUNC_RECV          7
+#define NCCLBPF_PROF_FUNC_ALLTOALL      8
+#define NCCLBPF_PROF_FUNC_UNKNOWN       (-1)
+
+/* ctx->flags */
+#define NCCLBPF_PROF_F_GPU_TIMED  0x1 /* gpu_* fields hold GPU timer values */
+#define NCCLBPF_PROF_F_HOST_ONLY  0x2 /* ABI v1/v2: end = task stop, no kernel-channel events */
+#define NCCLBPF_PROF_F_FORCED     0x4 /* completed by reclaim: some child events never came */
+#define NCCLBPF_PROF_F_ORPHAN     0x8 /* kernel_ch/proxy_op whose parent was unknown or gone:
+                                         identity fields other than rank/channel are 0/-1 */
+
+struct ncclbpf_prof_ctx {
+	/* ---- identity ---- */
+	__u64 comm_id;         /*   0 [uniform] NCCL's communicator hash (profiler ABI v4+; 0 before) */
+	__u64 seq;             /*   8 [uniform] NCCL's per-communicator, per-function sequence number of
+	                        *      the collective (coll_end and its children); 0 for p2p */
+	__u64 local_seq;       /*  16 [local]   events of this hook completed so far on this
+	                        *      communicator context, starting at 0 */
+	__u64 bytes;           /*  24 [uniform] count * element size of the collective/p2p (AllGather and
+	                        *      Broadcast: NCCL reports bytes); 0 when the type is unknown */
+	__s32 rank;            /*  32 [local]   this rank */
+	__s32 n_ranks;         /*  36 [uniform] ranks of the communicator (ABI v4+; 0 before) */
+	__s32 func;            /*  40 [uniform] NCCLBPF_PROF_FUNC_* */
+	__s32 algorithm;       /*  44 [uniform] NCCLBPF_ALGO_* NCCL used; -1 for p2p or unknown */
+	__s32 protocol;        /*  48 [uniform] NCCLBPF_PROTO_*; -1 for p2p or unknown */
+	__s32 n_channels;      /*  52 [uniform] channels of the collective/p2p (0 if unknown) */
+	__s32 peer;            /*  56 [local]   p2p/proxy peer rank; -1 otherwise */
+	__s32 channel_id;      /*  60 [local]   kernel channel / proxy channel; -1 otherwise */
+	/* ---- measurements ---- */
+	__u64 start_ns;        /*  64 [local] host CLOCK_MONOTONIC at the start event */
+	__u64 end_ns;          /*  72 [local] host CLOCK_MONOTONIC at completion */
+	__u64 duration_ns;     /*  80 [local] end_ns - start_ns */
+	__u64 gpu_duration_ns; /*  88 [local] GPU timer span (max stop - min start over the kernel
+	                        *      channels; one channel for kernel_ch_end); 0 if none */
+	__u64 xfer_bytes;      /*  96 [local] proxy_op_end: bytes the steps reported transferred */
+	__s32 n_children;      /* 104 [local] kernel channels (coll/p2p) or steps (proxy op) that
+	                        *      completed under this event */
+	__s32 is_send;         /* 108 [local] proxy_op_end: 1 send side, 0 receive; -1 otherwise */
+	__u32 event;           /* 112 [uniform] NCCLBPF_PROF_* hook id */
+	__u32 flags;           /* 116 [local]   NCCLBPF_PROF_F_* */
+	__u32 abi_version;     /* 120 [uniform if all ranks run the same NCCL] profiler ABI 1..6 */
+	__u32 reserved;        /* 124 0 */
+};
+
+#endif /* NCCLBPF_PROFILER_H */
