@@ -1,0 +1,113 @@
+package loader
+
+import (
+	"debug/elf"
+	"fmt"
+	"io"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+)
+
+// rawFunc is where a function's instruction bytes are in the object.
+type rawFunc struct {
+	section *elf.Section
+	offset  uint64
+	size    uint64
+}
+
+// objectFile is what the loader reads from the ELF file itself, besides
+// what cilium/ebpf gives: the raw bytes of each function, so that
+// instructions reach the spec exactly as the compiler wrote them.
+type objectFile struct {
+	funcs map[string]rawFunc
+	// objects maps the name of each data symbol (maps, variables) to the
+	// name of its section, for error messages.
+	objects map[string]string
+}
+
+// openObject checks the ELF header (64-bit, little-endian, BPF machine)
+// and indexes the function symbols of executable sections.
+func openObject(r io.ReaderAt) (*objectFile, error) {
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("not an ELF object: %w", err)
+	}
+	if f.Class != elf.ELFCLASS64 {
+		return nil, fmt.Errorf("ELF class %s: eBPF objects are 64-bit (ELFCLASS64)", f.Class)
+	}
+	if f.Data != elf.ELFDATA2LSB {
+		return nil, fmt.Errorf("ELF byte order %s: only little-endian objects are supported (compile with -target bpf or bpfel): %w", f.Data, ErrNotSupported)
+	}
+	// Old LLVM versions wrote EM_NONE.
+	if f.Machine != elf.EM_BPF && f.Machine != elf.EM_NONE {
+		return nil, fmt.Errorf("ELF machine %s: not an eBPF object (want EM_BPF; compile with clang -target bpf)", f.Machine)
+	}
+	if f.Type != elf.ET_REL {
+		return nil, fmt.Errorf("ELF type %s: want a relocatable object (ET_REL), as clang -c writes", f.Type)
+	}
+
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("reading symbol table: %w", err)
+	}
+	obj := &objectFile{funcs: make(map[string]rawFunc), objects: make(map[string]string)}
+	dup := make(map[string]bool)
+	for _, s := range syms {
+		if s.Name == "" || s.Section == elf.SHN_UNDEF || int(s.Section) >= len(f.Sections) {
+			continue
+		}
+		sec := f.Sections[s.Section]
+		typ, bind := elf.ST_TYPE(s.Info), elf.ST_BIND(s.Info)
+		if typ == elf.STT_OBJECT {
+			obj.objects[s.Name] = sec.Name
+		}
+		if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
+			continue
+		}
+		// The same selection cilium/ebpf makes: functions, and untyped
+		// symbols that are not local jump labels.
+		if typ != elf.STT_FUNC && (typ != elf.STT_NOTYPE || bind == elf.STB_LOCAL) {
+			continue
+		}
+		if _, ok := obj.funcs[s.Name]; ok {
+			dup[s.Name] = true
+		}
+		obj.funcs[s.Name] = rawFunc{section: sec, offset: s.Value, size: s.Size}
+	}
+	for name := range dup {
+		// Only an error if a program uses it; remember by poisoning.
+		obj.funcs[name] = rawFunc{}
+	}
+	return obj, nil
+}
+
+// instructions returns the slots of function name as they are in the
+// object.
+func (o *objectFile) instructions(name string) ([]asm.Instruction, error) {
+	fn, ok := o.funcs[name]
+	if !ok {
+		return nil, fmt.Errorf("function %q: no symbol in an executable section", name)
+	}
+	if fn.section == nil {
+		return nil, fmt.Errorf("function %q: symbol defined more than once", name)
+	}
+	if fn.section.ReaderAt == nil {
+		return nil, fmt.Errorf("function %q: section %q is compressed: %w", name, fn.section.Name, ErrNotSupported)
+	}
+	if fn.size%asm.InstructionSize != 0 || fn.offset%asm.InstructionSize != 0 {
+		return nil, fmt.Errorf("function %q: offset %d or size %d in section %q is not a multiple of %d", name, fn.offset, fn.size, fn.section.Name, asm.InstructionSize)
+	}
+	if fn.offset > fn.section.Size || fn.size > fn.section.Size-fn.offset {
+		return nil, fmt.Errorf("function %q: bytes [%d, %d) lie outside section %q (size %d)", name, fn.offset, fn.offset+fn.size, fn.section.Name, fn.section.Size)
+	}
+	// cilium/ebpf has already read these bytes, so the section holds them
+	// and the size is not a hostile header field.
+	b, err := io.ReadAll(io.NewSectionReader(fn.section, int64(fn.offset), int64(fn.size)))
+	if err != nil {
+		return nil, fmt.Errorf("function %q: reading section %q: %w", name, fn.section.Name, err)
+	}
+	if uint64(len(b)) != fn.size {
+		return nil, fmt.Errorf("function %q: section %q is truncated", name, fn.section.Name)
+	}
+	return asm.Decode(b)
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs what building and testing ncclbpf needs on a fresh Debian 12
+# (bookworm) machine, then downloads the Go modules:
+#
+#   clang-19          compiles eBPF policies and test objects (-target bpf)
+#   llvm-19           llvm-objdump-19, to look at compiled objects
+#   libbpf-dev        <bpf/bpf_helpers.h> and friends
+#   linux-libc-dev    <linux/bpf.h> and the multiarch <asm/types.h>
+#   gcc, libc6-dev    cgo, the C shim and the C test host
+#   make              the Makefile
+#
+# It is idempotent and cheap to re-run: apt is used only when something is
+# missing, and `apt-get update` only right before such an install. Go
+# itself (go.mod's version) must already be installed: Debian's is too old.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+need_file() { # package file...
+	local pkg=$1 f
+	shift
+	for f in "$@"; do
+		if [ ! -e "$f" ]; then
+			missing+=("$pkg")
+			return
+		fi
+	done
+}
+
+need_file clang-19 /usr/bin/clang-19
+need_file llvm-19 /usr/bin/llvm-objdump-19
+need_file libbpf-dev /usr/include/bpf/bpf_helpers.h /usr/include/bpf/bpf_helper_defs.h
+need_file linux-libc-dev /usr/include/linux/bpf.h
+# <asm/types.h> is in the multiarch directory (x86_64-linux-gnu, ...).
+compgen -G '/usr/include/*-linux-gnu*/asm/types.h' >/dev/null || missing+=(linux-libc-dev)
+need_file libc6-dev /usr/include/stdio.h
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+command -v make >/dev/null 2>&1 || missing+=(make)
+
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	SUDO=()
+	if [ "$(id -u)" -ne 0 ]; then
+		if ! command -v sudo >/dev/null 2>&1; then
+			echo "setup: need root or sudo to install: ${missing[*]}" >&2
+			exit 1
+		fi
+		SUDO=(sudo)
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+		echo "setup: apt-get install failed. On bookworm without clang-19 in" >&2
+		echo "setup: the configured sources, add https://apt.llvm.org (llvm-toolchain-bookworm-19)." >&2
+		exit 1
+	fi
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "setup: Go is not installed; install the version go.mod names from https://go.dev/dl" >&2
+	exit 1
+fi
+want=$(sed -n 's/^go \([0-9.]*\).*/\1/p' go.mod)
+have=$(go env GOVERSION | sed 's/^go//')
+if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n1)" != "$want" ]; then
+	# With GOTOOLCHAIN=auto (the default) go fetches the right toolchain
+	# itself; say so rather than fail.
+	echo "setup: Go $have is older than go.mod's $want; the go command will fetch go$want (GOTOOLCHAIN=auto)" >&2
+fi
+go mod download
