@@ -10,12 +10,13 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
 // engines are the engines the whole corpus runs on. Adding an engine is one
 // line here.
-var engines = []func() vm.Engine{}
+var engines = []func() vm.Engine{amd64.New}
 
 // corpusDir returns the shared bpf_conformance corpus:
 // $NCCLBPF_CONFORMANCE_DIR, or ../../shared/conformance/bpf_conformance

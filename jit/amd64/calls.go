@@ -1,0 +1,207 @@
+package amd64
+
+import (
+	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/vm"
+)
+
+// mainPrologue saves the callee-saved registers, allocates the outermost
+// frame, records it in r12, points r10 (rbp) at the top of the eBPF stack
+// and zeroes r0 and r3-r9.
+func (c *compiler) mainPrologue() {
+	for _, r := range [...]reg{rbp, rbx, r12, r13, r14, r15} {
+		c.push(r)
+	}
+	c.aluRI(extSub, true, rsp, mainStackAlloc)
+	c.aluRR(opMovMR, true, frameReg, rsp)
+	c.leaRM(rbp, rsp, asm.StackSize)
+	for _, r := range [...]reg{rax, rdx, rcx, r8, rbx, r13, r14, r15} {
+		c.aluRR(opXorMR, false, r, r)
+	}
+}
+
+// mainEpilogue returns from the outermost frame with fault word 0.
+func (c *compiler) mainEpilogue() {
+	c.aluRR(opXorMR, false, rdx, rdx)
+	c.aluRI(extAdd, true, rsp, mainStackAlloc)
+	for _, r := range [...]reg{r15, r14, r13, r12, rbx, rbp} {
+		c.pop(r)
+	}
+	c.ret()
+}
+
+// subPrologue saves r6-r9 and the caller's r10, allocates a 512-byte eBPF
+// stack and points r10 at its top.
+func (c *compiler) subPrologue() {
+	for _, r := range [...]reg{rbp, rbx, r13, r14, r15} {
+		c.push(r)
+	}
+	c.aluRI(extSub, true, rsp, subStackAlloc)
+	c.leaRM(rbp, rsp, asm.StackSize)
+}
+
+func (c *compiler) subEpilogue() {
+	c.aluRI(extAdd, true, rsp, subStackAlloc)
+	for _, r := range [...]reg{r15, r14, r13, rbx, rbp} {
+		c.pop(r)
+	}
+	c.ret()
+}
+
+// exit returns from the current function.
+func (c *compiler) exit(outermost bool) {
+	if outermost {
+		c.mainEpilogue()
+	} else {
+		c.subEpilogue()
+	}
+}
+
+// call emits a helper call, a BPF-to-BPF call or callx.
+func (c *compiler) call(pc int, ins asm.Instruction) error {
+	switch {
+	case ins.Op == asm.OpCallX:
+		c.callx(pc, regMap[ins.Dst])
+		return nil
+	case ins.Op != asm.OpCall:
+		return errAt(pc, ins, "malformed call")
+	case ins.Src == asm.PseudoCall:
+		c.localCall(pc, pc+1+int(ins.Imm))
+		return nil
+	case ins.Src == asm.PseudoHelper:
+		h, ok := c.prog.Helpers[helpers.ID(ins.Imm)]
+		if !ok {
+			return errAt(pc, ins, "call to unknown helper %d", ins.Imm)
+		}
+		if h.Addr == 0 {
+			return errAt(pc, ins, "helper %d has no address", ins.Imm)
+		}
+		c.helperCall(h)
+		return nil
+	}
+	return errAt(pc, ins, "call with source %d", ins.Src)
+}
+
+// helperCall calls a native helper: r1-r5 already are the System V argument
+// registers and the result lands in rax (r0).
+func (c *compiler) helperCall(h vm.Helper) {
+	c.callAbs(h.Addr)
+	if h.UnwindOnZero {
+		c.aluRR(opTestMR, true, rax, rax)
+		c.unwinds = append(c.unwinds, c.jccRel32(ccE))
+	}
+}
+
+// callAbs emits a call to an absolute address: rel32 when it is in reach
+// of the code, else through rax.
+func (c *compiler) callAbs(addr uintptr) {
+	next := c.base + uintptr(c.len()) + 5
+	if execmem.Rel32Reachable(next, addr) {
+		c.byte1(0xe8)
+		c.u32(uint32(int32(int64(addr) - int64(next))))
+		return
+	}
+	c.movRI64(rax, uint64(addr))
+	c.callR(rax)
+}
+
+// localCall emits a BPF-to-BPF call to the function starting at target.
+func (c *compiler) localCall(pc, target int) {
+	if c.depthCheck {
+		// In the frame at depth d (outermost = 1), rsp = r12 - (d-1)*subFrameSize;
+		// a call is allowed while d < vm.MaxCallDepth.
+		c.leaRM(tmp3, frameReg, -int32((vm.MaxCallDepth-2)*subFrameSize))
+		c.aluRR(opCmpMR, true, rsp, tmp3)
+		c.fault(FaultCallDepth, pc, c.jccRel32(ccB))
+	}
+	at := c.callRel32()
+	c.fixups = append(c.fixups, fixup{at: at, target: int32(target), kind: fixCall})
+}
+
+// callx calls the helper whose id is in r through the program's helper
+// table; an id without a helper faults (FaultCallx).
+func (c *compiler) callx(pc int, r reg) {
+	if c.tableLen == 0 {
+		c.fault(FaultCallx, pc, c.jmpRel32())
+		return
+	}
+	c.aluRR(opMovMR, true, tmp3, r)
+	c.aluRI(extCmp, true, tmp3, c.tableLen)
+	c.fault(FaultCallx, pc, c.jccRel32(ccAE))
+	c.tableRefs = append(c.tableRefs, c.leaRIP(tmp2))
+	c.loadRMIndex8(tmp2, tmp2, tmp3)
+	c.aluRR(opTestMR, true, tmp2, tmp2)
+	c.fault(FaultCallx, pc, c.jccRel32(ccE))
+	c.callR(tmp2)
+}
+
+// fault records a jump (rel32 at "at") to an out-of-line fault stub.
+func (c *compiler) fault(kind FaultKind, pc int, at int32) {
+	c.faults = append(c.faults, faultSite{at: at, word: uint32(kind) | uint32(pc)<<8})
+}
+
+// emitCold emits, after the program: the common return path (restores rsp
+// from r12, so it works at any call depth), the unwind stub, one stub per
+// fault site, the callx thunks and table.
+func (c *compiler) emitCold() {
+	c.align(16)
+	retCommon := c.len()
+	c.aluRR(opMovMR, true, rsp, frameReg)
+	c.aluRI(extAdd, true, rsp, mainStackAlloc)
+	for _, r := range [...]reg{r15, r14, r13, r12, rbx, rbp} {
+		c.pop(r)
+	}
+	c.ret()
+	unwind := c.len()
+	c.aluRR(opXorMR, false, rax, rax)
+	c.aluRR(opXorMR, false, rdx, rdx)
+	c.jmpBack(0, true, retCommon)
+	for _, at := range c.unwinds {
+		c.bindRel32(at, unwind)
+	}
+	for _, f := range c.faults {
+		c.bindRel32(f.at, c.len())
+		c.aluRR(opXorMR, false, rax, rax)
+		c.movRI32(rdx, f.word)
+		c.jmpBack(0, true, retCommon)
+	}
+	if c.tableLen == 0 {
+		return
+	}
+	// Thunks for helpers that unwind on zero: entered with rsp ≡ 8 (mod 16).
+	entries := make([]uint64, c.tableLen)
+	for _, id := range c.helperIDs {
+		h := c.prog.Helpers[helpers.ID(id)]
+		if h.Addr == 0 {
+			continue
+		}
+		if !h.UnwindOnZero {
+			entries[id] = uint64(h.Addr)
+			continue
+		}
+		entries[id] = uint64(c.base) + uint64(c.len())
+		c.aluRI(extSub, true, rsp, 8)
+		c.callAbs(h.Addr)
+		c.aluRI(extAdd, true, rsp, 8)
+		c.aluRR(opTestMR, true, rax, rax)
+		c.jmpBack(ccE, false, unwind)
+		c.ret()
+	}
+	c.align(8)
+	table := c.len()
+	for _, e := range entries {
+		c.u64(e)
+	}
+	for _, at := range c.tableRefs {
+		c.bindRel32(at, table)
+	}
+}
+
+// align pads with int3 to a multiple of n.
+func (c *compiler) align(n int32) {
+	for c.len()%n != 0 {
+		c.byte1(0xcc)
+	}
+}

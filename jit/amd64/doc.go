@@ -1,0 +1,57 @@
+// Package amd64 compiles eBPF programs (vm.Program) to x86-64 machine code.
+//
+// # Entry point
+//
+// The compiled code is a System V function
+//
+//	struct { uint64_t r0, fault; } fn(void *ctx, uint64_t len);
+//
+// with eBPF r1 = ctx (rdi) and r2 = len (rsi). C callers may declare it as
+// `uint64_t fn(void *ctx)`: r0 comes back in rax either way, r2 then holds
+// whatever the caller left in rsi (hooks that take one context pointer never
+// read r2), and the fault word in rdx is simply ignored. fault is 0 after a
+// normal exit; otherwise r0 is 0 and fault = kind | pc<<8 (see FaultKind).
+// Executable.Run calls fn through a small cgo trampoline and turns a fault
+// into a *FaultError.
+//
+// # Register map
+//
+//	eBPF  r0  r1  r2  r3  r4  r5  r6  r7  r8  r9  r10
+//	x86   rax rdi rsi rdx rcx r8  rbx r13 r14 r15 rbp
+//
+// r1-r5 are the System V argument registers in order, so a helper call is a
+// bare `call`; r6-r9 and r10 live in callee-saved registers, so helpers
+// preserve them and nothing is saved around a call. r0 is rax, the return
+// register. r9, r10 and r11 are scratch registers of the JIT; r12 holds the
+// stack pointer of the outermost frame, from which unwinding helpers and
+// faults return at once from any call depth.
+//
+// # Native stack
+//
+// Programs run on the caller's stack (NCCL's thread, or the cgo system
+// stack for Run). The outermost frame takes 8 (return address) + 48 (six
+// saved registers) + 520 (512-byte eBPF stack, 8 bytes of alignment) = 576
+// bytes; each BPF-to-BPF call takes 8 + 40 (five saved registers: r6-r9 and
+// the caller's r10) + 512 = 560 bytes. With vm.MaxCallDepth = 8 frames the
+// program itself uses at most 576 + 7×560 = 4496 bytes, plus what the
+// helpers it calls use. The stack pointer is 16-byte aligned at every helper
+// call. When the call graph is acyclic and at most vm.MaxCallDepth deep (all
+// verified programs) no depth check is emitted; otherwise each BPF-to-BPF
+// call checks the depth and faults (FaultCallDepth) like the interpreter.
+//
+// # Compilation
+//
+// One pass over the instructions appends code to a byte slice (emitters are
+// named by x86 form, see encoder.go) while recording the native offset of
+// every pc; forward jumps and calls go through a fix-up table patched at the
+// end. Fault and unwind paths are emitted out of line after the program, then
+// the callx dispatch table. The code is copied into a W^X block
+// (internal/execmem) reserved near the helpers so that helper calls are
+// direct rel32 calls when in reach (else mov rax, imm64; call rax).
+//
+// # Lifetime
+//
+// Close unmaps the code. The caller must guarantee that no thread is inside
+// the code or about to enter it (the hook-slot layer publishes a new
+// pointer, then waits for quiescence before closing the old program).
+package amd64

@@ -1,0 +1,92 @@
+package amd64
+
+import "github.com/ncclbpf/ncclbpf/asm"
+
+// jumpCC maps eBPF conditional jumps to x86 condition codes (after
+// "cmp dst, src" or, for jset, "test dst, src").
+var jumpCC = [16]byte{
+	asm.JumpEq >> 4:  ccE,
+	asm.JumpGT >> 4:  ccA,
+	asm.JumpGE >> 4:  ccAE,
+	asm.JumpSet >> 4: ccNE,
+	asm.JumpNE >> 4:  ccNE,
+	asm.JumpSGT >> 4: ccG,
+	asm.JumpSGE >> 4: ccGE,
+	asm.JumpLT >> 4:  ccB,
+	asm.JumpLE >> 4:  ccBE,
+	asm.JumpSLT >> 4: ccL,
+	asm.JumpSLE >> 4: ccLE,
+}
+
+// jump emits JMP and JMP32 instructions: ja, conditional jumps, call, exit.
+func (c *compiler) jump(pc int, ins asm.Instruction) error {
+	w := ins.Op.Class() == asm.ClassJMP
+	op := ins.Op.JumpOp()
+	switch op {
+	case asm.JumpExit:
+		if !w || ins.Op.Source() != asm.SourceK {
+			return errAt(pc, ins, "malformed exit")
+		}
+		c.exit(c.funcOf[pc] == 0)
+		return nil
+	case asm.JumpCall:
+		if !w {
+			return errAt(pc, ins, "call in the jmp32 class")
+		}
+		return c.call(pc, ins)
+	case asm.JumpA:
+		if ins.Op.Source() != asm.SourceK {
+			return errAt(pc, ins, "ja with a register source")
+		}
+		off := int(ins.Off)
+		if !w {
+			off = int(ins.Imm)
+		}
+		c.jumpTo(0, true, pc, pc+1+off)
+		return nil
+	}
+	cc := jumpCC[op>>4]
+	if cc == 0 {
+		return errAt(pc, ins, "unknown jump operation %#x", uint8(op))
+	}
+	t := pc + 1 + int(ins.Off)
+	if t == pc+1 {
+		return nil // flags are never live across instructions
+	}
+	dst := regMap[ins.Dst]
+	switch {
+	case ins.Op.Source() == asm.SourceX && op == asm.JumpSet:
+		c.aluRR(opTestMR, w, dst, regMap[ins.Src])
+	case ins.Op.Source() == asm.SourceX:
+		c.aluRR(opCmpMR, w, dst, regMap[ins.Src])
+	case op == asm.JumpSet:
+		c.testRI(w, dst, ins.Imm)
+	case ins.Imm == 0:
+		// test r, r sets ZF, SF, CF=0, OF=0 exactly as cmp r, 0 does.
+		c.aluRR(opTestMR, w, dst, dst)
+	default:
+		c.aluRI(extCmp, w, dst, ins.Imm)
+	}
+	c.jumpTo(cc, false, pc, t)
+	return nil
+}
+
+// jumpTo emits a jump (always, or on cc) from pc to the instruction at t.
+// Backward jumps are resolved at once (short when they fit); forward ones
+// go through the fix-up table.
+func (c *compiler) jumpTo(cc byte, always bool, pc, t int) {
+	if t == pc+1 {
+		return
+	}
+	if t <= pc {
+		c.jmpBack(cc, always, c.pcOff[t])
+		return
+	}
+	var at int32
+	if always {
+		at = c.jmpRel32()
+	} else {
+		at = c.jccRel32(cc)
+	}
+	c.fixups = append(c.fixups, fixup{at: at, target: int32(t), kind: fixJump})
+}

@@ -1,0 +1,157 @@
+package amd64
+
+import "github.com/ncclbpf/ncclbpf/asm"
+
+// load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
+func (c *compiler) load(pc int, ins asm.Instruction) error {
+	size := ins.Op.Size().Bytes()
+	dst, base := regMap[ins.Dst], regMap[ins.Src]
+	switch ins.Op.Mode() {
+	case asm.ModeMEM:
+		c.loadRM(size, dst, base, int32(ins.Off))
+	case asm.ModeMEMSX:
+		if size == 8 {
+			return errAt(pc, ins, "sign-extending load of 8 bytes")
+		}
+		c.loadsxRM(size, dst, base, int32(ins.Off))
+	default:
+		return errAt(pc, ins, "unsupported load mode %#x", uint8(ins.Op.Mode()))
+	}
+	return nil
+}
+
+// store emits ST (immediate), STX (register) and STX|ATOMIC.
+func (c *compiler) store(pc int, ins asm.Instruction) error {
+	size := ins.Op.Size().Bytes()
+	base := regMap[ins.Dst]
+	mode := ins.Op.Mode()
+	switch {
+	case mode == asm.ModeMEM && ins.Op.Class() == asm.ClassST:
+		c.storeMI(size, base, int32(ins.Off), ins.Imm)
+	case mode == asm.ModeMEM:
+		c.storeMR(size, base, int32(ins.Off), regMap[ins.Src])
+	case mode == asm.ModeAtomic && ins.Op.Class() == asm.ClassSTX:
+		return c.atomic(pc, ins)
+	default:
+		return errAt(pc, ins, "unsupported store mode %#x", uint8(mode))
+	}
+	return nil
+}
+
+// atomic emits STX|ATOMIC: lock add/or/and/xor, their fetch forms (xadd or
+// a cmpxchg loop), xchg and cmpxchg. x86's locked instructions are
+// sequentially consistent.
+func (c *compiler) atomic(pc int, ins asm.Instruction) error {
+	var w bool
+	switch ins.Op.Size() {
+	case asm.SizeW:
+	case asm.SizeDW:
+		w = true
+	default:
+		return errAt(pc, ins, "atomic operation on %d bytes", ins.Op.Size().Bytes())
+	}
+	base, src, off := regMap[ins.Dst], regMap[ins.Src], int32(ins.Off)
+	switch ins.Imm {
+	case asm.AtomicAdd:
+		c.lockMR(opAddMR, w, base, off, src)
+	case asm.AtomicOr:
+		c.lockMR(opOrMR, w, base, off, src)
+	case asm.AtomicAnd:
+		c.lockMR(opAndMR, w, base, off, src)
+	case asm.AtomicXor:
+		c.lockMR(opXorMR, w, base, off, src)
+	case asm.AtomicAdd | asm.AtomicFetch:
+		c.lockXaddMR(w, base, off, src)
+	case asm.AtomicOr | asm.AtomicFetch:
+		c.fetchLoop(opOrMR, w, base, off, src)
+	case asm.AtomicAnd | asm.AtomicFetch:
+		c.fetchLoop(opAndMR, w, base, off, src)
+	case asm.AtomicXor | asm.AtomicFetch:
+		c.fetchLoop(opXorMR, w, base, off, src)
+	case asm.AtomicXchg:
+		c.xchgMR(w, base, off, src)
+	case asm.AtomicCmpXchg:
+		c.lockCmpxchgMR(w, base, off, src)
+		if !w {
+			// A successful 32-bit cmpxchg leaves rax's upper half alone;
+			// r0 must hold the zero-extended old value either way.
+			c.aluRR(opMovMR, false, rax, rax)
+		}
+	default:
+		return errAt(pc, ins, "unknown atomic operation %#x", ins.Imm)
+	}
+	return nil
+}
+
+// fetchLoop emits an atomic fetch-and-op without a native fetch form:
+//
+//	mov  r10, rax          ; keep r0 (or the operand, when src is r0)
+//	mov  rax, [base+off]
+//	loop: mov r11, rax; op r11, src; lock cmpxchg [base+off], r11; jne loop
+//	mov  src, rax ; mov rax, r10
+//
+// A base in rax is first copied to r9.
+func (c *compiler) fetchLoop(op byte, w bool, base reg, off int32, src reg) {
+	size := 4
+	if w {
+		size = 8
+	}
+	if base == rax {
+		c.aluRR(opMovMR, true, tmp1, rax)
+		base = tmp1
+	}
+	c.aluRR(opMovMR, true, tmp2, rax)
+	operand := src
+	if src == rax {
+		operand = tmp2
+	}
+	c.loadRM(size, rax, base, off)
+	loop := c.len()
+	c.aluRR(opMovMR, true, tmp3, rax)
+	c.aluRR(op, w, tmp3, operand)
+	c.lockCmpxchgMR(w, base, off, tmp3)
+	c.jmpBack(ccNE, false, loop)
+	if src != rax {
+		c.aluRR(opMovMR, true, src, rax)
+		c.aluRR(opMovMR, true, rax, tmp2)
+	}
+}
+
+// ldImm64 emits the two-slot LD_IMM64: a constant, a map handle
+// (PseudoMapFD) or the address of a map value (PseudoMapValue).
+func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
+	if !ins.IsLdImm64() {
+		return errAt(pc, ins, "unsupported ld instruction (legacy packet access?)")
+	}
+	v, _ := asm.Imm64(c.insns, pc)
+	maps := c.prog.Maps
+	switch ins.Src {
+	case 0:
+	case asm.PseudoMapFD:
+		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
+			return errAt(pc, ins, "map index %d outside the %d maps", ins.Imm, len(maps))
+		}
+		v = uint64(maps[ins.Imm].Handle)
+	case asm.PseudoMapValue:
+		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
+			return errAt(pc, ins, "map index %d outside the %d maps", ins.Imm, len(maps))
+		}
+		m := maps[ins.Imm]
+		off := uint32(c.insns[pc+1].Imm)
+		if m.ArrayBase == 0 {
+			return errAt(pc, ins, "map %q has no direct value address", m.Name)
+		}
+		stride := m.ArrayStride
+		if stride == 0 {
+			stride = (m.ValueSize + 7) &^ 7
+		}
+		if size := uint64(stride) * uint64(m.MaxEntries); uint64(off) >= size {
+			return errAt(pc, ins, "offset %d beyond the %d bytes of map %q", off, size, m.Name)
+		}
+		v = uint64(m.ArrayBase) + uint64(off)
+	default:
+		return errAt(pc, ins, "unsupported lddw source %d", ins.Src)
+	}
+	c.loadImm(regMap[ins.Dst], v)
+	return nil
+}
