@@ -355,9 +355,12 @@ func resolve(p *Program, pc int, ci *cilasm.Instruction, maps []*MapSpec, mapInd
 
 	case ins.Op == asm.OpCall:
 		switch {
-		case ci.IsKfuncCall():
+		case ref != "" && ci.IsKfuncCall():
 			return fmt.Errorf("call to kfunc %q: %w", ref, ErrNotSupported)
 		case ref != "" && ci.IsFunctionCall():
+			if _, isMap := mapIndex[ref]; isMap {
+				return fmt.Errorf("call instruction relocated against map %q", ref)
+			}
 			target, ok := starts[ref]
 			if !ok {
 				return fmt.Errorf("call to function %q, which the object does not define (linking several objects): %w", ref, ErrNotSupported)

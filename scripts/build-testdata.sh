@@ -2,7 +2,8 @@
 # Rebuilds the committed eBPF test objects from their C sources:
 #   testdata/loader/*.c -> testdata/loader/*.o
 # Objects are committed so that `go test` needs no clang. A source whose
-# first lines contain "MCPU: v4" is built with -mcpu=v4, the others with v3.
+# first lines contain "MCPU: v4" is built with -mcpu=v4, the others with v3;
+# one whose first lines contain "TARGET: bpfeb" is built big-endian.
 # The build is reproducible: the source directory is mapped to "." in the
 # debug info, so the objects do not depend on where the tree is checked out.
 set -euo pipefail
@@ -17,7 +18,7 @@ fi
 MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 
 build() { # dir
-	local dir=$1 src obj cpu
+	local dir=$1 src obj cpu target
 	for src in "$dir"/*.c; do
 		[ -e "$src" ] || continue
 		obj=${src%.c}.o
@@ -25,15 +26,19 @@ build() { # dir
 		if head -n 5 "$src" | grep -q 'MCPU: v4'; then
 			cpu=v4
 		fi
+		target=bpf
+		if head -n 5 "$src" | grep -q 'TARGET: bpfeb'; then
+			target=bpfeb
+		fi
 		(
 			cd "$dir"
-			"$CLANG" -target bpf -mcpu="$cpu" -O2 -g \
+			"$CLANG" -target "$target" -mcpu="$cpu" -O2 -g \
 				-fdebug-prefix-map="$PWD"=. \
 				-I"/usr/include/$MULTIARCH" \
 				-Wall -Werror \
 				-c "$(basename "$src")" -o "$(basename "$obj")"
 		)
-		echo "built $obj (-mcpu=$cpu)"
+		echo "built $obj (-target $target -mcpu=$cpu)"
 	done
 }
 
