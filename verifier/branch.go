@@ -1,0 +1,306 @@
+package verifier
+
+import (
+	"math"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+)
+
+// branch handles a conditional jump: it decides the outcome when the
+// operands allow only one, and otherwise forks, refining the operands'
+// ranges on each side.
+func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, int, *Error) {
+	is32 := ins.Op.Class() == asm.ClassJMP32
+	op := ins.Op.JumpOp()
+	target, fall := pc+1+int(ins.Off), pc+1
+	a, e := ck.read(st, pc, ins.Dst)
+	if e != nil {
+		return -1, nil, 0, e
+	}
+	var b value
+	regSrc := ins.Op.Source() == asm.SourceX
+	if regSrc {
+		if b, e = ck.read(st, pc, ins.Src); e != nil {
+			return -1, nil, 0, e
+		}
+	} else if is32 {
+		b = constVal(uint64(uint32(ins.Imm)))
+	} else {
+		b = constVal(uint64(int64(ins.Imm)))
+	}
+	if a.isPtr() || b.isPtr() {
+		return ck.ptrBranch(st, pc, ins, a, b, target, fall)
+	}
+	var t, f [2]Scalar
+	var okT, okF bool
+	refineA, refineB := true, regSrc && ins.Src != ins.Dst
+	if is32 {
+		a32, b32 := a.s.trunc32(), b.s.trunc32()
+		if a32.isConst() && b32.isConst() {
+			if cmp32(op, uint32(a32.constVal()), uint32(b32.constVal())) {
+				return target, nil, 0, nil
+			}
+			return fall, nil, 0, nil
+		}
+		sa, sb := a.s, b.s
+		switch op {
+		case asm.JumpSGT, asm.JumpSGE, asm.JumpSLT, asm.JumpSLE:
+			if !regSrc {
+				sb = constScalar(uint64(int64(ins.Imm)))
+			}
+			if a.s.umax > math.MaxInt32 || regSrc && b.s.umax > math.MaxInt32 {
+				refineA, refineB = false, false
+			}
+		default:
+			if !a.s.fits32() || !b.s.fits32() {
+				refineA, refineB = false, false
+			}
+		}
+		if refineA || refineB {
+			t, f, okT, okF = refine(op, sa, sb)
+		} else {
+			okT, okF = true, true
+		}
+	} else {
+		t, f, okT, okF = refine(op, a.s, b.s)
+	}
+	apply := func(s *state, v [2]Scalar) {
+		if refineA {
+			ck.setScalar(s, ins.Dst, v[0])
+		}
+		if refineB {
+			ck.setScalar(s, ins.Src, v[1])
+		}
+	}
+	switch {
+	case okT && okF:
+		fork := st.clone()
+		apply(fork, t)
+		apply(st, f)
+		return fall, fork, target, nil
+	case okT:
+		apply(st, t)
+		return target, nil, 0, nil
+	case okF:
+		apply(st, f)
+		return fall, nil, 0, nil
+	}
+	return -1, nil, 0, nil
+}
+
+// setScalar gives register r (and every copy linked to it) the range s.
+func (ck *checker) setScalar(st *state, r asm.Register, s Scalar) {
+	v := &st.top().regs[r]
+	if v.k != kScalar {
+		return
+	}
+	v.s = s
+	if v.id == 0 {
+		return
+	}
+	id := v.id
+	st.forEach(func(x *value) {
+		if x.k == kScalar && x.id == id {
+			x.s = s
+		}
+	})
+}
+
+func cmp32(op asm.JumpOp, a, b uint32) bool {
+	sa, sb := int32(a), int32(b)
+	switch op {
+	case asm.JumpEq:
+		return a == b
+	case asm.JumpNE:
+		return a != b
+	case asm.JumpGT:
+		return a > b
+	case asm.JumpGE:
+		return a >= b
+	case asm.JumpLT:
+		return a < b
+	case asm.JumpLE:
+		return a <= b
+	case asm.JumpSGT:
+		return sa > sb
+	case asm.JumpSGE:
+		return sa >= sb
+	case asm.JumpSLT:
+		return sa < sb
+	case asm.JumpSLE:
+		return sa <= sb
+	case asm.JumpSet:
+		return a&b != 0
+	}
+	return false
+}
+
+// refine returns the operands' ranges when the jump is taken (t) and when
+// it falls through (f), and whether each outcome is possible.
+func refine(op asm.JumpOp, a, b Scalar) (t, f [2]Scalar, okT, okF bool) {
+	swap := func(x [2]Scalar, ok bool) ([2]Scalar, bool) { return [2]Scalar{x[1], x[0]}, ok }
+	switch op {
+	case asm.JumpEq:
+		t, okT = eq(a, b)
+		f, okF = ne(a, b)
+	case asm.JumpNE:
+		t, okT = ne(a, b)
+		f, okF = eq(a, b)
+	case asm.JumpGT: // b < a
+		t, okT = swap(ult(b, a))
+		f, okF = ule(a, b)
+	case asm.JumpGE:
+		t, okT = swap(ule(b, a))
+		f, okF = ult(a, b)
+	case asm.JumpLT:
+		t, okT = ult(a, b)
+		f, okF = swap(ule(b, a))
+	case asm.JumpLE:
+		t, okT = ule(a, b)
+		f, okF = swap(ult(b, a))
+	case asm.JumpSGT:
+		t, okT = swap(slt(b, a))
+		f, okF = sle(a, b)
+	case asm.JumpSGE:
+		t, okT = swap(sle(b, a))
+		f, okF = slt(a, b)
+	case asm.JumpSLT:
+		t, okT = slt(a, b)
+		f, okF = swap(sle(b, a))
+	case asm.JumpSLE:
+		t, okT = sle(a, b)
+		f, okF = swap(slt(b, a))
+	case asm.JumpSet:
+		t, f = [2]Scalar{a, b}, [2]Scalar{a, b}
+		okT = a.t.umax()&b.t.umax() != 0
+		okF = a.t.v&b.t.v == 0
+		if okF && b.isConst() {
+			at, ok := a.t.intersect(tnum{0, ^b.constVal()})
+			if ok {
+				f[0].t = at
+				f[0], okF = f[0].sync()
+			}
+		}
+	}
+	return
+}
+
+func eq(a, b Scalar) ([2]Scalar, bool) {
+	m, ok := a.meet(b)
+	return [2]Scalar{m, m}, ok
+}
+
+func ne(a, b Scalar) ([2]Scalar, bool) {
+	if a.isConst() && b.isConst() {
+		return [2]Scalar{a, b}, a.constVal() != b.constVal()
+	}
+	var ok1, ok2 bool = true, true
+	if b.isConst() {
+		a, ok1 = exclude(a, b.constVal())
+	}
+	if a.isConst() {
+		b, ok2 = exclude(b, a.constVal())
+	}
+	return [2]Scalar{a, b}, ok1 && ok2
+}
+
+func exclude(s Scalar, c uint64) (Scalar, bool) {
+	if s.umin == c {
+		s.umin++
+	} else if s.umax == c {
+		s.umax--
+	}
+	if s.smin == int64(c) {
+		s.smin++
+	} else if s.smax == int64(c) {
+		s.smax--
+	}
+	return s.sync()
+}
+
+// ult refines a < b (unsigned).
+func ult(a, b Scalar) ([2]Scalar, bool) {
+	if b.umax == 0 || a.umin == math.MaxUint64 {
+		return [2]Scalar{a, b}, false
+	}
+	a.umax = min(a.umax, b.umax-1)
+	b.umin = max(b.umin, a.umin+1)
+	return sync2(a, b)
+}
+
+// ule refines a <= b (unsigned).
+func ule(a, b Scalar) ([2]Scalar, bool) {
+	a.umax = min(a.umax, b.umax)
+	b.umin = max(b.umin, a.umin)
+	return sync2(a, b)
+}
+
+func slt(a, b Scalar) ([2]Scalar, bool) {
+	if b.smax == math.MinInt64 || a.smin == math.MaxInt64 {
+		return [2]Scalar{a, b}, false
+	}
+	a.smax = min(a.smax, b.smax-1)
+	b.smin = max(b.smin, a.smin+1)
+	return sync2(a, b)
+}
+
+func sle(a, b Scalar) ([2]Scalar, bool) {
+	a.smax = min(a.smax, b.smax)
+	b.smin = max(b.smin, a.smin)
+	return sync2(a, b)
+}
+
+func sync2(a, b Scalar) ([2]Scalar, bool) {
+	a, ok1 := a.sync()
+	b, ok2 := b.sync()
+	return [2]Scalar{a, b}, ok1 && ok2
+}
+
+// ptrBranch allows only null checks: a nullable pointer compared with 0,
+// which splits the path into a null side and a valid side. A valid
+// pointer compared with 0 is decided.
+func (ck *checker) ptrBranch(st *state, pc int, ins asm.Instruction, a, b value, target, fall int) (int, *state, int, *Error) {
+	op := ins.Op.JumpOp()
+	p, q := a, b
+	if !p.isPtr() {
+		p, q = b, a
+	}
+	isZero := q.k == kScalar && q.s.isConst() && q.s.constVal() == 0
+	if ins.Op.Class() == asm.ClassJMP32 || q.isPtr() || !isZero || (op != asm.JumpEq && op != asm.JumpNE) {
+		return -1, nil, 0, ck.errorf(PointerCompare, pc, "pointers may only be compared with 0 (==, !=, 64-bit); here %s is compared with %s", a.describe(ck), b.describe(ck))
+	}
+	if !p.isNullable() {
+		if op == asm.JumpEq {
+			return fall, nil, 0, nil
+		}
+		return target, nil, 0, nil
+	}
+	null := st.clone()
+	ck.setNull(null, p, true)
+	ck.setNull(st, p, false)
+	if op == asm.JumpEq {
+		return fall, null, target, nil
+	}
+	return target, null, fall, nil
+}
+
+// setNull resolves every copy of nullable pointer p: to 0 on the null side,
+// to a valid pointer on the other.
+func (ck *checker) setNull(st *state, p value, isNull bool) {
+	if isNull && p.k == kAllocOrNull {
+		st.dropRef(p.id)
+	}
+	st.forEach(func(v *value) {
+		if !v.isNullable() || v.id != p.id {
+			return
+		}
+		switch {
+		case isNull:
+			*v = constVal(0)
+		case v.k == kMapValueOrNull:
+			v.k = kMapValue
+		default:
+			v.k = kAlloc
+		}
+	})
+}

@@ -1,0 +1,273 @@
+package verifier
+
+import (
+	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/hook"
+)
+
+// maxStoredPerPC bounds the states kept at one prune point.
+const maxStoredPerPC = 64
+
+// checker holds everything one Verify call needs; nothing is shared
+// between calls.
+type checker struct {
+	cfg   *Config
+	hook  *hook.Hook
+	maps  []MapInfo
+	insns []asm.Instruction
+	info  *Info
+
+	maxDepth, maxStack, budget int
+
+	second []bool   // pc is the second slot of an LD_IMM64
+	prune  []bool   // pc is a jump target or a branch's fall-through
+	subOf  []int    // pc -> index in subs
+	subs   []subprog
+	live   []regSet // registers live at entry of pc
+
+	seen     [][]*visited
+	visits   int
+	stored   int
+	nextID   uint32
+	ids      idMap
+	warnings []*Error
+	warned   map[int]bool
+
+	stackTotal int
+}
+
+// visited is a state stored at a prune point. While its exploration is
+// in progress it is an ancestor of the path being explored.
+type visited struct {
+	st   *state
+	done bool
+}
+
+func newChecker(c *Config, insns []asm.Instruction, info *Info) *checker {
+	return &checker{
+		cfg:      c,
+		hook:     c.Hook,
+		maps:     c.Maps,
+		insns:    insns,
+		info:     info,
+		maxDepth: orDefault(c.MaxCallDepth, DefaultMaxCallDepth),
+		maxStack: orDefault(c.MaxStack, DefaultMaxStack),
+		budget:   orDefault(c.Complexity, DefaultComplexity),
+	}
+}
+
+func (ck *checker) proto(id helpers.ID) *helpers.Proto {
+	if p := ck.cfg.Protos[id]; p != nil {
+		return p
+	}
+	return helpers.Lookup(id)
+}
+
+func (ck *checker) newID() uint32 {
+	ck.nextID++
+	return ck.nextID
+}
+
+// run performs all checks and returns the first error.
+func (ck *checker) run() *Error {
+	n := len(ck.insns)
+	if n == 0 {
+		return ck.errorf(MissingExit, 0, "the program is empty")
+	}
+	if max := orDefault(ck.cfg.MaxInsns, DefaultMaxInsns); n > max {
+		return ck.errorf(TooManyInstructions, max, "the program has %d instructions; at most %d are allowed", n, max)
+	}
+	ck.second = make([]bool, n)
+	ck.prune = make([]bool, n)
+	if e := ck.validate(); e != nil {
+		return e
+	}
+	if e := ck.structure(); e != nil {
+		return e
+	}
+	ck.liveness()
+	ck.seen = make([][]*visited, n)
+	if e := ck.walk(ck.entryState(), 0); e != nil {
+		return e
+	}
+	return ck.checkStackBudget()
+}
+
+func (ck *checker) entryState() *state {
+	st := &state{frames: make([]frame, 1, 4)}
+	f := &st.frames[0]
+	f.callsite = -1
+	f.regs[asm.R1] = value{k: kCtx, s: constScalar(0)}
+	f.regs[asm.R10] = value{k: kStack, s: constScalar(0)}
+	return st
+}
+
+// walk explores every path from st at pc, depth first. It forks at
+// conditional jumps whose both outcomes are possible and stops a path when
+// its state is included in one already proven safe at a prune point.
+func (ck *checker) walk(st *state, pc int) *Error {
+	var mine []*visited
+	defer func() {
+		for _, v := range mine {
+			v.done = true
+		}
+	}()
+	for {
+		if ck.prune[pc] {
+			pruned, e := ck.checkpoint(st, pc, &mine)
+			if e != nil || pruned {
+				return e
+			}
+		}
+		ck.visits++
+		if ck.visits > ck.budget {
+			return ck.errorf(Complexity, pc, "verification visited more than %d instructions without finishing; simplify the loops or branches leading here (%s)", ck.budget, ck.loopNote(pc))
+		}
+		if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
+			ck.info.States[pc] = append(ck.info.States[pc], st.describe(ck))
+		}
+		next, fork, forkPC, e := ck.step(st, pc)
+		if e != nil {
+			return e
+		}
+		if fork != nil {
+			if e := ck.walk(fork, forkPC); e != nil {
+				return e
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		pc = next
+	}
+}
+
+// checkpoint compares st with the states stored at pc: included in a
+// finished one, the path is pruned; equal to one still being explored (an
+// ancestor), the loop makes no progress. Otherwise st is stored.
+func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error) {
+	list := ck.seen[pc]
+	cl := ck.clean(st, pc)
+	for _, v := range list {
+		if !leq(v.st, cl, &ck.ids) {
+			continue
+		}
+		if v.done {
+			return true, nil
+		}
+		if leq(cl, v.st, &ck.ids) {
+			return false, ck.errorf(InfiniteLoop, ck.loopJump(pc), "the loop at pc %d comes back to its head in the same state (%s): it never terminates", pc, st.describe(ck))
+		}
+	}
+	v := &visited{st: cl}
+	if len(list) >= maxStoredPerPC {
+		// replace a finished state; when all are in progress keep the
+		// list as it is (pruning is only an optimization)
+		for i, old := range list {
+			if old.done {
+				list[i] = v
+				*mine = append(*mine, v)
+				return false, nil
+			}
+		}
+		return false, nil
+	}
+	ck.seen[pc] = append(list, v)
+	ck.stored++
+	*mine = append(*mine, v)
+	return false, nil
+}
+
+// clean copies st for storage, forgetting registers that are dead at pc
+// (in the callee) and at the return sites (in the callers), and scalar
+// copy ids that link nothing.
+func (ck *checker) clean(st *state, pc int) *state {
+	n := st.clone()
+	for fi := range n.frames {
+		live := ck.live[pc]
+		if fi+1 < len(n.frames) {
+			live = ck.live[n.frames[fi+1].callsite+1] &^ (argRegs | 1)
+		}
+		live |= 1 << asm.R10
+		for r := range n.frames[fi].regs {
+			if live&(1<<r) == 0 {
+				n.frames[fi].regs[r] = value{}
+			}
+		}
+	}
+	counts := map[uint32]int{}
+	n.forEach(func(v *value) {
+		if v.k == kScalar && v.id != 0 {
+			counts[v.id]++
+		}
+	})
+	n.forEach(func(v *value) {
+		if v.k == kScalar && v.id != 0 && counts[v.id] < 2 {
+			v.id = 0
+		}
+	})
+	return n
+}
+
+// loopJump returns a pc that jumps back to head, for messages.
+func (ck *checker) loopJump(head int) int {
+	for pc := len(ck.insns) - 1; pc >= head; pc-- {
+		if t, ok := jumpTarget(ck.insns[pc], pc); ok && t == head && !ck.second[pc] {
+			return pc
+		}
+	}
+	return head
+}
+
+func (ck *checker) loopNote(pc int) string {
+	best := -1
+	for p := range ck.seen {
+		inProgress := 0
+		for _, v := range ck.seen[p] {
+			if !v.done {
+				inProgress++
+			}
+		}
+		if inProgress > 1 && (best < 0 || len(ck.seen[p]) > len(ck.seen[best])) {
+			best = p
+		}
+	}
+	if best < 0 {
+		return "no loop is involved"
+	}
+	return "the loop at pc " + itoa(best) + " has not been shown to end"
+}
+
+func itoa(i int) string {
+	if i < 0 {
+		return "-" + itoa(-i)
+	}
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// checkStackBudget sums the stack used along each chain of calls.
+func (ck *checker) checkStackBudget() *Error {
+	var chain func(s int) (int, int)
+	// chain returns the deepest total from s and the call pc responsible
+	chain = func(s int) (int, int) {
+		best, at := 0, -1
+		for _, pc := range ck.subs[s].calls {
+			t := ck.subOf[pc+1+int(ck.insns[pc].Imm)]
+			d, _ := chain(t)
+			if d > best {
+				best, at = d, pc
+			}
+		}
+		return ck.subs[s].depth + best, at
+	}
+	total, at := chain(0)
+	ck.stackTotal = total
+	if total > ck.maxStack {
+		return ck.errorf(StackBudget, max(at, 0), "the frames of one call chain use %d bytes of stack in total; at most %d are allowed", total, ck.maxStack)
+	}
+	return nil
+}

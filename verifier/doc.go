@@ -1,0 +1,47 @@
+// Package verifier proves eBPF programs safe for the hook they attach to
+// before any engine runs them: nothing unsafe may reach NCCL.
+//
+// The API follows go/types: fill a Config (the hook, the maps, limits, an
+// optional Source callback for positions) and call Verify; pass an Info
+// to receive per-pc abstract states. Verify returns a *Result with
+// warnings, or an *Error whose Code is stable (see codes.go) and whose Msg
+// says why, from the register or memory state that failed.
+//
+// # What is proven
+//
+// Structure (structure.go): known opcodes with zero reserved fields,
+// registers r0-r10 with r10 read-only, jumps inside their function and
+// never into the second slot of an LD_IMM64, no fall-through past a
+// function's end, no unreachable instruction, at most MaxInsns slots, no
+// recursion, at most MaxCallDepth frames, at most MaxStack bytes of stack
+// summed along a call chain.
+//
+// Values (value.go, scalar.go, tnum.go: the abstract domain; exec.go,
+// mem.go, branch.go, call.go: the per-instruction checks): each register
+// and each spilled 8-byte stack slot holds an abstract value: uninitialized,
+// a scalar (signed and unsigned intervals plus known bits), or a pointer
+// (context, stack of a frame, map handle, map value, map value or null,
+// ringbuf record, ringbuf record or null) whose offset is a scalar. Every
+// load and store is checked against its region: context accesses must hit
+// exactly one declared field at its width with the right access; stack
+// accesses stay in [r10-512, r10) and read only initialized bytes; map
+// value and ringbuf accesses stay in [0, size) for every possible offset.
+// Nullable pointers must be compared with 0 before use, and the check
+// propagates to all copies. Pointers never leave the program: they may not
+// be stored into maps, ringbuf records or the context, nor returned.
+//
+// # How paths are explored
+//
+// The analysis is path-sensitive (checker.go): it executes the program on
+// abstract states, forking at conditional jumps whose outcome is unknown
+// and refining operand ranges on each side. At jump targets it stores the
+// states it has seen, with dead registers forgotten; a path whose state is
+// included in a finished stored state is pruned, because everything it
+// could do was already proven safe. A loop whose state at its head
+// repeats one still being explored never terminates (InfiniteLoop); loops
+// whose bound is provable (the counter is a known constant in each
+// iteration, or its range shrinks) are unrolled until they exit. The
+// number of instructions visited is bounded by Config.Complexity.
+//
+// The verifier knows nothing about NCCL: hooks are data (package hook).
+package verifier

@@ -1,0 +1,307 @@
+package verifier
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/hook"
+)
+
+type accessMode uint8
+
+const (
+	accRead accessMode = iota
+	accWrite
+	accAtomic
+)
+
+func (m accessMode) String() string {
+	switch m {
+	case accRead:
+		return "read"
+	case accWrite:
+		return "write"
+	}
+	return "atomic update"
+}
+
+func (ck *checker) load(st *state, pc int, ins asm.Instruction) *Error {
+	ptr, e := ck.read(st, pc, ins.Src)
+	if e != nil {
+		return e
+	}
+	signed := ins.Op.Mode() == asm.ModeMEMSX
+	v, e := ck.access(st, pc, ins.Src, ptr, ins.Off, ins.Op.Size().Bytes(), accRead, value{}, signed)
+	if e != nil {
+		return e
+	}
+	st.top().regs[ins.Dst] = v
+	return nil
+}
+
+func (ck *checker) store(st *state, pc int, ins asm.Instruction) *Error {
+	ptr, e := ck.read(st, pc, ins.Dst)
+	if e != nil {
+		return e
+	}
+	size := ins.Op.Size().Bytes()
+	var val value
+	if ins.Op.Class() == asm.ClassST {
+		val = constVal(uint64(int64(ins.Imm)))
+		if size < 8 {
+			val = constVal(uint64(int64(ins.Imm)) & (uint64(1)<<(8*size) - 1))
+		}
+	} else if val, e = ck.read(st, pc, ins.Src); e != nil {
+		return e
+	}
+	if ins.Op.Mode() != asm.ModeAtomic {
+		_, e = ck.access(st, pc, ins.Dst, ptr, ins.Off, size, accWrite, val, false)
+		return e
+	}
+	if val.isPtr() {
+		return ck.errorf(PointerLeak, pc, "atomic operand %v holds a %s; only numbers may be stored", ins.Src, val.describe(ck))
+	}
+	if ins.Imm == asm.AtomicCmpXchg {
+		r0, e := ck.read(st, pc, asm.R0)
+		if e != nil {
+			return e
+		}
+		if r0.isPtr() {
+			return ck.errorf(PointerCompare, pc, "cmpxchg compares memory with r0, which holds a %s", r0.describe(ck))
+		}
+	}
+	old, e := ck.access(st, pc, ins.Dst, ptr, ins.Off, size, accAtomic, val, false)
+	if e != nil {
+		return e
+	}
+	switch {
+	case ins.Imm == asm.AtomicCmpXchg:
+		st.top().regs[asm.R0] = old
+	case ins.Imm&asm.AtomicFetch != 0:
+		st.top().regs[ins.Src] = old
+	}
+	return nil
+}
+
+// loaded is the value read from n plain bytes of memory.
+func loaded(n int, signed bool) value {
+	if signed {
+		return scalarVal(sextScalar(n))
+	}
+	return scalarVal(widthScalar(n))
+}
+
+// access checks a load, store or atomic update of size bytes at ptr+off
+// through register reg and returns the value loaded (for reads and
+// atomics: the old value).
+func (ck *checker) access(st *state, pc int, reg asm.Register, ptr value, off int16, size int, mode accessMode, val value, signed bool) (value, *Error) {
+	o := scalarOp(asm.ALUAdd, ptr.s, constScalar(uint64(int64(off))), false)
+	switch ptr.k {
+	case kScalar, kMapHandle:
+		return value{}, ck.errorf(NotAPointer, pc, "%s through %v, which holds a %s, not a pointer", mode, reg, ptr.describe(ck))
+	case kMapValueOrNull, kAllocOrNull:
+		return value{}, ck.errorf(NullDeref, pc, "%s through %v, which may be null (%s): compare it with 0 first", mode, reg, ptr.describe(ck))
+	case kCtx:
+		return ck.accessCtx(pc, reg, o, size, mode, val, signed)
+	case kStack:
+		return ck.accessStack(st, pc, reg, ptr, o, size, mode, val, signed)
+	case kMapValue, kAlloc:
+		limit, what := int64(ptr.idx), "ringbuf record"
+		if ptr.k == kMapValue {
+			m := ck.maps[ptr.idx]
+			limit, what = int64(m.ValueSize), "value of map "+ck.mapName(int(ptr.idx))
+			if mode != accRead && m.ReadOnly {
+				return value{}, ck.errorf(ReadOnlyMap, pc, "%s of map %s, which is read-only", mode, ck.mapName(int(ptr.idx)))
+			}
+		}
+		if o.smin < 0 || o.smax > limit-int64(size) {
+			return value{}, ck.errorf(MemOutOfBounds, pc, "%s of %d bytes at offset %s of a %d-byte %s (through %v: %s)", mode, size, rangeText(o), limit, what, reg, ptr.describe(ck))
+		}
+		if mode != accRead && val.isPtr() {
+			return value{}, ck.errorf(PointerLeak, pc, "stores a %s into a %s", val.describe(ck), what)
+		}
+		return loaded(size, signed), nil
+	}
+	return value{}, ck.errorf(UninitRegister, pc, "%v is not initialized", reg)
+}
+
+func rangeText(o Scalar) string {
+	if o.isConst() {
+		return fmt.Sprint(int64(o.constVal()))
+	}
+	if o.smin == math.MinInt64 || o.smax == math.MaxInt64 {
+		return fmt.Sprintf("[%d, %d] (the offset is not bounded: check it against the size first)", o.smin, o.smax)
+	}
+	return fmt.Sprintf("[%d, %d]", o.smin, o.smax)
+}
+
+func (ck *checker) accessCtx(pc int, reg asm.Register, o Scalar, size int, mode accessMode, val value, signed bool) (value, *Error) {
+	ctx := &ck.hook.Context
+	if !o.isConst() {
+		return value{}, ck.errorf(CtxOutOfLayout, pc, "context %s at a variable offset %s", mode, rangeText(o))
+	}
+	off := int(int64(o.constVal()))
+	if mode == accAtomic {
+		return value{}, ck.errorf(CtxAccessDenied, pc, "atomic operations on the context (%s+%d) are not allowed", ctx.Name, off)
+	}
+	f, elem := ctx.FieldAt(off, size)
+	if f == nil {
+		if g, _ := ctx.FieldAt(off, 1); g != nil {
+			return value{}, ck.errorf(CtxWidth, pc, "%d-byte %s at %s+%d, inside field %s of %d bytes at offset %d: use the field's width", size, mode, ctx.Name, off, g.Name, g.Size, g.Offset)
+		}
+		return value{}, ck.errorf(CtxOutOfLayout, pc, "%d-byte %s at %s+%d: no field of hook %q is there (context size %d)", size, mode, ctx.Name, off, ck.hook.Name, ctx.Size)
+	}
+	name := f.Name
+	if f.Array > 1 {
+		name = fmt.Sprintf("%s[%d]", f.Name, elem)
+	}
+	if start := f.Offset + elem*f.Size; off != start || size != f.Size {
+		return value{}, ck.errorf(CtxWidth, pc, "%d-byte %s at %s+%d, inside field %s (%d bytes at offset %d): use the field's width", size, mode, ctx.Name, off, name, f.Size, start)
+	}
+	if mode == accRead && f.Access&hook.Read == 0 {
+		return value{}, ck.errorf(CtxAccessDenied, pc, "field %s of hook %q may not be read", name, ck.hook.Name)
+	}
+	if mode == accWrite {
+		if f.Access&hook.Write == 0 {
+			return value{}, ck.errorf(CtxAccessDenied, pc, "field %s of hook %q is read-only", name, ck.hook.Name)
+		}
+		if val.isPtr() {
+			return value{}, ck.errorf(PointerLeak, pc, "stores a %s into context field %s", val.describe(ck), name)
+		}
+	}
+	return loaded(size, signed), nil
+}
+
+// frameSub returns the subprogram that frame fi runs.
+func (ck *checker) frameSub(st *state, fi int) int {
+	cs := st.frames[fi].callsite
+	if cs < 0 {
+		return 0
+	}
+	return ck.subOf[cs+1+int(ck.insns[cs].Imm)]
+}
+
+func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o Scalar, size int, mode accessMode, val value, signed bool) (value, *Error) {
+	if o.smin < -asm.StackSize || o.smax > int64(-size) {
+		return value{}, ck.errorf(StackOutOfBounds, pc, "%d-byte %s at fp%s: the stack is [fp-512, fp)", size, mode, stackRange(o))
+	}
+	fi := int(ptr.frame)
+	fr := &st.frames[fi]
+	sp := &ck.subs[ck.frameSub(st, fi)]
+	sp.depth = max(sp.depth, int((-o.smin+7)&^7))
+	lo := int(o.smin) + asm.StackSize
+	hi := int(o.smax) + asm.StackSize + size // exclusive
+	exact := o.isConst()
+	if mode != accWrite {
+		for b := lo; b < hi; b++ {
+			if !fr.stk.isInit(b) {
+				return value{}, ck.errorf(UninitStack, pc, "%d-byte %s at fp%s reads fp%d, which is not initialized on this path", size, mode, stackRange(o), b-asm.StackSize)
+			}
+		}
+		if mode == accRead && exact && size == 8 && lo%8 == 0 && fr.stk.spilled(lo/8) {
+			return fr.stk.slots[lo/8], nil
+		}
+		for i := lo / 8; i <= (hi-1)/8; i++ {
+			if fr.stk.spilled(i) && fr.stk.slots[i].isPtr() {
+				return value{}, ck.errorf(PointerLeak, pc, "%d-byte %s at fp%s reads part of a %s spilled at fp%d", size, mode, stackRange(o), fr.stk.slots[i].describe(ck), 8*i-asm.StackSize)
+			}
+		}
+		if mode == accRead {
+			if exact && lo/8 == (hi-1)/8 && fr.stk.spilled(lo/8) && fr.stk.slots[lo/8].s.isConst() {
+				c := fr.stk.slots[lo/8].s.constVal() >> (8 * (lo % 8))
+				if size < 8 {
+					c &= uint64(1)<<(8*size) - 1
+					if signed && c&(uint64(1)<<(8*size-1)) != 0 {
+						c |= ^(uint64(1)<<(8*size) - 1)
+					}
+				}
+				return constVal(c), nil
+			}
+			return loaded(size, signed), nil
+		}
+		// atomic: the bytes become plain numbers
+		for i := lo / 8; i <= (hi-1)/8; i++ {
+			fr.stk.unspill(i)
+		}
+		return loaded(size, false), nil
+	}
+	// write
+	if val.isPtr() {
+		if !exact || size != 8 || lo%8 != 0 {
+			return value{}, ck.errorf(PointerLeak, pc, "a %s may only be spilled whole, to an 8-byte aligned constant stack slot (this is a %d-byte store at fp%s)", val.describe(ck), size, stackRange(o))
+		}
+		if val.k == kStack && int(val.frame) > fi {
+			return value{}, ck.errorf(PointerLeak, pc, "stores a pointer to a callee's stack (%s) into a caller's frame, where it would outlive the callee", val.describe(ck))
+		}
+	}
+	for i := lo / 8; i <= (hi-1)/8; i++ {
+		fr.stk.unspill(i)
+	}
+	if !exact {
+		return value{}, nil // bytes may or may not be written: no byte becomes initialized
+	}
+	for b := lo; b < hi; b++ {
+		fr.stk.setInit(b)
+	}
+	if size == 8 && lo%8 == 0 {
+		fr.stk.spill |= 1 << (lo / 8)
+		fr.stk.slots[lo/8] = val
+	}
+	return value{}, nil
+}
+
+func stackRange(o Scalar) string {
+	if o.isConst() {
+		return fmt.Sprintf("%d", int64(o.constVal()))
+	}
+	if o.smin == math.MinInt64 || o.smax == math.MaxInt64 {
+		return fmt.Sprintf("+[%d, %d] (unbounded offset)", o.smin, o.smax)
+	}
+	return fmt.Sprintf("+[%d, %d]", o.smin, o.smax)
+}
+
+// checkArgMem checks that [ptr, ptr+n) is readable memory for a helper
+// (initialized, for stack) for every n up to size.umax.
+func (ck *checker) checkArgMem(st *state, pc int, reg asm.Register, ptr value, size uint64, what string) *Error {
+	switch ptr.k {
+	case kMapValueOrNull, kAllocOrNull:
+		return ck.errorf(NullDeref, pc, "%v (%s) may be null: compare it with 0 before passing it as %s", reg, ptr.describe(ck), what)
+	case kStack, kMapValue, kAlloc:
+	default:
+		return ck.errorf(BadHelperArg, pc, "%v must point to %d bytes of stack or map memory for %s, but holds a %s", reg, size, what, ptr.describe(ck))
+	}
+	if size == 0 {
+		return nil
+	}
+	if size > asm.StackSize*64 {
+		return ck.errorf(BadHelperArg, pc, "the size of %s is not bounded (up to %d bytes)", what, size)
+	}
+	// a read of size bytes at offset 0, byte by byte through the common
+	// access path, so that messages match loads
+	if ptr.k != kStack {
+		if _, e := ck.access(st, pc, reg, ptr, 0, int(size), accRead, value{}, false); e != nil {
+			e.Msg = what + ": " + e.Msg
+			return e
+		}
+		return nil
+	}
+	o := ptr.s
+	if o.smin < -asm.StackSize || o.smax > -int64(size) {
+		return ck.errorf(StackOutOfBounds, pc, "%s: %d bytes at fp%s do not fit in the stack [fp-512, fp)", what, size, stackRange(o))
+	}
+	fr := &st.frames[ptr.frame]
+	sp := &ck.subs[ck.frameSub(st, int(ptr.frame))]
+	sp.depth = max(sp.depth, int((-o.smin+7)&^7))
+	lo := int(o.smin) + asm.StackSize
+	hi := int(o.smax) + asm.StackSize + int(size)
+	for b := lo; b < hi; b++ {
+		if !fr.stk.isInit(b) {
+			return ck.errorf(UninitStack, pc, "%s: %d bytes at fp%s include fp%d, which is not initialized on this path", what, size, stackRange(o), b-asm.StackSize)
+		}
+		if i := b / 8; fr.stk.spilled(i) && fr.stk.slots[i].isPtr() {
+			return ck.errorf(PointerLeak, pc, "%s: %d bytes at fp%s include a %s spilled at fp%d", what, size, stackRange(o), fr.stk.slots[i].describe(ck), 8*i-asm.StackSize)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package verifier
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+)
+
+// stackSlots is the number of 8-byte slots in one frame's stack.
+const stackSlots = asm.StackSize / 8
+
+// stack is one frame's 512 bytes, addressed by offsets [-512, 0) from its
+// r10. Byte b (b = 512+offset) is initialized when bit b of init is set.
+// Slot i (bytes 8i..8i+7) holds a spilled register, pointer or scalar, when
+// bit i of spill is set; its bytes are then all initialized.
+type stack struct {
+	init  [stackSlots / 8]uint64
+	spill uint64
+	slots [stackSlots]value
+}
+
+func (s *stack) isInit(b int) bool { return s.init[b>>6]&(1<<(b&63)) != 0 }
+func (s *stack) setInit(b int)     { s.init[b>>6] |= 1 << (b & 63) }
+func (s *stack) clearInit(b int)   { s.init[b>>6] &^= 1 << (b & 63) }
+func (s *stack) spilled(i int) bool { return s.spill&(1<<i) != 0 }
+
+// unspill turns slot i back into plain bytes. A spilled pointer's bytes
+// become uninitialized (so that no part of a pointer can be read back as
+// a number); a spilled scalar's bytes stay initialized.
+func (s *stack) unspill(i int) {
+	if !s.spilled(i) {
+		return
+	}
+	s.spill &^= 1 << i
+	if s.slots[i].isPtr() {
+		for b := 8 * i; b < 8*i+8; b++ {
+			s.clearInit(b)
+		}
+	}
+	s.slots[i] = value{}
+}
+
+// frame is one level of the BPF-to-BPF call chain.
+type frame struct {
+	regs     [asm.NumRegisters]value
+	callsite int // pc of the call that created the frame, -1 for the entry
+	stk      stack
+}
+
+// state is the abstract machine state on one path.
+type state struct {
+	frames []frame
+	// refs are the ids of ringbuf records reserved and not yet released.
+	refs []uint32
+}
+
+func (st *state) top() *frame { return &st.frames[len(st.frames)-1] }
+
+func (st *state) clone() *state {
+	n := &state{frames: make([]frame, len(st.frames), len(st.frames)+1)}
+	copy(n.frames, st.frames)
+	if len(st.refs) > 0 {
+		n.refs = append([]uint32(nil), st.refs...)
+	}
+	return n
+}
+
+// forEach calls f for every register and spilled slot of every frame.
+func (st *state) forEach(f func(v *value)) {
+	for fi := range st.frames {
+		fr := &st.frames[fi]
+		for r := range fr.regs {
+			f(&fr.regs[r])
+		}
+		if fr.stk.spill == 0 {
+			continue
+		}
+		for i := 0; i < stackSlots; i++ {
+			if fr.stk.spilled(i) {
+				f(&fr.stk.slots[i])
+			}
+		}
+	}
+}
+
+func (st *state) dropRef(id uint32) {
+	for i, r := range st.refs {
+		if r == id {
+			st.refs = append(st.refs[:i], st.refs[i+1:]...)
+			return
+		}
+	}
+}
+
+func (st *state) hasRef(id uint32) bool {
+	for _, r := range st.refs {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
+// idMap records which ids of an old state correspond to which ids of a
+// new one during a subsumption test.
+type idMap struct{ old, cur []uint32 }
+
+func (m *idMap) match(o, c uint32) bool {
+	if o == 0 {
+		return true
+	}
+	if c == 0 {
+		return false
+	}
+	for i, x := range m.old {
+		if x == o {
+			return m.cur[i] == c
+		}
+	}
+	m.old = append(m.old, o)
+	m.cur = append(m.cur, c)
+	return true
+}
+
+// valueLeq reports whether every concrete value of c is one of o, with
+// ids consistent with m.
+func valueLeq(o, c value, m *idMap) bool {
+	if o.k == kUninit {
+		return true
+	}
+	if o.k != c.k || o.idx != c.idx || o.frame != c.frame {
+		return false
+	}
+	if !o.s.contains(c.s) {
+		return false
+	}
+	return m.match(o.id, c.id)
+}
+
+// leq reports whether cur is included in old: every execution from cur is
+// one from old, so if old was proven safe, so is cur.
+func leq(old, cur *state, m *idMap) bool {
+	if len(old.frames) != len(cur.frames) || len(old.refs) != len(cur.refs) {
+		return false
+	}
+	m.old, m.cur = m.old[:0], m.cur[:0]
+	for fi := range old.frames {
+		of, cf := &old.frames[fi], &cur.frames[fi]
+		if of.callsite != cf.callsite {
+			return false
+		}
+		for r := range of.regs {
+			if !valueLeq(of.regs[r], cf.regs[r], m) {
+				return false
+			}
+		}
+		if !stackLeq(&of.stk, &cf.stk, m) {
+			return false
+		}
+	}
+	for i := range old.refs {
+		if !m.match(old.refs[i], cur.refs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func stackLeq(o, c *stack, m *idMap) bool {
+	for w := range o.init {
+		if o.init[w]&^c.init[w] != 0 {
+			return false
+		}
+	}
+	for i := 0; i < stackSlots; i++ {
+		switch {
+		case o.spilled(i):
+			if !c.spilled(i) || !valueLeq(o.slots[i], c.slots[i], m) {
+				return false
+			}
+		case c.spilled(i):
+			// old holds plain bytes there: reading them gives unknown
+			// numbers, so cur must not hold a pointer.
+			if c.slots[i].isPtr() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// describe renders the registers that hold something, for Info and
+// messages.
+func (st *state) describe(c *checker) string {
+	var b strings.Builder
+	for fi := range st.frames {
+		fr := &st.frames[fi]
+		if fi > 0 {
+			fmt.Fprintf(&b, " | frame %d:", fi)
+		}
+		for r := 0; r < asm.NumRegisters-1; r++ {
+			if fr.regs[r].k == kUninit {
+				continue
+			}
+			fmt.Fprintf(&b, " r%d=%s", r, fr.regs[r].describe(c))
+		}
+		n := 0
+		for bt := 0; bt < asm.StackSize; bt++ {
+			if fr.stk.isInit(bt) {
+				n++
+			}
+		}
+		if n > 0 {
+			fmt.Fprintf(&b, " stack:%dB", n)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,91 @@
+package verifier
+
+import "fmt"
+
+// Kind is the type of an abstract register or spilled stack value.
+type kind uint8
+
+const (
+	kUninit       kind = iota // never written, or clobbered
+	kScalar                   // a number; Scalar holds its range
+	kCtx                      // pointer into the hook's context; off = Scalar
+	kStack                    // pointer into frame `frame`'s stack, off relative to its r10
+	kMapHandle                // the map object of map `mapIdx` (LD_IMM64 map)
+	kMapValue                 // pointer into a value of map `mapIdx`
+	kMapValueOrNull           // kMapValue or 0, not yet checked; id links copies
+	kAlloc                    // ringbuf record of `size` bytes; id is its reference
+	kAllocOrNull              // kAlloc or 0, not yet checked
+)
+
+// value is the abstract content of a register or a spilled stack slot.
+// For pointers, s is the offset from the start of the region.
+type value struct {
+	k     kind
+	frame uint8  // kStack: index of the frame in the call chain
+	idx   int32  // kMapHandle, kMapValue*: map index; kAlloc*: record size
+	id    uint32 // kMapValueOrNull/kAlloc*: null-check and reference id; kScalar: copy id (0: none)
+	s     Scalar
+}
+
+func (v value) isPtr() bool     { return v.k >= kCtx }
+func (v value) isNullable() bool { return v.k == kMapValueOrNull || v.k == kAllocOrNull }
+
+func scalarVal(s Scalar) value { return value{k: kScalar, s: s} }
+
+func constVal(c uint64) value { return scalarVal(constScalar(c)) }
+
+func (k kind) String() string {
+	switch k {
+	case kUninit:
+		return "uninitialized"
+	case kScalar:
+		return "scalar"
+	case kCtx:
+		return "ctx pointer"
+	case kStack:
+		return "stack pointer"
+	case kMapHandle:
+		return "map handle"
+	case kMapValue:
+		return "map value pointer"
+	case kMapValueOrNull:
+		return "map value pointer or null"
+	case kAlloc:
+		return "ringbuf record pointer"
+	case kAllocOrNull:
+		return "ringbuf record pointer or null"
+	}
+	return "?"
+}
+
+// describe renders v for messages: "scalar u[0,15]", "stack pointer fp-8".
+func (v value) describe(c *checker) string {
+	switch v.k {
+	case kUninit:
+		return "uninitialized"
+	case kScalar:
+		return "scalar " + v.s.String()
+	case kStack:
+		return fmt.Sprintf("stack pointer %s", offString("fp", v.s))
+	case kCtx:
+		return fmt.Sprintf("ctx pointer %s", offString("ctx", v.s))
+	case kMapHandle:
+		return fmt.Sprintf("map handle %s", c.mapName(int(v.idx)))
+	case kMapValue, kMapValueOrNull:
+		return fmt.Sprintf("%s %s (value_size %d)", v.k, offString(c.mapName(int(v.idx)), v.s), c.maps[v.idx].ValueSize)
+	case kAlloc, kAllocOrNull:
+		return fmt.Sprintf("%s %s (size %d)", v.k, offString("rec", v.s), v.idx)
+	}
+	return v.k.String()
+}
+
+func offString(base string, s Scalar) string {
+	if s.isConst() {
+		o := int64(s.constVal())
+		if o < 0 {
+			return fmt.Sprintf("%s%d", base, o)
+		}
+		return fmt.Sprintf("%s+%d", base, o)
+	}
+	return fmt.Sprintf("%s+[%d,%d]", base, s.smin, s.smax)
+}
