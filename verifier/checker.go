@@ -20,9 +20,9 @@ type checker struct {
 
 	maxDepth, maxStack, budget int
 
-	second []bool   // pc is the second slot of an LD_IMM64
-	prune  []bool   // pc is a jump target or a branch's fall-through
-	subOf  []int    // pc -> index in subs
+	second []bool // pc is the second slot of an LD_IMM64
+	prune  []bool // pc is a jump target or a branch's fall-through
+	subOf  []int  // pc -> index in subs
 	subs   []subprog
 	live   []regSet // registers live at entry of pc
 

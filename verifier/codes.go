@@ -248,7 +248,6 @@ const (
 	DivByZero Code = 100 + iota
 )
 
-
 var codeNames = map[Code]string{
 	InvalidOpcode:        "invalid-opcode",
 	InvalidRegister:      "invalid-register",

@@ -55,7 +55,7 @@ func sextScalar(n int) Scalar {
 	return sRange(-h, h-1)
 }
 
-func (s Scalar) isConst() bool { return s.t.isConst() }
+func (s Scalar) isConst() bool    { return s.t.isConst() }
 func (s Scalar) constVal() uint64 { return s.t.v }
 
 // sync tightens the three views against each other. ok is false when the

@@ -20,9 +20,9 @@ type stack struct {
 	slots [stackSlots]value
 }
 
-func (s *stack) isInit(b int) bool { return s.init[b>>6]&(1<<(b&63)) != 0 }
-func (s *stack) setInit(b int)     { s.init[b>>6] |= 1 << (b & 63) }
-func (s *stack) clearInit(b int)   { s.init[b>>6] &^= 1 << (b & 63) }
+func (s *stack) isInit(b int) bool  { return s.init[b>>6]&(1<<(b&63)) != 0 }
+func (s *stack) setInit(b int)      { s.init[b>>6] |= 1 << (b & 63) }
+func (s *stack) clearInit(b int)    { s.init[b>>6] &^= 1 << (b & 63) }
 func (s *stack) spilled(i int) bool { return s.spill&(1<<i) != 0 }
 
 // unspill turns slot i back into plain bytes. A spilled pointer's bytes

@@ -6,15 +6,15 @@ import "fmt"
 type kind uint8
 
 const (
-	kUninit       kind = iota // never written, or clobbered
-	kScalar                   // a number; Scalar holds its range
-	kCtx                      // pointer into the hook's context; off = Scalar
-	kStack                    // pointer into frame `frame`'s stack, off relative to its r10
-	kMapHandle                // the map object of map `mapIdx` (LD_IMM64 map)
-	kMapValue                 // pointer into a value of map `mapIdx`
-	kMapValueOrNull           // kMapValue or 0, not yet checked; id links copies
-	kAlloc                    // ringbuf record of `size` bytes; id is its reference
-	kAllocOrNull              // kAlloc or 0, not yet checked
+	kUninit         kind = iota // never written, or clobbered
+	kScalar                     // a number; Scalar holds its range
+	kCtx                        // pointer into the hook's context; off = Scalar
+	kStack                      // pointer into frame `frame`'s stack, off relative to its r10
+	kMapHandle                  // the map object of map `mapIdx` (LD_IMM64 map)
+	kMapValue                   // pointer into a value of map `mapIdx`
+	kMapValueOrNull             // kMapValue or 0, not yet checked; id links copies
+	kAlloc                      // ringbuf record of `size` bytes; id is its reference
+	kAllocOrNull                // kAlloc or 0, not yet checked
 )
 
 // value is the abstract content of a register or a spilled stack slot.
@@ -27,7 +27,7 @@ type value struct {
 	s     Scalar
 }
 
-func (v value) isPtr() bool     { return v.k >= kCtx }
+func (v value) isPtr() bool      { return v.k >= kCtx }
 func (v value) isNullable() bool { return v.k == kMapValueOrNull || v.k == kAllocOrNull }
 
 func scalarVal(s Scalar) value { return value{k: kScalar, s: s} }
