@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/conformance"
+)
+
+func init() {
+	register(&command{
+		Name:    "asm",
+		Args:    "[-o OUT] FILE",
+		Summary: "assemble uBPF-dialect assembler text into instructions",
+		Help: `FILE is a .data conformance test (its "-- asm" section is assembled) or
+a file of assembler text in the uBPF / bpf_conformance dialect, as
+"ncclbpf disasm --plain" prints it; "-" reads the text from stdin.
+
+Without -o, prints the instructions as 64-bit words, one a line, in the
+format of a .data file's "-- raw" section. With -o, writes them to OUT as
+raw little-endian bytes, which "ncclbpf disasm OUT" reads back.`,
+		Examples: []string{
+			"ncclbpf asm prog.s -o prog.bin",
+			"ncclbpf asm ../shared/conformance/bpf_conformance/lddw.data  # print the words",
+			"echo 'mov %r0, 1\nexit' | ncclbpf asm -",
+		},
+		Run: runAsm,
+	})
+}
+
+func runAsm(e *env, args []string) error {
+	fs := e.flags()
+	out := fs.String("o", "", "write raw little-endian instruction bytes to this file")
+	args, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usageErrorf("want one FILE, got %d arguments", len(args))
+	}
+	data, err := readInput(args[0])
+	if err != nil {
+		return err
+	}
+	var insns []asm.Instruction
+	if strings.HasSuffix(args[0], ".data") {
+		t, err := conformance.Parse(args[0], data)
+		if err != nil {
+			return err
+		}
+		if t.Asm == "" {
+			return fmt.Errorf("%s has no \"-- asm\" section", args[0])
+		}
+		t.Raw = nil // assemble the text even where the file also has raw words
+		if insns, err = t.Program(); err != nil {
+			return err
+		}
+	} else if insns, err = asm.Assemble(string(data)); err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	if *out != "" {
+		return os.WriteFile(*out, asm.Encode(insns), 0o644)
+	}
+	for _, ins := range insns {
+		fmt.Fprintf(e.Stdout, "%#016x\n", ins.Word())
+	}
+	return nil
+}

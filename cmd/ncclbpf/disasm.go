@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/conformance"
+	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/loader"
+)
+
+func init() {
+	register(&command{
+		Name:    "disasm",
+		Args:    "[--section S] [--plain] FILE",
+		Summary: "disassemble an ELF object, a .data test or raw instruction bytes",
+		Help: `FILE is one of:
+  - an ELF object built by clang -target bpf: each program is printed with
+    its C source lines interleaved (a line is shown where it changes), its
+    functions labelled, and map, helper and jump targets annotated;
+  - a .data conformance test: its "-- raw" words, else its "-- asm" text;
+  - anything else: raw little-endian instruction bytes (8 per slot);
+  - "-" reads raw bytes from stdin.
+
+Each instruction is printed as "PC: TEXT" in the uBPF assembler dialect
+("ncclbpf asm" reads it back). --plain prints only the text, which
+assembles back to exactly the same instructions.`,
+		Examples: []string{
+			"ncclbpf disasm policy.bpf.o",
+			"ncclbpf disasm --section tuner policy.bpf.o  # one section only",
+			"ncclbpf disasm --plain ../shared/conformance/bpf_conformance/lddw.data",
+			"ncclbpf disasm prog.bin",
+		},
+		Run: runDisasm,
+	})
+}
+
+func runDisasm(e *env, args []string) error {
+	fs := e.flags()
+	section := fs.String("section", "", "ELF objects: print only the programs of this section (or with this name)")
+	plain := fs.Bool("plain", false, "print only assembler text: no pc, annotations or source lines")
+	args, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usageErrorf("want one FILE, got %d arguments", len(args))
+	}
+	data, err := readInput(args[0])
+	if err != nil {
+		return err
+	}
+	switch {
+	case bytes.HasPrefix(data, []byte("\x7fELF")):
+		coll, err := loader.LoadBytes(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+		return disasmCollection(e.Stdout, coll, *section, *plain)
+	case *section != "":
+		return usageErrorf("--section applies to ELF objects; %s is not one", args[0])
+	case strings.HasSuffix(args[0], ".data"):
+		t, err := conformance.Parse(args[0], data)
+		if err != nil {
+			return err
+		}
+		insns, err := t.Program()
+		if err != nil {
+			return err
+		}
+		writeInsns(e.Stdout, insns, nil, *plain)
+		return nil
+	}
+	insns, err := asm.Decode(data)
+	if err != nil {
+		return fmt.Errorf("%s: not an ELF object or .data file, and as raw instructions: %w", args[0], err)
+	}
+	writeInsns(e.Stdout, insns, nil, *plain)
+	return nil
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}
+
+func disasmCollection(w io.Writer, coll *loader.Collection, section string, plain bool) error {
+	var progs []*loader.Program
+	var names []string
+	for _, p := range coll.Programs {
+		names = append(names, fmt.Sprintf("%s (%s)", p.Section, p.Name))
+		if section == "" || p.Section == section || p.Name == section {
+			progs = append(progs, p)
+		}
+	}
+	if len(progs) == 0 {
+		if section == "" {
+			return errors.New("the object has no programs")
+		}
+		return fmt.Errorf("no program in section %q; the object has: %s", section, strings.Join(names, ", "))
+	}
+	for i, p := range progs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if !plain {
+			fmt.Fprintf(w, "# section %q, program %s: %d instruction slots\n", p.Section, p.Name, len(p.Insns))
+		}
+		writeInsns(w, p.Insns, &programInfo{coll: coll, prog: p}, plain)
+	}
+	return nil
+}
+
+// programInfo adds what an ELF object knows to a disassembly: function
+// names, source lines, map and variable names.
+type programInfo struct {
+	coll *loader.Collection
+	prog *loader.Program
+}
+
+// writeInsns prints insns one per line; with info, function labels and
+// source lines are interleaved and operands annotated.
+func writeInsns(w io.Writer, insns []asm.Instruction, info *programInfo, plain bool) {
+	if plain {
+		fmt.Fprint(w, asm.Format(insns))
+		return
+	}
+	digits := len(fmt.Sprint(max(len(insns)-1, 0)))
+	lastLine := ""
+	for pc := 0; pc < len(insns); {
+		text, width := asm.FormatAt(insns, pc)
+		if info != nil {
+			for _, f := range info.prog.Funcs {
+				if f.Start == pc {
+					fmt.Fprintf(w, "%s:\n", f.Name)
+				}
+			}
+			if pc < len(info.prog.Lines) {
+				if l := info.prog.Lines[pc]; l != nil {
+					if key := fmt.Sprintf("%s:%d", l.File, l.Line); key != lastLine {
+						lastLine = key
+						src := l.Source
+						if src == "" {
+							src = "(no source text)"
+						}
+						fmt.Fprintf(w, "%*s  # %s:%d: %s\n", digits, "", filepath.Base(l.File), l.Line, src)
+					}
+				}
+			}
+		}
+		if note := annotate(insns, pc, info); note != "" {
+			text = fmt.Sprintf("%-32s # %s", text, note)
+		}
+		fmt.Fprintf(w, "%*d: %s\n", digits, pc, text)
+		pc += width
+	}
+}
+
+// annotate explains the instruction at pc: a jump's target pc, a helper's
+// name, the map or variable an LD_IMM64 refers to.
+func annotate(insns []asm.Instruction, pc int, info *programInfo) string {
+	ins := insns[pc]
+	op := ins.Op
+	switch {
+	case op == asm.OpCall && ins.Src == asm.PseudoHelper:
+		if p := helpers.Lookup(helpers.ID(ins.Imm)); p != nil {
+			return p.Name
+		}
+	case op == asm.OpCall && ins.Src == asm.PseudoCall:
+		target := pc + 1 + int(ins.Imm)
+		if info != nil {
+			if f := info.prog.FuncAt(target); f != nil && f.Start == target {
+				return fmt.Sprintf("-> %d (%s)", target, f.Name)
+			}
+		}
+		return fmt.Sprintf("-> %d", target)
+	case op == asm.OpJa32:
+		return fmt.Sprintf("-> %d", pc+1+int(ins.Imm))
+	case op.Class().IsJump() && op.JumpOp() != asm.JumpCall && op.JumpOp() != asm.JumpExit:
+		return fmt.Sprintf("-> %d", pc+1+int(ins.Off))
+	case ins.IsLdImm64() && info != nil && (ins.Src == asm.PseudoMapFD || ins.Src == asm.PseudoMapValue):
+		maps := info.coll.Maps
+		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
+			return "map index out of range"
+		}
+		m := maps[ins.Imm]
+		if ins.Src == asm.PseudoMapFD {
+			return fmt.Sprintf("map %s", m.Name)
+		}
+		var off int32
+		if pc+1 < len(insns) {
+			off = insns[pc+1].Imm
+		}
+		for _, v := range info.coll.Variables {
+			if v.Map == int(ins.Imm) && uint32(off) >= v.Offset && uint32(off) < v.Offset+max(v.Size, 1) {
+				if uint32(off) == v.Offset {
+					return fmt.Sprintf("&%s (%s%+d)", v.Name, m.Name, off)
+				}
+				return fmt.Sprintf("&%s+%d (%s%+d)", v.Name, uint32(off)-v.Offset, m.Name, off)
+			}
+		}
+		return fmt.Sprintf("%s%+d", m.Name, off)
+	}
+	return ""
+}
