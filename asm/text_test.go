@@ -399,3 +399,20 @@ func TestCorpusRoundTrip(t *testing.T) {
 		t.Error("no corpus file has a -- raw section to cross-check")
 	}
 }
+
+// Assemble never panics, and what it accepts survives a Format round trip.
+func FuzzAssemble(f *testing.F) {
+	for _, s := range []string{
+		"mov %r0, 1\nexit", "lock fetch add32 [%r10-4], %r1", "call local f\nf: exit", "lddw %r1, map_value(2)+-8",
+		"ja32 x\nx:", "ldxw %r0, [%r1 + 0x8]", ".insn 0x95", "jne %r0, -0x80000000, exit\nexit", "a: b: exit",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		insns, err := Assemble(src)
+		if err != nil {
+			return
+		}
+		checkRoundTrip(t, insns)
+	})
+}
