@@ -181,8 +181,8 @@ func (c *compiler) analyze() error {
 	starts := []int32{0}
 	for pc := 0; pc < n; pc++ {
 		ins := c.insns[pc]
-		if ins.Dst >= asm.NumRegisters || ins.Src >= asm.NumRegisters && usesSrcReg(ins) {
-			return errAt(pc, ins, "register out of range (dst r%d, src r%d)", ins.Dst, ins.Src)
+		if err := checkFields(ins); err != nil {
+			return errAt(pc, ins, "%v", err)
 		}
 		switch {
 		case ins.IsLdImm64():
@@ -191,6 +191,9 @@ func (c *compiler) analyze() error {
 			}
 			if next := c.insns[pc+1]; next.Op != 0 || next.Dst != 0 || next.Src != 0 || next.Off != 0 {
 				return errAt(pc+1, next, "malformed second slot of lddw")
+			}
+			if ins.Src == asm.PseudoMapFD && c.insns[pc+1].Imm != 0 {
+				return errAt(pc, ins, "lddw map(%d) with a second immediate", ins.Imm)
 			}
 			c.second[pc+1] = true
 			pc++
@@ -208,6 +211,9 @@ func (c *compiler) analyze() error {
 		if i == 0 || s != starts[i-1] {
 			c.funcStart = append(c.funcStart, s)
 		}
+	}
+	if last := n - 1; c.second[last] || fallsThrough(c.insns[last]) {
+		return fmt.Errorf("pc %d: execution falls off the end of the program: %w", last, ErrInvalidProgram)
 	}
 	c.funcOf = make([]int32, n)
 	f := int32(0)
@@ -277,20 +283,6 @@ func (c *compiler) analyze() error {
 
 // maxCallxID bounds the ids callx can dispatch (the table is dense).
 const maxCallxID = 1 << 12
-
-// usesSrcReg reports whether ins reads its Src field as a register.
-func usesSrcReg(ins asm.Instruction) bool {
-	switch ins.Op.Class() {
-	case asm.ClassLDX, asm.ClassSTX:
-		return true
-	case asm.ClassALU, asm.ClassALU64:
-		return ins.Op.Source() == asm.SourceX && ins.Op.ALUOp() != asm.ALUEnd
-	case asm.ClassJMP, asm.ClassJMP32:
-		op := ins.Op.JumpOp()
-		return ins.Op.Source() == asm.SourceX && op != asm.JumpCall && op != asm.JumpExit && op != asm.JumpA
-	}
-	return false
-}
 
 // callDepthOK reports whether the call graph is acyclic and no chain of
 // calls is deeper than vm.MaxCallDepth frames.
