@@ -16,6 +16,7 @@ import (
 //	movsx816 ...            movsx{8,16}32, movsx{8,16,32}64: sign-extending mov
 //	le16 %r1 / be64 %r1     byte order conversion; bswap16/32/64 (alias swap)
 //	ldxw %r0, [%r1+8]       ldx{b,h,w,dw}, sign-extending ldxs{b,h,w}
+//	                        (alias ldx{b,h,w}sx)
 //	stxdw [%r10-8], %r1     stx{b,h,w,dw}; st{b,h,w,dw} [%r10-8], 0x1234
 //	lddw %r1, 0x1122334455667788   the 16-byte LD_IMM64
 //	lock add [%r10-8], %r1  atomics: add or and xor (+ "fetch"), xchg, cmpxchg;
@@ -494,6 +495,10 @@ func parseEndian(mnemonic string, ops []string) (Instruction, bool, error) {
 
 // parseLoadStore handles ldx*, ldxs*, st*, stx*, ldabs*, ldind*.
 func parseLoadStore(mnemonic string, ops []string) (Instruction, bool, error) {
+	// uBPF's spelling of the sign-extending loads: ldxbsx, ldxhsx, ldxwsx.
+	if m, ok := strings.CutSuffix(mnemonic, "sx"); ok && strings.HasPrefix(m, "ldx") && len(m) == 4 {
+		mnemonic = "ldxs" + m[3:]
+	}
 	type form struct {
 		class Class
 		mode  Mode

@@ -63,7 +63,7 @@ func TestTextForms(t *testing.T) {
 		{text: "ldxw %r0, [%r10-4]", want: []Instruction{{Op: mem(ClassLDX, ModeMEM, SizeW), Src: R10, Off: -4}}},
 		{text: "ldxdw %r0, [%r1+32767]", have: "ldxdw %r0, [%r1+0x7fff]", want: []Instruction{{Op: mem(ClassLDX, ModeMEM, SizeDW), Src: R1, Off: 32767}}},
 		{text: "ldxsb %r0, [%r10-1]", want: []Instruction{{Op: mem(ClassLDX, ModeMEMSX, SizeB), Src: R10, Off: -1}}},
-		{text: "ldxsh %r0, [%r10-2]", want: []Instruction{{Op: mem(ClassLDX, ModeMEMSX, SizeH), Src: R10, Off: -2}}},
+		{text: "ldxsh %r0, [%r10-2]", have: "ldxhsx %r0, [%r10-2]", want: []Instruction{{Op: mem(ClassLDX, ModeMEMSX, SizeH), Src: R10, Off: -2}}},
 		{text: "ldxsw %r0, [%r10-32768]", want: []Instruction{{Op: mem(ClassLDX, ModeMEMSX, SizeW), Src: R10, Off: -32768}}},
 		{text: "stb [%r10-1], 255", want: []Instruction{{Op: mem(ClassST, ModeMEM, SizeB), Dst: R10, Off: -1, Imm: 255}}},
 		{text: "sth [%r10-2], 0x8001", want: []Instruction{{Op: mem(ClassST, ModeMEM, SizeH), Dst: R10, Off: -2, Imm: 0x8001}}},
@@ -216,6 +216,7 @@ func TestAssembleErrors(t *testing.T) {
 		{"exit %r0", 1, "exit takes 0 operand(s), got 1"},
 		{"jeq %r0, 1", 1, "jeq takes 3 operand(s), got 2"},
 		{"le24 %r0", 1, `unknown mnemonic "le24"`},
+		{"ldxdwsx %r0, [%r1]", 1, `unknown mnemonic "ldxdwsx"`},
 		{"mov %r0, 010x", 1, `want a number, got "010x"`},
 	} {
 		_, err := Assemble(tc.src)

@@ -123,7 +123,6 @@ ff FE
 	for _, bad := range []struct{ src, msg string }{
 		{"-- result\n0x1\n", "no program"},
 		{"-- asm\nexit\n", "no expectation"},
-		{"-- asm\nexit\n-- result\n1\n-- error\nx\n", "both"},
 		{"-- asm\nexit\n-- result\nzz\n", `bad.data:4: result section: "zz"`},
 		{"-- asm\nexit\n-- result\n1\n2\n", "want one value"},
 		{"-- asm\nexit\n-- mem\n0g\n-- result\n1\n", `bad.data:4: mem section: "0g"`},
@@ -131,8 +130,9 @@ ff FE
 		{"-- asm\nexit\n-- asm\nexit\n-- result\n1\n", "appears twice"},
 	} {
 		_, err := conformance.Parse("bad.data", []byte(bad.src))
-		if err == nil || !strings.Contains(err.Error(), bad.msg) {
-			t.Errorf("Parse(%q) error %v, want %q", bad.src, err, bad.msg)
+		var pe *conformance.ParseError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), bad.msg) {
+			t.Errorf("Parse(%q) error %v, want a *ParseError with %q", bad.src, err, bad.msg)
 		}
 	}
 }
@@ -248,6 +248,7 @@ func TestRunDir(t *testing.T) {
 	write("b.data", "-- asm\nmov %r0, 1\nexit\n-- result\n1\n")
 	write("a.data", "-- asm\nmov %r0, 2\nexit\n-- result\n1\n")
 	write("sub/c.data", "-- asm\nexit\n")
+	write("sub/d.data", "-- asm\nexit\n-- result\n0xx\n")
 	write("notes.txt", "not a test")
 	results, err := conformance.RunDir(&fakeEngine{}, dir)
 	if err != nil {
@@ -260,12 +261,13 @@ func TestRunDir(t *testing.T) {
 	want := []string{
 		"FAIL " + filepath.Join(dir, "a.data") + ": r0 = 0x2, want 0x1",
 		"PASS " + filepath.Join(dir, "b.data"),
-		"FAIL " + filepath.Join(dir, "sub/c.data") + ": " + filepath.Join(dir, "sub/c.data") + ": no expectation: want a \"-- result\" or \"-- error\" section",
+		"FAIL " + filepath.Join(dir, "sub/c.data") + ": parse: no expectation: want a \"-- result\" or \"-- error\" section",
+		"FAIL " + filepath.Join(dir, "sub/d.data") + ": parse: line 4: result section: \"0xx\" is not a 64-bit hex value",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("RunDir:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if p, f := conformance.Summary(results); p != 1 || f != 2 {
+	if p, f := conformance.Summary(results); p != 1 || f != 3 {
 		t.Errorf("Summary = %d, %d", p, f)
 	}
 	// A single file may be named too.
@@ -283,3 +285,58 @@ func TestRunDir(t *testing.T) {
 type helpersID = helpers.ID
 
 func vmID(imm int32) helpersID { return helpersID(imm) }
+
+// uBPF's conventions: sections included from files, an error and a result
+// in one file (the error wins), assembler-only tests.
+func TestUBPFConventions(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "prog.asm"), []byte("mov %r0, 3\nexit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pkt.hex"), []byte("01 02\n03\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := conformance.Parse(filepath.Join(dir, "x.data"), []byte("-- asm @ prog.asm\n-- mem @ pkt.hex\n-- result\n3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tc.Asm, "mov %r0, 3") || string(tc.Mem) != "\x01\x02\x03" {
+		t.Errorf("included sections: asm %q, mem %x", tc.Asm, tc.Mem)
+	}
+	if _, err := conformance.Parse(filepath.Join(dir, "y.data"), []byte("-- asm @ nope.asm\n-- result\n3\n")); err == nil || !strings.Contains(err.Error(), "nope.asm") {
+		t.Errorf("missing include: %v", err)
+	}
+
+	both, err := conformance.Parse("both.data", []byte("-- asm\nmov %r0, 5\nexit\n-- error pattern\nout of bounds\n-- result\n0xffffffffffffffff\n-- no jit\nreason\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !both.HasError || both.Error != "out of bounds" {
+		t.Errorf("error pattern: %v %q", both.HasError, both.Error)
+	}
+	if r := conformance.Run(&fakeEngine{}, both); r.Passed || !strings.Contains(r.Detail, "want an error (out of bounds)") {
+		t.Errorf("error wins over result: %+v", r)
+	}
+
+	for _, tc := range []struct {
+		src    string
+		passed bool
+		detail string
+	}{
+		{"-- asm\nmov32 %r0, 1\nexit\n-- raw\n0x00000001000000b4\n0x0000000000000095\n", true, ""},
+		{"-- asm\nmov32 %r0, 2\nexit\n-- raw\n0x00000001000000b4\n0x0000000000000095\n", false, "slot 0 assembles to 0x00000002000000b4, raw section has 0x00000001000000b4"},
+		{"-- asm\nmov32 %r0, 1\n-- raw\n0x00000001000000b4\n0x0000000000000095\n", false, "assembly has 1 slots, raw section 2"},
+	} {
+		asmTest, err := conformance.Parse("asm.data", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !asmTest.AsmOnly {
+			t.Errorf("%q: not an assembler test", tc.src)
+		}
+		f := &fakeEngine{panicMsg: "the engine must not be used"}
+		if r := conformance.Run(f, asmTest); r.Passed != tc.passed || r.Detail != tc.detail {
+			t.Errorf("%q: %+v, want passed=%v detail %q", tc.src, r, tc.passed, tc.detail)
+		}
+	}
+}

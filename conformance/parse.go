@@ -51,9 +51,29 @@ type Test struct {
 	HasResult bool
 	// Error is the text of the "-- error" section when HasError is set:
 	// the program must fail to assemble, compile or run. Runtimes word
-	// their errors differently, so the text is informational.
+	// their errors differently, so the text is informational. An expected
+	// error takes precedence over a "-- result" in the same file (uBPF
+	// gives both: the error, and the value its VM returns then).
 	Error    string
 	HasError bool
+	// AsmOnly marks an assembler test: the file has "-- asm" and "-- raw"
+	// and no expectation; the text must assemble to exactly the words.
+	AsmOnly bool
+}
+
+// ParseError reports a malformed .data file.
+type ParseError struct {
+	Name string // the file
+	Line int    // 1-based; 0 when the problem is not on one line
+	Msg  string
+}
+
+// Error returns "name:line: msg" (or "name: msg").
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Name, e.Msg)
 }
 
 // ParseFile reads and parses the .data file at path.
@@ -66,34 +86,51 @@ func ParseFile(path string) (*Test, error) {
 }
 
 // Parse parses the contents of a .data file; name is used in errors and as
-// Test.Name.
+// Test.Name. Errors are *ParseError values.
+//
+// Besides the sections listed in the package documentation, Parse reads
+// two conventions of uBPF's tests: a section whose title ends in "@ FILE"
+// ("-- asm @ prog.asm", "-- mem @ packet.hex") takes its content from FILE,
+// relative to the folder of name; and a file with "-- asm" and "-- raw" but
+// no expectation is an assembler test (Test.AsmOnly).
 func Parse(name string, data []byte) (*Test, error) {
 	t := &Test{Name: name}
+	fail := func(line int, format string, args ...any) (*Test, error) {
+		return nil, &ParseError{Name: name, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
 	type section struct {
-		line  int // file line of the first content line
+		line  int // file line of the first content line (0: included file)
 		lines []string
 	}
 	sections := map[string]*section{}
 	var cur *section
-	lines := strings.Split(string(data), "\n")
-	for i, line := range lines {
+	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSuffix(line, "\r")
-		if title, ok := strings.CutPrefix(line, "--"); ok && (title == "" || title[0] == ' ') {
-			title = strings.TrimSpace(title)
-			if _, dup := sections[title]; dup {
-				return nil, fmt.Errorf("%s:%d: section %q appears twice", name, i+1, title)
+		title, ok := strings.CutPrefix(line, "--")
+		if !ok || (title != "" && title[0] != ' ') {
+			if cur != nil {
+				cur.lines = append(cur.lines, line)
 			}
-			cur = &section{line: i + 2}
-			sections[title] = cur
 			continue
 		}
-		if cur != nil {
-			cur.lines = append(cur.lines, line)
+		title = strings.TrimSuffix(strings.TrimSpace(title), " (optional)")
+		cur = &section{line: i + 2}
+		if base, file, ok := strings.Cut(title, " @ "); ok {
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(name), strings.TrimSpace(file)))
+			if err != nil {
+				return fail(i+1, "section %q: %v", title, err)
+			}
+			title = strings.TrimSpace(base)
+			cur.line, cur.lines = 0, strings.Split(string(b), "\n")
 		}
+		if _, dup := sections[title]; dup {
+			return fail(i+1, "section %q appears twice", title)
+		}
+		sections[title] = cur
 	}
-	// data returns the section's lines without comments and blank lines,
+	// content returns the section's lines without comments and blank lines,
 	// with their file line numbers.
-	data2 := func(s *section) (out []string, at []int) {
+	content := func(s *section) (out []string, at []int) {
 		for j, l := range s.lines {
 			if k := strings.IndexByte(l, '#'); k >= 0 {
 				l = l[:k]
@@ -105,44 +142,50 @@ func Parse(name string, data []byte) (*Test, error) {
 		}
 		return out, at
 	}
+	lineOf := func(at []int, j int) int {
+		if at[j] < 2 { // from an included file
+			return 0
+		}
+		return at[j]
+	}
 
 	if s, ok := sections["asm"]; ok {
-		t.Asm, t.AsmLine = strings.Join(s.lines, "\n"), s.line
+		t.Asm, t.AsmLine = strings.Join(s.lines, "\n"), max(s.line, 1)
 	}
 	if s, ok := sections["raw"]; ok {
-		words, at := data2(s)
+		words, at := content(s)
 		for j, w := range words {
 			v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(w), "0x"), 16, 64)
 			if err != nil {
-				return nil, fmt.Errorf("%s:%d: raw section: %q is not a 64-bit hex word", name, at[j], w)
+				return fail(lineOf(at, j), "raw section: %q is not a 64-bit hex word", w)
 			}
 			t.Raw = append(t.Raw, asm.DecodeOne(v))
 		}
 		if t.Raw == nil {
-			return nil, fmt.Errorf("%s:%d: raw section is empty", name, s.line-1)
+			return fail(max(s.line-1, 0), "raw section is empty")
 		}
 	}
 	if s, ok := sections["mem"]; ok {
 		t.Mem = []byte{}
-		rows, at := data2(s)
+		rows, at := content(s)
 		for j, row := range rows {
 			for _, f := range strings.Fields(row) {
 				v, err := strconv.ParseUint(f, 16, 8)
 				if err != nil {
-					return nil, fmt.Errorf("%s:%d: mem section: %q is not a hex byte", name, at[j], f)
+					return fail(lineOf(at, j), "mem section: %q is not a hex byte", f)
 				}
 				t.Mem = append(t.Mem, byte(v))
 			}
 		}
 	}
 	if s, ok := sections["result"]; ok {
-		rows, at := data2(s)
+		rows, at := content(s)
 		if len(rows) != 1 {
-			return nil, fmt.Errorf("%s:%d: result section: want one value, got %d lines", name, s.line-1, len(rows))
+			return fail(max(s.line-1, 0), "result section: want one value, got %d lines", len(rows))
 		}
 		v, err := parseValue(rows[0])
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: result section: %w", name, at[0], err)
+			return fail(lineOf(at, 0), "result section: %v", err)
 		}
 		t.Result, t.HasResult = v, true
 	}
@@ -153,11 +196,11 @@ func Parse(name string, data []byte) (*Test, error) {
 	}
 	switch {
 	case t.Asm == "" && t.Raw == nil:
-		return nil, fmt.Errorf("%s: no program: want an \"-- asm\" or \"-- raw\" section", name)
-	case t.HasResult && t.HasError:
-		return nil, fmt.Errorf("%s: both \"-- result\" and \"-- error\": want one", name)
+		return fail(0, "no program: want an \"-- asm\" or \"-- raw\" section")
+	case !t.HasResult && !t.HasError && t.Asm != "" && t.Raw != nil:
+		t.AsmOnly = true
 	case !t.HasResult && !t.HasError:
-		return nil, fmt.Errorf("%s: no expectation: want a \"-- result\" or \"-- error\" section", name)
+		return fail(0, "no expectation: want a \"-- result\" or \"-- error\" section")
 	}
 	return t, nil
 }
@@ -192,6 +235,11 @@ func (t *Test) Program() ([]asm.Instruction, error) {
 	if t.Raw != nil {
 		return append([]asm.Instruction(nil), t.Raw...), nil
 	}
+	return t.Assemble()
+}
+
+// Assemble assembles the "-- asm" section. Errors carry file line numbers.
+func (t *Test) Assemble() ([]asm.Instruction, error) {
 	// Pad with empty lines so that the assembler's line numbers are the
 	// file's.
 	insns, err := asm.Assemble(strings.Repeat("\n", max(t.AsmLine-1, 0)) + t.Asm)

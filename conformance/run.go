@@ -60,6 +60,9 @@ func Run(engine vm.Engine, t *Test) (res Result) {
 		}
 	}()
 
+	if t.AsmOnly {
+		return checkAssembly(t)
+	}
 	insns, err := t.Program()
 	if err != nil {
 		return fail("assemble", err)
@@ -92,6 +95,31 @@ func Run(engine vm.Engine, t *Test) (res Result) {
 	return res
 }
 
+// checkAssembly runs an assembler test: the text must give the raw words.
+func checkAssembly(t *Test) Result {
+	res := Result{Name: t.Name}
+	insns, err := t.Assemble()
+	if err != nil {
+		res.Err, res.Detail = err, "assemble: "+err.Error()
+		return res
+	}
+	for pc := 0; pc < max(len(insns), len(t.Raw)); pc++ {
+		switch {
+		case pc >= len(insns):
+			res.Detail = fmt.Sprintf("assembly has %d slots, raw section %d", len(insns), len(t.Raw))
+		case pc >= len(t.Raw):
+			res.Detail = fmt.Sprintf("assembly has %d slots, raw section %d", len(insns), len(t.Raw))
+		case insns[pc] != t.Raw[pc]:
+			res.Detail = fmt.Sprintf("slot %d assembles to %#016x, raw section has %#016x", pc, insns[pc].Word(), t.Raw[pc].Word())
+		default:
+			continue
+		}
+		return res
+	}
+	res.Passed = true
+	return res
+}
+
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if s == "" {
@@ -114,7 +142,14 @@ func RunDir(engine vm.Engine, paths ...string) ([]Result, error) {
 	for _, f := range files {
 		t, err := ParseFile(f)
 		if err != nil {
-			results = append(results, Result{Name: f, Detail: err.Error(), Err: err})
+			detail := "parse: " + err.Error()
+			var pe *ParseError
+			if errors.As(err, &pe) && pe.Line > 0 {
+				detail = fmt.Sprintf("parse: line %d: %s", pe.Line, pe.Msg)
+			} else if errors.As(err, &pe) {
+				detail = "parse: " + pe.Msg
+			}
+			results = append(results, Result{Name: f, Detail: detail, Err: err})
 			continue
 		}
 		results = append(results, Run(engine, t))

@@ -30,10 +30,24 @@
 #ifndef NCCLBPF_H
 #define NCCLBPF_H
 
-#include <linux/types.h>
-
 #if defined(__bpf__)
+/* The kernel's integer types, spelled as <linux/types.h> spells them (C11 allows the same typedef
+ * twice), so that `clang -target bpf` needs no architecture include directory. */
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u64 __be64;
+typedef __u32 __wsum;
 #include <bpf/bpf_helpers.h>
+#else
+#include <linux/types.h>
 #endif
 
 /* ---------------------------------------------------------------------------------------------

@@ -1,0 +1,167 @@
+// Package nccl holds the NCCL plugin's host logic that needs neither NCCL
+// nor cgo: the configuration read from the environment, the parser of
+// NCCL's example CSV tuner format and the lookup tables the "rules" policy
+// reads. Package plugin (libncclbpf.so) applies them; its C shim is tested
+// from a C host process by the tests of this package.
+package nccl
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Environment variables read by libncclbpf.so (once per process, in the
+// first tuner init).
+const (
+	// EnvPolicy names the policy object: a path to a .bpf.o, "builtin:NAME"
+	// for a policy embedded in the library (noop, size_aware, rules), or
+	// "none" for no policy at all. Unset or empty: builtin:noop.
+	EnvPolicy = "NCCLBPF_POLICY"
+	// EnvPolicyConfig sets `volatile const` variables of the policy by
+	// name: "name=value,name=value". Values are integers (decimal, 0x hex,
+	// optional K/M/G binary suffix) or true/false.
+	EnvPolicyConfig = "NCCLBPF_POLICY_CONFIG"
+	// EnvRulesFile names a rules file in the format of NCCL's example CSV
+	// tuner; it fills the policy's rule table (see ParseRules).
+	EnvRulesFile = "NCCLBPF_RULES_FILE"
+)
+
+// DefaultPolicy is the policy used when EnvPolicy is unset.
+const DefaultPolicy = "builtin:noop"
+
+// Config is the plugin's configuration. It is immutable once built.
+type Config struct {
+	// Policy is a file path or "builtin:NAME"; "" means no policy.
+	Policy string
+	// Vars are the variable settings in the order given.
+	Vars []Var
+	// RulesFile is the rules file, "" if none.
+	RulesFile string
+}
+
+// Var is one "name=value" setting of a policy variable.
+type Var struct {
+	Name  string
+	Value uint64 // two's complement for negative values
+}
+
+// ConfigFromEnv builds the configuration from the environment (getenv is
+// os.Getenv, or a map lookup in tests).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{Policy: strings.TrimSpace(getenv(EnvPolicy)), RulesFile: strings.TrimSpace(getenv(EnvRulesFile))}
+	switch {
+	case c.Policy == "":
+		c.Policy = DefaultPolicy
+	case strings.EqualFold(c.Policy, "none"):
+		c.Policy = ""
+	}
+	vars, err := ParseVars(getenv(EnvPolicyConfig))
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", EnvPolicyConfig, err)
+	}
+	c.Vars = vars
+	return c, nil
+}
+
+// Builtin returns the name of the embedded policy c.Policy names, or "".
+func (c Config) Builtin() string {
+	if name, ok := strings.CutPrefix(c.Policy, "builtin:"); ok {
+		return name
+	}
+	return ""
+}
+
+// ParseVars parses "name=value,name=value". An empty string gives no vars.
+func ParseVars(s string) ([]Var, error) {
+	var out []Var
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(item, "=")
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("setting %q: want name=value", item)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("setting %q: %s is set twice", item, name)
+		}
+		seen[name] = true
+		v, err := ParseInt(val)
+		if err != nil {
+			return nil, fmt.Errorf("setting %q: %w", item, err)
+		}
+		out = append(out, Var{Name: name, Value: v})
+	}
+	return out, nil
+}
+
+var suffixes = map[string]uint64{"k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
+
+// ParseInt parses an integer setting: decimal or 0x hex, optionally
+// negative, with an optional K/M/G (binary) suffix; "true" is 1, "false" 0.
+// Negative values are returned in two's complement.
+func ParseInt(s string) (uint64, error) {
+	switch strings.ToLower(s) {
+	case "true":
+		return 1, nil
+	case "false":
+		return 0, nil
+	}
+	num, mul := s, uint64(1)
+	low := strings.ToLower(s)
+	keys := make([]string, 0, len(suffixes))
+	for k := range suffixes {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	for _, k := range keys {
+		if strings.HasSuffix(low, k) && !strings.HasPrefix(low, "0x") {
+			num, mul = s[:len(s)-len(k)], suffixes[k]
+			break
+		}
+	}
+	neg := strings.HasPrefix(num, "-")
+	if neg {
+		num = num[1:]
+	}
+	v, err := strconv.ParseUint(num, 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("value %q is not an integer: %w", s, err)
+	}
+	if mul > 1 && v > ^uint64(0)/mul {
+		return 0, fmt.Errorf("value %q overflows 64 bits", s)
+	}
+	v *= mul
+	if neg {
+		if v > 1<<63 {
+			return 0, fmt.Errorf("value %q overflows int64", s)
+		}
+		v = -v
+	}
+	return v, nil
+}
+
+// Encode returns v as size little-endian bytes, checking that the value
+// fits (as signed or unsigned) in size bytes (1, 2, 4 or 8).
+func (v Var) Encode(size int) ([]byte, error) {
+	if size != 1 && size != 2 && size != 4 && size != 8 {
+		return nil, fmt.Errorf("variable %s: size %d is not an integer width", v.Name, size)
+	}
+	if size < 8 {
+		bits := uint(size * 8)
+		s := int64(v.Value)
+		if v.Value >= 1<<bits && (s < -(1<<(bits-1)) || s >= 0) {
+			return nil, fmt.Errorf("variable %s: value %d does not fit in %d bytes", v.Name, s, size)
+		}
+	}
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(v.Value >> (8 * i))
+	}
+	return b, nil
+}

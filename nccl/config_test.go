@@ -1,0 +1,60 @@
+package nccl
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigFromEnv(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	c, err := ConfigFromEnv(env(nil))
+	if err != nil || c.Policy != DefaultPolicy || c.Builtin() != "noop" {
+		t.Errorf("default: %+v, %v", c, err)
+	}
+	c, err = ConfigFromEnv(env(map[string]string{EnvPolicy: "None"}))
+	if err != nil || c.Policy != "" {
+		t.Errorf("none: %+v, %v", c, err)
+	}
+	c, err = ConfigFromEnv(env(map[string]string{EnvPolicy: "/x/p.bpf.o", EnvPolicyConfig: "a=4M, b=0x10,c=-1,d=true", EnvRulesFile: "r.conf"}))
+	if err != nil || c.Policy != "/x/p.bpf.o" || c.Builtin() != "" || c.RulesFile != "r.conf" {
+		t.Fatalf("file: %+v, %v", c, err)
+	}
+	want := []Var{{"a", 4 << 20}, {"b", 16}, {"c", ^uint64(0)}, {"d", 1}}
+	if len(c.Vars) != len(want) {
+		t.Fatalf("vars %+v", c.Vars)
+	}
+	for i := range want {
+		if c.Vars[i] != want[i] {
+			t.Errorf("var %d = %+v, want %+v", i, c.Vars[i], want[i])
+		}
+	}
+	for _, bad := range []string{"a", "=1", "a=x", "a=1,a=2", "a=99999999999G"} {
+		if _, err := ConfigFromEnv(env(map[string]string{EnvPolicyConfig: bad})); err == nil || !strings.Contains(err.Error(), EnvPolicyConfig) {
+			t.Errorf("%q: error %v", bad, err)
+		}
+	}
+}
+
+func TestVarEncode(t *testing.T) {
+	for _, tc := range []struct {
+		v    uint64
+		size int
+		want []byte
+		ok   bool
+	}{
+		{1, 1, []byte{1}, true},
+		{255, 1, []byte{255}, true},
+		{256, 1, nil, false},
+		{^uint64(0), 1, []byte{255}, true}, // -1
+		{^uint64(0) - 200, 1, nil, false},  // -201
+		{0x12345678, 4, []byte{0x78, 0x56, 0x34, 0x12}, true},
+		{1 << 32, 4, nil, false},
+		{1 << 40, 8, []byte{0, 0, 0, 0, 0, 1, 0, 0}, true},
+		{1, 3, nil, false},
+	} {
+		b, err := Var{"x", tc.v}.Encode(tc.size)
+		if (err == nil) != tc.ok || (tc.ok && string(b) != string(tc.want)) {
+			t.Errorf("Encode(%#x, %d) = %v, %v", tc.v, tc.size, b, err)
+		}
+	}
+}

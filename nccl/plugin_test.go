@@ -1,0 +1,275 @@
+package nccl
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The plugin is tested the way NCCL uses it: libncclbpf.so is built with
+// `go build -buildmode=c-shared` and loaded by a C host process
+// (testhost/host.c), never into this Go test binary (two Go runtimes in one
+// process do not work).
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+	art       struct{ dir, lib, host, native string }
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the source tree")
+	}
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// artifacts builds the library, the host and the native plugin once per
+// test binary.
+func artifacts(t *testing.T) {
+	t.Helper()
+	root := repoRoot(t)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ncclbpf-plugin-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		art.dir = dir
+		art.lib = filepath.Join(dir, "libncclbpf.so")
+		art.host = filepath.Join(dir, "host")
+		art.native = filepath.Join(dir, "libnative-size-aware.so")
+		steps := [][]string{
+			{"go", "build", "-buildmode=c-shared", "-o", art.lib, "./plugin"},
+			{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread", "-I", "include",
+				"-o", art.host, "testhost/host.c", "-ldl"},
+			{"gcc", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", art.native, "testhost/native_size_aware.c"},
+		}
+		for _, s := range steps {
+			cmd := exec.Command(s[0], s[1:]...)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building the plugin and the host: %v", buildErr)
+	}
+}
+
+// host runs the test host with args, the extra environment and stdin, and
+// returns its stdout; a non-zero exit fails the test with the output.
+func host(t *testing.T, env []string, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(art.host, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("host %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// cleanEnv is the test's environment without NCCLBPF_* settings.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NCCLBPF_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func TestPluginSymbolsAndShim(t *testing.T) {
+	artifacts(t)
+	out, err := exec.Command("nm", "-D", "--defined-only", art.lib).Output()
+	if err != nil {
+		t.Fatalf("nm: %v", err)
+	}
+	for v := 2; v <= 6; v++ {
+		sym := fmt.Sprintf("ncclTunerPlugin_v%d", v)
+		found := false
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) == 3 && f[2] == sym && (f[1] == "D" || f[1] == "R") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s is not exported as a data symbol", sym)
+		}
+	}
+	for v := 2; v <= 6; v++ {
+		v := v
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			out := host(t, nil, "", "selftest", art.lib, strconv.Itoa(v))
+			if !strings.Contains(out, "selftest v"+strconv.Itoa(v)+": ok") {
+				t.Errorf("selftest output:\n%s", out)
+			}
+		})
+	}
+}
+
+// call is one getCollInfo call in the host's script language.
+type call struct {
+	comm    int
+	coll    int
+	nBytes  uint64
+	pipeOps int
+	regBuff int
+	table   [21]float32
+}
+
+func (c call) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "call %d %d %d %d %d", c.comm, c.coll, c.nBytes, c.pipeOps, c.regBuff)
+	for _, f := range c.table {
+		fmt.Fprintf(&b, " %g", f)
+	}
+	return b.String()
+}
+
+type result struct {
+	nch   int
+	table [21]uint32
+}
+
+// parseResults reads the "res" lines of a run script's output.
+func parseResults(t *testing.T, out string) []result {
+	t.Helper()
+	var rs []result
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] != "res" {
+			continue
+		}
+		if len(f) != 23 {
+			t.Fatalf("bad result line %q", sc.Text())
+		}
+		var r result
+		r.nch, _ = strconv.Atoi(f[1])
+		for i := range r.table {
+			v, err := strconv.ParseUint(f[2+i], 16, 32)
+			if err != nil {
+				t.Fatalf("bad result line %q", sc.Text())
+			}
+			r.table[i] = uint32(v)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func lineWith(out, prefix string) []string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix+" ") {
+			return strings.Fields(l)[1:]
+		}
+	}
+	return nil
+}
+
+// TestPluginBadPolicy: whatever is wrong with the policy, init succeeds,
+// NCCL's table is untouched, getCollInfo succeeds and exactly one warning
+// reaches NCCL's logger.
+func TestPluginBadPolicy(t *testing.T) {
+	artifacts(t)
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.bpf.o")
+	if err := os.WriteFile(garbage, []byte("this is not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules := filepath.Join(dir, "bad.conf")
+	if err := os.WriteFile(rules, []byte("allreduce,0,100,warp,simple,-1,-1,-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tbl := [21]float32{}
+	for i := range tbl {
+		tbl[i] = float32(10 + i)
+	}
+	tbl[12], tbl[13], tbl[14] = -1, -1, -1
+	var script strings.Builder
+	for c := 0; c < 3; c++ {
+		fmt.Fprintf(&script, "init %d %d 8 1 1 8 8\n", c, 100+c)
+	}
+	for i := 0; i < 20; i++ {
+		fmt.Fprintln(&script, call{comm: i % 3, coll: 4, nBytes: uint64(1) << (i + 10), pipeOps: 1, table: tbl})
+	}
+	script.WriteString("warns\nstats\n")
+	for name, env := range map[string][]string{
+		"missing file":    {"NCCLBPF_POLICY=" + filepath.Join(dir, "nope.bpf.o")},
+		"not ELF":         {"NCCLBPF_POLICY=" + garbage},
+		"unknown builtin": {"NCCLBPF_POLICY=builtin:nope"},
+		"bad config":      {"NCCLBPF_POLICY_CONFIG=size_lo"},
+		"bad rules":       {"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + rules},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, v := range []string{"5", "6", "4"} {
+				out := host(t, env, script.String(), "run", art.lib, v)
+				for i, r := range parseResults(t, out) {
+					for k, bits := range r.table {
+						if bits != fbits(tbl[k]) {
+							t.Fatalf("v%s call %d: cell %d changed to %#x", v, i, k, bits)
+						}
+					}
+					if r.nch != 0 {
+						t.Fatalf("v%s call %d: nChannels %d", v, i, r.nch)
+					}
+				}
+				if w := lineWith(out, "warns"); len(w) != 1 || w[0] != "1" {
+					t.Errorf("v%s: warnings %v, want exactly 1", v, w)
+				}
+				if s := lineWith(out, "stats"); len(s) != 6 || s[5] != "-1" {
+					t.Errorf("v%s: stats %v, want load status -1", v, s)
+				}
+			}
+		})
+	}
+}
+
+// TestPluginNoPolicy: NCCLBPF_POLICY=none runs nothing and logs no warning.
+func TestPluginNoPolicy(t *testing.T) {
+	artifacts(t)
+	out := host(t, []string{"NCCLBPF_POLICY=none"}, "", "policy", art.lib, "5", "noop")
+	if !strings.Contains(out, "policy noop v5: ok") {
+		t.Errorf("output:\n%s", out)
+	}
+	out = host(t, []string{"NCCLBPF_POLICY=none"}, "init 0 1 2 1 1 2 2\nwarns\nstats\n", "run", art.lib, "6")
+	if w := lineWith(out, "warns"); len(w) != 1 || w[0] != "0" {
+		t.Errorf("warnings %v, want none", w)
+	}
+	if s := lineWith(out, "stats"); len(s) != 6 || s[5] != "1" {
+		t.Errorf("stats %v, want load status 1", s)
+	}
+}
+
+// TestNativeSizeAwareGrid checks the host's grid against the native
+// comparison plugin, so that a wrong expectation in the host shows up here
+// rather than as a difference in ncclbpf.
+func TestNativeSizeAwareGrid(t *testing.T) {
+	artifacts(t)
+	out := host(t, nil, "", "policy", art.native, "5", "size_aware")
+	if !strings.Contains(out, "policy size_aware v5: ok") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func fbits(f float32) uint32 { return math.Float32bits(f) }

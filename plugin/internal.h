@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h: C-only internals of the shim (not seen by Go). */
+#ifndef NCCLBPF_INTERNAL_H
+#define NCCLBPF_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "shim.h"
+
+#define NB_HIDDEN __attribute__((visibility("hidden")))
+
+/* NCCL's logger (ncclDebugLogger_t) and the values we pass to it. */
+typedef void (*nb_logger_t)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
+#define NB_LOG_WARN 2
+#define NB_LOG_INFO 3
+#define NB_SUBSYS_INIT 0x1
+#define NB_SUBSYS_TUNING 0x40
+
+/*
+ * A hook slot. fn is read with an acquire load on every call; it is written only by
+ * ncclbpf_slot_publish. One slot per cache line so that publishing one does not disturb readers of
+ * another.
+ */
+struct nb_slot {
+	_Atomic(uintptr_t) fn;
+	char pad[64 - sizeof(uintptr_t)];
+} __attribute__((aligned(64)));
+
+extern struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS] NB_HIDDEN;
+
+/*
+ * Per-communicator state, calloc'd by init and freed by finalize. The fields under "owner" are
+ * written only by the thread that NCCL is currently using the communicator on (NCCL never uses one
+ * communicator from two threads at once) and read by others only for statistics and grace periods,
+ * so they are atomics accessed with plain (relaxed) loads and stores: no read-modify-write and no
+ * fence on the hot path.
+ */
+struct nb_comm {
+	/* owner */
+	_Atomic uint64_t active;       /* odd while the owner runs a program (see slot.c) */
+	_Atomic uint64_t seq;          /* getCollInfo calls so far */
+	_Atomic uint64_t policy_calls;
+	_Atomic uint64_t applied;
+	_Atomic uint64_t rejected;
+	_Atomic uint64_t clamped;
+	_Atomic uint64_t chunk_calls;
+	_Atomic uint64_t chunk_applied;
+	_Atomic uint64_t chunk_rejected;
+	/* set by init, read-only afterwards */
+	uint64_t comm_id;
+	uint32_t n_ranks, n_nodes;
+	int32_t nvl_domains, nvl_min, nvl_max;
+	uint32_t abi;
+	nb_logger_t log;
+	/* registry links, under nb_registry_lock */
+	struct nb_comm *prev, *next;
+};
+
+void nb_register(struct nb_comm *c) NB_HIDDEN;
+void nb_unregister(struct nb_comm *c) NB_HIDDEN;
+int nb_load_status(void) NB_HIDDEN; /* tuner.c: ncclbpf_tuner_stats.load_status */
+
+/* nb_enter/nb_leave bracket every call into published code (see slot.c for the protocol). */
+static inline uint64_t nb_enter(struct nb_comm *c) {
+	uint64_t a = atomic_load_explicit(&c->active, memory_order_relaxed);
+	atomic_store_explicit(&c->active, a + 1, memory_order_relaxed);
+	/* Compiler barrier only: the hardware ordering of this store before the slot load is
+	 * provided by the membarrier() that ncclbpf_slot_synchronize issues. */
+	atomic_signal_fence(memory_order_seq_cst);
+	return a;
+}
+
+static inline void nb_leave(struct nb_comm *c, uint64_t a) {
+	atomic_store_explicit(&c->active, a + 2, memory_order_release);
+}
+
+static inline void nb_inc(_Atomic uint64_t *v) {
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+#endif /* NCCLBPF_INTERNAL_H */

@@ -1,0 +1,52 @@
+// Command plugin is libncclbpf.so, NCCL's tuner plugin:
+//
+//	go build -buildmode=c-shared -o build/libncclbpf.so ./plugin
+//	NCCL_TUNER_PLUGIN=$PWD/build/libncclbpf.so NCCLBPF_POLICY=policy.bpf.o ./my_job
+//
+// The C shim (tuner.c, slot.c) exports ncclTunerPlugin_v2..v6 and runs on
+// NCCL's threads; Go only runs once per process, inside the first init, to
+// load, verify and compile the policy and publish its entry points to the
+// shim's hook slots. See package nccl for the environment variables.
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../include -O2 -std=gnu11 -Wall -Wextra -Wno-unused-parameter
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+)
+
+// ncclbpfGoLoad loads the configured policy (once per process, called by
+// the shim under pthread_once) and publishes its entries. It writes a
+// one-line message for NCCL's log into msg and returns 0 when a policy is
+// running, 1 when none is configured, -1 when loading failed (NCCL's
+// defaults stay in effect).
+//
+//export ncclbpfGoLoad
+func ncclbpfGoLoad(msg *C.char, n C.size_t) C.int {
+	status, text := loadPolicy()
+	if n > 0 {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(msg)), int(n))
+		k := copy(b[:len(b)-1], text)
+		b[k] = 0
+	}
+	return C.int(status)
+}
+
+// publish installs entry (0: none) in the shim's slot and returns the
+// previous entry.
+func publish(slot int, entry uintptr) uintptr {
+	return uintptr(C.ncclbpf_slot_publish(C.int(slot), C.uintptr_t(entry)))
+}
+
+// Slot numbers of the shim (shim.h).
+const (
+	slotTuner     = C.NCCLBPF_SLOT_TUNER
+	slotChunkSize = C.NCCLBPF_SLOT_CHUNK_SIZE
+)
+
+func main() {}

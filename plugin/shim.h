@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim.h: declarations shared by the C shim (tuner.c, slot.c) and the Go side of libncclbpf.so.
+ * Declarations only: cgo files that //export functions may only have declarations in their preamble.
+ */
+#ifndef NCCLBPF_SHIM_H
+#define NCCLBPF_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A compiled program's native entry: `uint64_t fn(void *ctx)` (System V). */
+typedef uint64_t (*ncclbpf_prog_fn)(void *ctx);
+
+/* Hook slots: one per attachment point the shim calls. */
+enum {
+	NCCLBPF_SLOT_TUNER = 0,      /* hook "tuner" */
+	NCCLBPF_SLOT_CHUNK_SIZE = 1, /* hook "tuner/chunk_size" */
+	NCCLBPF_NUM_SLOTS = 2,
+};
+
+/*
+ * ncclbpf_slot_publish makes fn (NULL: no program) the code that slot runs from the next call on
+ * and returns the previous one. The previous code may still be running on other threads until
+ * ncclbpf_slot_synchronize returns 0.
+ */
+uintptr_t ncclbpf_slot_publish(int slot, uintptr_t fn);
+
+/*
+ * ncclbpf_slot_synchronize waits until no thread is still inside code that was published before
+ * the call (a grace period). It returns 0 when that is guaranteed, -1 when it cannot be (the
+ * kernel lacks membarrier): then old code must never be freed.
+ */
+int ncclbpf_slot_synchronize(void);
+
+/* Counters of the tuner shim, summed over all communicators (live and finalized). */
+struct ncclbpf_tuner_stats {
+	uint64_t comms_live;     /* communicators between init and finalize */
+	uint64_t comms_total;    /* init calls so far */
+	uint64_t calls;          /* getCollInfo calls */
+	uint64_t policy_calls;   /* ... that ran a program */
+	uint64_t applied;        /* decisions applied (something changed for NCCL) */
+	uint64_t rejected;       /* decisions NCCL could not take: dropped */
+	uint64_t clamped;        /* channel counts clamped to [1, NCCLBPF_MAX_CHANNELS] */
+	uint64_t chunk_calls;    /* getChunkSize calls */
+	uint64_t chunk_applied;  /* chunk sizes changed */
+	uint64_t chunk_rejected; /* chunk sizes dropped */
+	int32_t load_status;     /* 0 loaded, 1 no policy (NCCLBPF_POLICY=none), <0 failed, 2 not yet */
+	int32_t reserved;
+};
+
+/* ncclbpf_tuner_get_stats fills *out; it takes the registry lock (not for the hot path). */
+void ncclbpf_tuner_get_stats(struct ncclbpf_tuner_stats *out);
+
+/* ncclbpf_load_message returns the message of the policy load ("" before the first init). */
+const char *ncclbpf_load_message(void);
+
+/*
+ * ncclbpf_ensure_loaded loads the policy if no init has yet (once per process; the profiler's init,
+ * which NCCL runs before the tuner's, calls it so that its programs are published in time). The
+ * outcome is reported through NCCL's logger by the first tuner init.
+ */
+void ncclbpf_ensure_loaded(void);
+
+/*
+ * ncclbpf_testing_set_program installs a native C function as the program of a slot, for tests and
+ * benchmarks of the shim without the eBPF pipeline. It runs the policy load first (as the first
+ * init would) so that the load does not overwrite it afterwards.
+ */
+void ncclbpf_testing_set_program(int slot, uintptr_t fn);
+
+#endif /* NCCLBPF_SHIM_H */

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tuner.c: NCCL's tuner plugin ABI (v2..v6) on top of the hook slots.
+ *
+ * Written from the ABI fact sheet (docs: nccl-plugin-abi.md); no NCCL code or header is used. The
+ * exported symbols are data objects, as NCCL expects.
+ *
+ * Hot path (getCollInfo): read the slot, fill a stack context, call the program, check the decision,
+ * write it into NCCL's table. No Go, no lock, no allocation, no read-modify-write. Everything that
+ * can go wrong leaves NCCL's defaults in place and returns ncclSuccess.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "ncclbpf.h"
+#include "internal.h"
+#include "_cgo_export.h"
+
+#define NB_SUCCESS 0
+
+_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 160, "tuner ctx size is part of the ABI");
+_Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 64, "chunk ctx size is part of the ABI");
+_Static_assert(sizeof(float) == sizeof(uint32_t), "float bits");
+
+/* ---- NCCL's tuner ABI, written from the fact sheet ------------------------------------------ */
+
+typedef struct {
+	int nNvlDomains, minRanksPerNvlDomain, maxRanksPerNvlDomain;
+} nb_nvl_info_t;
+
+typedef struct nb_tuner_constants nb_tuner_constants_t; /* opaque: never read or written */
+
+typedef struct {
+	const char *name;
+	int (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
+	            nb_nvl_info_t *nvl, nb_tuner_constants_t *constants);
+	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
+	                   int numAlgo, int numProto, int regBuff, int *nChannels);
+	int (*finalize)(void *ctx);
+	int (*getChunkSize)(void *ctx, int collType, size_t nBytes, int algo, int proto, int nChannels,
+	                    size_t *chunkSize);
+} nb_tuner_v6_t;
+
+typedef struct {
+	const char *name;
+	int (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
+	            nb_nvl_info_t *nvl, nb_tuner_constants_t *constants);
+	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
+	                   int numAlgo, int numProto, int regBuff, int *nChannels);
+	int (*finalize)(void *ctx);
+} nb_tuner_v5_t;
+
+typedef struct {
+	const char *name;
+	int (*init)(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx);
+	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
+	                   int numAlgo, int numProto, int regBuff, int *nChannels);
+	int (*destroy)(void *ctx);
+} nb_tuner_v4_t;
+
+typedef struct {
+	const char *name;
+	int (*init)(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx);
+	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
+	                   int numAlgo, int numProto, int *nChannels);
+	int (*destroy)(void *ctx);
+} nb_tuner_v3_t;
+
+typedef struct {
+	const char *name;
+	int (*init)(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx);
+	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int collNetSupport, int nvlsSupport,
+	                   int numPipeOps, int *algorithm, int *protocol, int *nChannels);
+	int (*destroy)(void *ctx);
+} nb_tuner_v2_t;
+
+/* ---- policy load (once per process, in Go) --------------------------------------------------- */
+
+static pthread_once_t nb_load_once = PTHREAD_ONCE_INIT;
+static atomic_int nb_load_rc = 2; /* see ncclbpf_tuner_stats.load_status */
+static char nb_load_msg[1024];
+static atomic_int nb_load_reported;
+
+static void nb_do_load(void) {
+	int rc = ncclbpfGoLoad(nb_load_msg, sizeof nb_load_msg);
+	nb_load_msg[sizeof nb_load_msg - 1] = 0;
+	atomic_store(&nb_load_rc, rc);
+}
+
+static void nb_log(nb_logger_t log, int level, unsigned long flags, int line, const char *msg) {
+	if (log)
+		log(level, flags, __FILE__, line, "%s", msg); /* "%s": messages may contain '%' */
+}
+
+static void nb_ensure_loaded(nb_logger_t log) {
+	pthread_once(&nb_load_once, nb_do_load);
+	if (atomic_exchange(&nb_load_reported, 1) == 0) {
+		if (nb_load_rc < 0)
+			nb_log(log, NB_LOG_WARN, NB_SUBSYS_INIT | NB_SUBSYS_TUNING, __LINE__, nb_load_msg);
+		else
+			nb_log(log, NB_LOG_INFO, NB_SUBSYS_INIT | NB_SUBSYS_TUNING, __LINE__, nb_load_msg);
+	}
+}
+
+const char *ncclbpf_load_message(void) { return nb_load_msg; }
+
+void ncclbpf_ensure_loaded(void) { pthread_once(&nb_load_once, nb_do_load); }
+
+void ncclbpf_testing_set_program(int slot, uintptr_t fn) {
+	pthread_once(&nb_load_once, nb_do_load);
+	ncclbpf_slot_publish(slot, fn);
+}
+
+/* ---- init / finalize ------------------------------------------------------------------------- */
+
+static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes, nb_logger_t log,
+                   const nb_nvl_info_t *nvl, uint32_t abi) {
+	if (ctx == NULL)
+		return NB_SUCCESS; /* nowhere to put state: NCCL will pass NULL to getCollInfo */
+	*ctx = NULL;
+	nb_ensure_loaded(log);
+	struct nb_comm *c = calloc(1, sizeof *c);
+	if (c == NULL) {
+		/* No state: getCollInfo sees NULL and leaves NCCL's defaults. Never fail init. */
+		nb_log(log, NB_LOG_WARN, NB_SUBSYS_INIT | NB_SUBSYS_TUNING, __LINE__,
+		       "ncclbpf: out of memory for communicator state; NCCL's default tuning stays in effect");
+		return NB_SUCCESS;
+	}
+	c->comm_id = comm_id;
+	c->n_ranks = n_ranks > UINT32_MAX ? UINT32_MAX : (uint32_t)n_ranks;
+	c->n_nodes = n_nodes > UINT32_MAX ? UINT32_MAX : (uint32_t)n_nodes;
+	c->nvl_domains = nvl ? nvl->nNvlDomains : -1;
+	c->nvl_min = nvl ? nvl->minRanksPerNvlDomain : -1;
+	c->nvl_max = nvl ? nvl->maxRanksPerNvlDomain : -1;
+	c->abi = abi;
+	c->log = log;
+	nb_register(c);
+	*ctx = c;
+	return NB_SUCCESS;
+}
+
+static int nb_finalize(void *ctx) {
+	struct nb_comm *c = ctx;
+	if (c) {
+		nb_unregister(c);
+		free(c);
+	}
+	return NB_SUCCESS;
+}
+
+static int nb_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
+                      nb_nvl_info_t *nvl, nb_tuner_constants_t *constants) {
+	(void)constants; /* NCCL's model constants are left alone */
+	return nb_init(ctx, commId, nRanks, nNodes, log, nvl, 5);
+}
+
+static int nb_init_v6(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
+                      nb_nvl_info_t *nvl, nb_tuner_constants_t *constants) {
+	(void)constants;
+	return nb_init(ctx, commId, nRanks, nNodes, log, nvl, 6);
+}
+
+static int nb_init_v4(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx) {
+	return nb_init(ctx, 0, nRanks, nNodes, log, NULL, 4);
+}
+static int nb_init_v3(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx) {
+	return nb_init(ctx, 0, nRanks, nNodes, log, NULL, 3);
+}
+static int nb_init_v2(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx) {
+	return nb_init(ctx, 0, nRanks, nNodes, log, NULL, 2);
+}
+
+/* ---- decisions ------------------------------------------------------------------------------- */
+
+enum { NB_WHY_RANGE, NB_WHY_UNAVAILABLE, NB_WHY_CHANNELS, NB_WHY_PARTIAL_V2, NB_WHY_CHUNK, NB_WHY_N };
+static atomic_uint nb_warned; /* bit per NB_WHY_*: each kind of rejection is logged once */
+
+/* Cold: count is done by the caller; log the first rejection of each kind in the process. */
+__attribute__((cold, noinline)) static void nb_reject_log(struct nb_comm *c, int why, int coll, uint64_t n_bytes,
+                                                          long a, long p, long ch) {
+	unsigned bit = 1u << why;
+	if (atomic_load_explicit(&nb_warned, memory_order_relaxed) & bit)
+		return;
+	if (atomic_fetch_or(&nb_warned, bit) & bit)
+		return;
+	static const char *what[NB_WHY_N] = {
+	    "an algorithm/protocol outside NCCL's table",
+	    "an algorithm/protocol cell that NCCL marked unavailable (-1.0)",
+	    "a negative channel count",
+	    "an algorithm without a protocol (or the reverse), which tuner ABI v2 cannot express",
+	    "a chunk size below the protocol's grain or above 1 GiB",
+	};
+	char msg[512];
+	snprintf(msg, sizeof msg,
+	         "ncclbpf: the tuner policy chose %s (collective %d, %llu bytes: algorithm %ld, protocol %ld, "
+	         "channels/chunk %ld); the decision was dropped and NCCL's default kept. Further such decisions are "
+	         "counted, not logged.",
+	         what[why], coll, (unsigned long long)n_bytes, a, p, ch);
+	nb_log(c->log, NB_LOG_WARN, NB_SUBSYS_TUNING, __LINE__, msg);
+}
+
+/* Sign bits of the 21 cost cells: bit NCCLBPF_CELL(a,p) set if the cell is negative. */
+static inline uint32_t nb_neg_mask(const uint32_t *cost) {
+#if defined(__SSE2__)
+	uint32_t m = 0;
+	for (int i = 0; i < 20; i += 4)
+		m |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(cost + i)))) << i;
+	return m | (cost[20] >> 31) << 20;
+#else
+	uint32_t m = 0;
+	for (int i = 0; i < 21; i++)
+		m |= (cost[i] >> 31) << i;
+	return m;
+#endif
+}
+
+/*
+ * nb_tune runs the tuner program for one call and applies its decision to table (numAlgo x
+ * numProto floats, contiguous). v2 says whether the caller is tuner v2 (table is virtual; a decision
+ * must name both algorithm and protocol); *chosen gets the (algo, proto) cell made cheapest, or
+ * stays {-1,-1}.
+ */
+static inline void nb_tune(struct nb_comm *c, int coll, size_t n_bytes, int pipe_ops, float *table, int numAlgo,
+                           int numProto, int reg_buff, int *nChannels, int v2, int chosen[2]) {
+	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	atomic_store_explicit(&c->seq, seq + 1, memory_order_relaxed);
+	if (atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_relaxed) == 0)
+		return; /* no program: NCCL decides (checked again under the in-flight mark below) */
+	if (table == NULL || numAlgo <= 0 || numProto <= 0)
+		return;
+
+	struct ncclbpf_tuner_ctx x;
+	x.comm_id = c->comm_id;
+	x.call_seq = seq;
+	x.n_bytes = n_bytes;
+	x.coll_type = (uint32_t)coll;
+	x.num_pipe_ops = pipe_ops;
+	x.reg_buff = reg_buff;
+	x.n_ranks = c->n_ranks;
+	x.n_nodes = c->n_nodes;
+	x.n_nvl_domains = c->nvl_domains;
+	x.min_ranks_per_nvl_domain = c->nvl_min;
+	x.max_ranks_per_nvl_domain = c->nvl_max;
+	x.abi_version = c->abi;
+	if (__builtin_expect(numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS, 1)) {
+		memcpy(x.cost, table, sizeof x.cost); /* 84 bytes: the float bits as they are */
+	} else {
+		for (int a = 0; a < NCCLBPF_NUM_ALGORITHMS; a++)
+			for (int p = 0; p < NCCLBPF_NUM_PROTOCOLS; p++) {
+				uint32_t bits = NCCLBPF_COST_UNAVAILABLE_BITS;
+				if (a < numAlgo && p < numProto)
+					memcpy(&bits, &table[a * numProto + p], sizeof bits);
+				x.cost[a][p] = bits;
+			}
+	}
+	x.avail_mask = ~nb_neg_mask(&x.cost[0][0]) & ((1u << 21) - 1);
+	x.algorithm = NCCLBPF_ALGO_UNDEF;
+	x.protocol = NCCLBPF_PROTO_UNDEF;
+	x.n_channels = 0;
+
+	uint64_t in = nb_enter(c);
+	ncclbpf_prog_fn fn =
+	    (ncclbpf_prog_fn)atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_acquire);
+	uint64_t rc = fn ? fn(&x) : NCCLBPF_TUNER_DEFAULT;
+	nb_leave(c, in);
+	nb_inc(&c->policy_calls);
+
+	if (rc != NCCLBPF_TUNER_APPLY)
+		return;
+	int a = x.algorithm, p = x.protocol, ch = x.n_channels;
+	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)
+		return; /* "leave it all to NCCL" */
+
+	int why;
+	if (a < -1 || a >= numAlgo || p < -1 || p >= numProto) {
+		why = NB_WHY_RANGE;
+		goto reject;
+	}
+	if (ch < 0) {
+		why = NB_WHY_CHANNELS;
+		goto reject;
+	}
+	if (a >= 0 && p >= 0) {
+		if (!(table[a * numProto + p] >= 0.0f)) { /* -1.0 (or any negative, or NaN): NCCL skips it */
+			why = NB_WHY_UNAVAILABLE;
+			goto reject;
+		}
+		table[a * numProto + p] = 0.0f;
+		chosen[0] = a;
+		chosen[1] = p;
+	} else if (a >= 0 || p >= 0) {
+		if (v2) {
+			why = NB_WHY_PARTIAL_V2;
+			goto reject;
+		}
+		/* Restrict NCCL to row a (or column p): disable the available cells outside it. Writing
+		 * -1.0 is how NCCL itself marks a cell unusable. Refuse if nothing would be left. */
+		int left = 0;
+		for (int i = 0; i < numAlgo; i++)
+			for (int j = 0; j < numProto; j++)
+				if ((a >= 0 ? i == a : j == p) && table[i * numProto + j] >= 0.0f)
+					left++;
+		if (left == 0) {
+			why = NB_WHY_UNAVAILABLE;
+			goto reject;
+		}
+		for (int i = 0; i < numAlgo; i++)
+			for (int j = 0; j < numProto; j++)
+				if (!(a >= 0 ? i == a : j == p) && table[i * numProto + j] >= 0.0f)
+					table[i * numProto + j] = -1.0f;
+	}
+	if (ch > 0) {
+		if (ch > NCCLBPF_MAX_CHANNELS) {
+			ch = NCCLBPF_MAX_CHANNELS;
+			nb_inc(&c->clamped);
+		}
+		if (nChannels)
+			*nChannels = ch;
+	}
+	nb_inc(&c->applied);
+	return;
+reject:
+	nb_inc(&c->rejected);
+	nb_reject_log(c, why, coll, n_bytes, a, p, ch);
+}
+
+static int nb_get_coll_info(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
+                            int numAlgo, int numProto, int regBuff, int *nChannels) {
+	struct nb_comm *c = ctx;
+	int chosen[2] = {-1, -1};
+	if (c)
+		nb_tune(c, collType, nBytes, numPipeOps, (float *)collCostTable, numAlgo, numProto, regBuff, nChannels, 0,
+		        chosen);
+	return NB_SUCCESS;
+}
+
+static int nb_get_coll_info_v3(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
+                               int numAlgo, int numProto, int *nChannels) {
+	return nb_get_coll_info(ctx, collType, nBytes, numPipeOps, collCostTable, numAlgo, numProto, -1, nChannels);
+}
+
+static int nb_get_coll_info_v2(void *ctx, int collType, size_t nBytes, int collNetSupport, int nvlsSupport,
+                               int numPipeOps, int *algorithm, int *protocol, int *nChannels) {
+	struct nb_comm *c = ctx;
+	if (c == NULL)
+		return NB_SUCCESS;
+	/* v2 has no cost table: present every cell as "available, cost unknown" (0.0) except what
+	 * NCCL said is unsupported, and translate a full-cell choice back to algorithm/protocol. */
+	float table[NCCLBPF_NUM_ALGORITHMS * NCCLBPF_NUM_PROTOCOLS];
+	for (int a = 0; a < NCCLBPF_NUM_ALGORITHMS; a++) {
+		int off = (!collNetSupport && (a == NCCLBPF_ALGO_COLLNET_DIRECT || a == NCCLBPF_ALGO_COLLNET_CHAIN)) ||
+		          (!nvlsSupport && (a == NCCLBPF_ALGO_NVLS || a == NCCLBPF_ALGO_NVLS_TREE));
+		for (int p = 0; p < NCCLBPF_NUM_PROTOCOLS; p++)
+			table[a * NCCLBPF_NUM_PROTOCOLS + p] = off ? -1.0f : 0.0f;
+	}
+	int chosen[2] = {-1, -1};
+	nb_tune(c, collType, nBytes, numPipeOps, table, NCCLBPF_NUM_ALGORITHMS, NCCLBPF_NUM_PROTOCOLS, -1, nChannels,
+	        1, chosen);
+	if (chosen[0] >= 0 && algorithm && protocol) {
+		*algorithm = chosen[0];
+		*protocol = chosen[1];
+	}
+	return NB_SUCCESS;
+}
+
+/* ---- getChunkSize (v6) ----------------------------------------------------------------------- */
+
+static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, int proto, int nChannels,
+                             size_t *chunkSize) {
+	struct nb_comm *c = ctx;
+	if (c == NULL || chunkSize == NULL)
+		return NB_SUCCESS;
+	if (atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_CHUNK_SIZE].fn, memory_order_relaxed) == 0)
+		return NB_SUCCESS;
+	struct ncclbpf_chunk_ctx x;
+	x.comm_id = c->comm_id;
+	x.call_seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	x.n_bytes = nBytes;
+	x.chunk_size = *chunkSize;
+	x.coll_type = (uint32_t)collType;
+	x.algorithm = algo;
+	x.protocol = proto;
+	x.n_channels = nChannels;
+	x.n_ranks = c->n_ranks;
+	x.n_nodes = c->n_nodes;
+	x.new_chunk_size = 0;
+
+	uint64_t in = nb_enter(c);
+	ncclbpf_prog_fn fn =
+	    (ncclbpf_prog_fn)atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_CHUNK_SIZE].fn, memory_order_acquire);
+	uint64_t rc = fn ? fn(&x) : NCCLBPF_TUNER_DEFAULT;
+	nb_leave(c, in);
+	nb_inc(&c->chunk_calls);
+	if (rc != NCCLBPF_TUNER_APPLY || x.new_chunk_size == 0)
+		return NB_SUCCESS;
+	uint64_t grain = proto == NCCLBPF_PROTO_LL ? 16 : proto == NCCLBPF_PROTO_LL128 ? 1920 : 512;
+	if (x.new_chunk_size < grain || x.new_chunk_size > (1ull << 30)) {
+		nb_inc(&c->chunk_rejected);
+		nb_reject_log(c, NB_WHY_CHUNK, collType, nBytes, algo, proto, (long)x.new_chunk_size);
+		return NB_SUCCESS;
+	}
+	*chunkSize = x.new_chunk_size;
+	nb_inc(&c->chunk_applied);
+	return NB_SUCCESS;
+}
+
+/* ---- the exported symbols -------------------------------------------------------------------- */
+
+#define NB_NAME "ncclbpf"
+
+__attribute__((visibility("default"))) const nb_tuner_v6_t ncclTunerPlugin_v6 = {
+    NB_NAME, nb_init_v6, nb_get_coll_info, nb_finalize, nb_get_chunk_size};
+__attribute__((visibility("default"))) const nb_tuner_v5_t ncclTunerPlugin_v5 = {
+    NB_NAME, nb_init_v5, nb_get_coll_info, nb_finalize};
+__attribute__((visibility("default"))) const nb_tuner_v4_t ncclTunerPlugin_v4 = {
+    NB_NAME, nb_init_v4, nb_get_coll_info, nb_finalize};
+__attribute__((visibility("default"))) const nb_tuner_v3_t ncclTunerPlugin_v3 = {
+    NB_NAME, nb_init_v3, nb_get_coll_info_v3, nb_finalize};
+__attribute__((visibility("default"))) const nb_tuner_v2_t ncclTunerPlugin_v2 = {
+    NB_NAME, nb_init_v2, nb_get_coll_info_v2, nb_finalize};
+
+int nb_load_status(void) { return atomic_load(&nb_load_rc); }

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adaptive.h: the logic of the adaptive policy, shared by the eBPF bundle (adaptive.bpf.c) and the
+ * native C version the test host runs for comparison (testhost/profiler_native.c). Include it once
+ * for the types, define the maps, then define the accessors and include it again for the logic:
+ *
+ *   ADAPTIVE_STATE_LOOKUP(k)     -> struct adaptive_state *  or 0
+ *   ADAPTIVE_STATE_INSERT(k, v)  insert if absent
+ *   ADAPTIVE_STAT_LOOKUP(k)      -> struct adaptive_stat *   or 0
+ *   ADAPTIVE_STAT_INSERT(k, v)   insert if absent
+ *   ADAPTIVE_ATOMIC_ADD(p, v)    atomic *p += v on a __u64
+ *
+ * and the tunables ADAPTIVE_ROUNDS, ADAPTIVE_PERIOD, ADAPTIVE_CHECK (see adaptive.bpf.c).
+ *
+ * Schedule (per communicator, collective and size bucket; n = tuner calls of that bucket so far,
+ * which every rank counts alike because ranks issue the same collectives in the same order):
+ *   n % PERIOD <  NCAND*ROUNDS : explore candidate (n % PERIOD) % NCAND (first available from there)
+ *   otherwise                  : exploit the latched choice; the choice is re-evaluated only when
+ *                                n % PERIOD == NCAND*ROUNDS or n % CHECK == 0, and changes only to a
+ *                                candidate whose EWMA latency is more than 1/8 lower (hysteresis).
+ */
+#ifndef NCCLBPF_POLICY_ADAPTIVE_TYPES
+#define NCCLBPF_POLICY_ADAPTIVE_TYPES
+
+/* Candidates: (TREE, RING) x (LL, LL128, SIMPLE) x (4, 16 channels); index a*6 + p*2 + c. */
+#define ADAPTIVE_NCAND 12
+#define ADAPTIVE_NBUCKETS 16 /* size buckets of 4x: [4^b, 4^(b+1)) bytes, the last open-ended */
+
+struct adaptive_skey {
+	__u64 comm_id;
+	__u32 coll;
+	__u32 bucket;
+};
+
+struct adaptive_state {
+	__u64 calls;  /* tuner calls in this bucket so far (rank-uniform) */
+	__u32 choice; /* latched candidate */
+	__u32 valid;  /* choice is set */
+};
+
+struct adaptive_mkey {
+	__u64 comm_id;
+	__u32 coll;
+	__u16 bucket;
+	__u16 cand;
+};
+
+struct adaptive_stat {
+	__u64 count;   /* collectives measured */
+	__u64 ewma_ns; /* EWMA, alpha 1/4 */
+	__u64 last_ns;
+	__u64 min_ns;
+};
+
+#endif
+
+/* The logic: compiled once the includer has defined the accessors (include this file again). */
+#if defined(ADAPTIVE_STAT_LOOKUP) && !defined(NCCLBPF_POLICY_ADAPTIVE_LOGIC)
+#define NCCLBPF_POLICY_ADAPTIVE_LOGIC
+
+static __always_inline __u32 adaptive_bucket(__u64 bytes)
+{
+	__u32 l = 0;
+	if (bytes >> 32) { bytes >>= 32; l += 32; }
+	if (bytes >> 16) { bytes >>= 16; l += 16; }
+	if (bytes >> 8) { bytes >>= 8; l += 8; }
+	if (bytes >> 4) { bytes >>= 4; l += 4; }
+	if (bytes >> 2) { bytes >>= 2; l += 2; }
+	if (bytes >> 1) { l += 1; }
+	l >>= 1;
+	return l < ADAPTIVE_NBUCKETS ? l : ADAPTIVE_NBUCKETS - 1;
+}
+
+static __always_inline int adaptive_cand_algo(__u32 c) { return (int)(c / 6); }
+static __always_inline int adaptive_cand_proto(__u32 c) { return (int)((c / 2) % 3); }
+static __always_inline int adaptive_cand_nch(__u32 c) { return (c & 1) ? 16 : 4; }
+
+/* adaptive_cand_of maps what NCCL ran to a candidate (-1: not one). Channel counts NCCL capped
+ * are attributed to the nearer class. */
+static __always_inline int adaptive_cand_of(int algo, int proto, int nch)
+{
+	if (algo < 0 || algo > 1 || proto < 0 || proto > 2 || nch <= 0)
+		return -1;
+	return algo * 6 + proto * 2 + (nch >= 10 ? 1 : 0);
+}
+
+static __always_inline int adaptive_available(__u32 avail_mask, __u32 c)
+{
+	return (avail_mask >> (adaptive_cand_algo(c) * 3 + adaptive_cand_proto(c))) & 1;
+}
+
+/* ---- profiler side: one measured collective ---- */
+static __always_inline void adaptive_record(__u64 comm_id, int coll, __u64 bytes, int algo, int proto, int nch,
+					    __u64 ns)
+{
+	int c = adaptive_cand_of(algo, proto, nch);
+	if (c < 0 || coll < 0 || coll > 4 || ns == 0)
+		return;
+	struct adaptive_mkey k = {.comm_id = comm_id, .coll = (__u32)coll,
+				  .bucket = (__u16)adaptive_bucket(bytes), .cand = (__u16)c};
+	struct adaptive_stat *s = ADAPTIVE_STAT_LOOKUP(&k);
+	if (!s) {
+		struct adaptive_stat z = {.count = 1, .ewma_ns = ns, .last_ns = ns, .min_ns = ns};
+		ADAPTIVE_STAT_INSERT(&k, &z);
+		return;
+	}
+	ADAPTIVE_ATOMIC_ADD(&s->count, 1);
+	s->ewma_ns = s->ewma_ns - (s->ewma_ns >> 2) + (ns >> 2);
+	s->last_ns = ns;
+	if (ns < s->min_ns)
+		s->min_ns = ns;
+}
+
+static __always_inline __u64 adaptive_ewma(__u64 comm_id, __u32 coll, __u32 bucket, __u32 c)
+{
+	struct adaptive_mkey k = {.comm_id = comm_id, .coll = coll, .bucket = (__u16)bucket, .cand = (__u16)c};
+	struct adaptive_stat *s = ADAPTIVE_STAT_LOOKUP(&k);
+	return s ? s->ewma_ns : 0;
+}
+
+/* ---- tuner side: returns the candidate to run, or -1 to leave the decision to NCCL ---- */
+static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 bytes, __u32 avail_mask)
+{
+	__u32 b = adaptive_bucket(bytes);
+	struct adaptive_skey sk = {.comm_id = comm_id, .coll = coll, .bucket = b};
+	struct adaptive_state *st = ADAPTIVE_STATE_LOOKUP(&sk);
+	if (!st) {
+		struct adaptive_state z = {0};
+		ADAPTIVE_STATE_INSERT(&sk, &z);
+		st = ADAPTIVE_STATE_LOOKUP(&sk);
+		if (!st)
+			return -1;
+	}
+	__u64 n = st->calls;
+	st->calls = n + 1;
+	__u64 cyc = n % ADAPTIVE_PERIOD;
+	__u64 explore = (__u64)ADAPTIVE_NCAND * ADAPTIVE_ROUNDS;
+	if (cyc < explore) {
+		__u32 first = (__u32)(cyc % ADAPTIVE_NCAND);
+#if defined(__clang__)
+#pragma unroll
+#endif
+		for (__u32 k = 0; k < ADAPTIVE_NCAND; k++) {
+			__u32 c = first + k;
+			if (c >= ADAPTIVE_NCAND)
+				c -= ADAPTIVE_NCAND;
+			if (adaptive_available(avail_mask, c))
+				return (int)c;
+		}
+		return -1;
+	}
+	if (cyc == explore || n % ADAPTIVE_CHECK == 0 || !st->valid) {
+		__u32 best = 0;
+		__u64 best_ns = 0;
+#if defined(__clang__)
+#pragma unroll
+#endif
+		for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
+			if (!adaptive_available(avail_mask, c))
+				continue;
+			__u64 e = adaptive_ewma(comm_id, coll, b, c);
+			if (e && (best_ns == 0 || e < best_ns)) {
+				best = c;
+				best_ns = e;
+			}
+		}
+		if (best_ns) {
+			if (!st->valid) {
+				st->choice = best;
+				st->valid = 1;
+			} else if (best != st->choice) {
+				__u64 cur = adaptive_ewma(comm_id, coll, b, st->choice);
+				/* hysteresis: switch only for a gain above 1/8 */
+				if (cur == 0 || best_ns * 8 < cur * 7)
+					st->choice = best;
+			}
+		}
+	}
+	if (!st->valid || st->choice >= ADAPTIVE_NCAND || !adaptive_available(avail_mask, st->choice))
+		return -1;
+	return (int)st->choice;
+}
+
+#endif

@@ -1,0 +1,882 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * host.c: an NCCL-like host for tuner plugins. It opens a plugin library as NCCL does (dlopen
+ * RTLD_NOW|RTLD_LOCAL, then the versioned data symbol), creates communicators on several threads,
+ * calls getCollInfo with contiguous float[7][3] cost tables (unavailable cells at -1.0) and checks
+ * what comes back. On every call it enforces the invariants NCCL relies on: getCollInfo returns
+ * ncclSuccess, no unavailable cell becomes available, nChannels stays 0 or in [1, 64].
+ *
+ *   host run      LIB VER            commands on stdin (used by the Go tests; see run_script)
+ *   host selftest LIB VER            shim checks with native test programs (ncclbpf only)
+ *   host policy   LIB VER EXPECT     a grid of calls checked against EXPECT (noop | size_aware)
+ *   host bench    CONFIG...          medians of many calls per configuration, one child each;
+ *                                    CONFIG = name=none | name=LIB[:VAR=VAL[;VAR=VAL...]]
+ *   host genrules N FILE             write a rules file with N rules (CSV tuner format)
+ *
+ * Exit status 0 when every check passed; 1 with "FAIL ..." lines otherwise.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ncclbpf.h"
+#include "nccl_abi.h"
+#include "size_aware_native.h"
+
+#define NA 7
+#define NP 3
+#define NCELLS 21
+
+static int failures;
+#define FAIL(...)                                                                                                      \
+	do {                                                                                                           \
+		fprintf(stdout, "FAIL %s:%d: ", __FILE__, __LINE__);                                                   \
+		fprintf(stdout, __VA_ARGS__);                                                                          \
+		fprintf(stdout, "\n");                                                                                 \
+		fflush(stdout);                                                                                        \
+		__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                                                    \
+	} while (0)
+#define CHECK(cond, ...)                                                                                               \
+	do {                                                                                                           \
+		if (!(cond))                                                                                           \
+			FAIL(__VA_ARGS__);                                                                             \
+	} while (0)
+
+/* ---- NCCL's logger ----------------------------------------------------------------------------- */
+
+static atomic_int n_warn, n_info;
+static char last_warn[1024];
+
+static void host_logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (level == 2) {
+		atomic_fetch_add(&n_warn, 1);
+		snprintf(last_warn, sizeof last_warn, "%s", buf);
+	} else {
+		atomic_fetch_add(&n_info, 1);
+	}
+	if (getenv("HOST_VERBOSE"))
+		fprintf(stderr, "[nccl log level %d flags %#lx %s:%d] %s\n", level, flags, file, line, buf);
+}
+
+/* ---- the plugin, as NCCL loads it -------------------------------------------------------------- */
+
+struct tuner {
+	int ver; /* 2..6, 0 = no plugin */
+	void *lib;
+	const host_tuner_v6_t *v6;
+	const host_tuner_v5_t *v5;
+	const host_tuner_v4_t *v4;
+	const host_tuner_v3_t *v3;
+	const host_tuner_v2_t *v2;
+};
+
+static int open_tuner(struct tuner *t, const char *path, int ver) {
+	memset(t, 0, sizeof *t);
+	t->ver = ver;
+	t->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!t->lib) {
+		fprintf(stdout, "FAIL dlopen %s: %s\n", path, dlerror());
+		return -1;
+	}
+	char sym[32];
+	snprintf(sym, sizeof sym, "ncclTunerPlugin_v%d", ver);
+	void *s = dlsym(t->lib, sym);
+	if (!s) {
+		fprintf(stdout, "FAIL %s: no symbol %s\n", path, sym);
+		return -1;
+	}
+	switch (ver) {
+	case 6: t->v6 = s; break;
+	case 5: t->v5 = s; break;
+	case 4: t->v4 = s; break;
+	case 3: t->v3 = s; break;
+	case 2: t->v2 = s; break;
+	default: fprintf(stdout, "FAIL unknown version %d\n", ver); return -1;
+	}
+	return 0;
+}
+
+static void *t_init(struct tuner *t, uint64_t comm_id, int n_ranks, int n_nodes, int nvl_domains, int nvl_min,
+                    int nvl_max) {
+	void *ctx = (void *)0x1; /* must be overwritten */
+	host_nvl_info_t nvl = {nvl_domains, nvl_min, nvl_max};
+	static host_constants_t consts; /* NCCL keeps one per communicator; contents irrelevant here */
+	ncclResult_t rc = ncclInternalError;
+	switch (t->ver) {
+	case 6: rc = t->v6->init(&ctx, comm_id, n_ranks, n_nodes, host_logger, &nvl, &consts); break;
+	case 5: rc = t->v5->init(&ctx, comm_id, n_ranks, n_nodes, host_logger, &nvl, &consts); break;
+	case 4: rc = t->v4->init(n_ranks, n_nodes, host_logger, &ctx); break;
+	case 3: rc = t->v3->init(n_ranks, n_nodes, host_logger, &ctx); break;
+	case 2: rc = t->v2->init(n_ranks, n_nodes, host_logger, &ctx); break;
+	}
+	CHECK(rc == ncclSuccess, "init returned %d", rc);
+	CHECK(ctx != (void *)0x1, "init did not set the context");
+	return ctx;
+}
+
+static void t_fin(struct tuner *t, void *ctx) {
+	ncclResult_t rc = ncclInternalError;
+	switch (t->ver) {
+	case 6: rc = t->v6->finalize(ctx); break;
+	case 5: rc = t->v5->finalize(ctx); break;
+	case 4: rc = t->v4->destroy(ctx); break;
+	case 3: rc = t->v3->destroy(ctx); break;
+	case 2: rc = t->v2->destroy(ctx); break;
+	}
+	CHECK(rc == ncclSuccess, "finalize returned %d", rc);
+}
+
+/* One getCollInfo call for v3..v6, with NCCL's invariants checked. */
+static ncclResult_t t_call(struct tuner *t, void *ctx, int coll, size_t n_bytes, int pipe_ops, int reg_buff,
+                           float table[NA][NP], int *nch) {
+	float before[NA][NP];
+	memcpy(before, table, sizeof before);
+	*nch = 0;
+	ncclResult_t rc = ncclSuccess;
+	switch (t->ver) {
+	case 6: rc = t->v6->getCollInfo(ctx, coll, n_bytes, pipe_ops, (float **)table, NA, NP, reg_buff, nch); break;
+	case 5: rc = t->v5->getCollInfo(ctx, coll, n_bytes, pipe_ops, (float **)table, NA, NP, reg_buff, nch); break;
+	case 4: rc = t->v4->getCollInfo(ctx, coll, n_bytes, pipe_ops, (float **)table, NA, NP, reg_buff, nch); break;
+	case 3: rc = t->v3->getCollInfo(ctx, coll, n_bytes, pipe_ops, (float **)table, NA, NP, nch); break;
+	default: FAIL("t_call with version %d", t->ver); return ncclInternalError;
+	}
+	CHECK(rc == ncclSuccess, "getCollInfo returned %d", rc);
+	for (int a = 0; a < NA; a++)
+		for (int p = 0; p < NP; p++)
+			CHECK(before[a][p] >= 0.0f || table[a][p] < 0.0f,
+			      "unavailable cell (%d,%d) was enabled: %g -> %g", a, p, before[a][p], table[a][p]);
+	CHECK(*nch >= 0 && *nch <= 64, "nChannels %d out of range", *nch);
+	return rc;
+}
+
+/* ---- realistic cost tables --------------------------------------------------------------------- */
+
+enum { TBL_NVLS = 1, TBL_COLLNET = 2, TBL_NO_RING_SIMPLE = 4, TBL_NO_LL128 = 8 };
+
+/* A cost table shaped like NCCL's (µs = latency + bytes / bandwidth), with the cells NCCL marks
+ * unavailable for the collective and topology at -1.0. */
+static void model_table(float t[NA][NP], int coll, size_t n_bytes, int n_ranks, int n_nodes, int flags) {
+	static const double lat[NP] = {4.0, 7.5, 11.0};     /* LL, LL128, Simple */
+	static const double bw[NP] = {12.0, 90.0, 140.0};   /* GB/s */
+	static const double alat[NA] = {1.3, 1.0, 0.9, 1.1, 0.8, 1.2, 1.4};
+	static const double abw[NA] = {0.9, 1.0, 1.3, 1.1, 1.6, 1.2, 0.8};
+	for (int a = 0; a < NA; a++)
+		for (int p = 0; p < NP; p++) {
+			double steps = a == NCCLBPF_ALGO_RING ? (double)(n_ranks - 1) : 2.0;
+			t[a][p] = (float)(lat[p] * alat[a] * (1.0 + steps / 8.0) + (double)n_bytes / (1000.0 * bw[p] * abw[a]));
+		}
+	for (int a = 0; a < NA; a++)
+		for (int p = 0; p < NP; p++) {
+			int off = 0;
+			if (a == NCCLBPF_ALGO_TREE && coll != NCCLBPF_COLL_ALLREDUCE)
+				off = 1;
+			if ((a == NCCLBPF_ALGO_COLLNET_DIRECT || a == NCCLBPF_ALGO_COLLNET_CHAIN) && !(flags & TBL_COLLNET))
+				off = 1;
+			if ((a == NCCLBPF_ALGO_NVLS || a == NCCLBPF_ALGO_NVLS_TREE) &&
+			    (!(flags & TBL_NVLS) || p != NCCLBPF_PROTO_SIMPLE))
+				off = 1;
+			if (a == NCCLBPF_ALGO_PAT &&
+			    (n_nodes < 2 || (coll != NCCLBPF_COLL_ALLGATHER && coll != NCCLBPF_COLL_REDUCESCATTER)))
+				off = 1;
+			if (p == NCCLBPF_PROTO_LL128 && (flags & TBL_NO_LL128))
+				off = 1;
+			if (a == NCCLBPF_ALGO_RING && p == NCCLBPF_PROTO_SIMPLE && (flags & TBL_NO_RING_SIMPLE))
+				off = 1;
+			if (off)
+				t[a][p] = -1.0f;
+		}
+}
+
+/* NCCL's own pick after the tuner: scan algorithms then protocols, strictly smallest non-negative. */
+static void nccl_pick(float t[NA][NP], int *algo, int *proto) {
+	float best = 3.4e38f;
+	*algo = *proto = -1;
+	for (int a = 0; a < NA; a++)
+		for (int p = 0; p < NP; p++)
+			if (t[a][p] >= 0.0f && t[a][p] < best) {
+				best = t[a][p];
+				*algo = a;
+				*proto = p;
+			}
+}
+
+static uint32_t fbits(float f) {
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+/* ---- optional ncclbpf-only entry points -------------------------------------------------------- */
+
+typedef void (*set_program_fn)(int slot, uintptr_t fn);
+#define NCCLBPF_SLOT_TUNER_HOST 0      /* shim.h: NCCLBPF_SLOT_TUNER */
+#define NCCLBPF_SLOT_CHUNK_SIZE_HOST 1 /* shim.h: NCCLBPF_SLOT_CHUNK_SIZE */
+
+struct ncclbpf_tuner_stats_host { /* mirror of shim.h's struct ncclbpf_tuner_stats */
+	uint64_t comms_live, comms_total, calls, policy_calls, applied, rejected, clamped, chunk_calls, chunk_applied,
+	    chunk_rejected;
+	int32_t load_status, reserved;
+};
+
+static struct ncclbpf_tuner_stats_host get_stats(struct tuner *t) {
+	struct ncclbpf_tuner_stats_host s;
+	memset(&s, 0, sizeof s);
+	void (*f)(struct ncclbpf_tuner_stats_host *) = (void (*)(struct ncclbpf_tuner_stats_host *))dlsym(t->lib, "ncclbpf_tuner_get_stats");
+	if (f)
+		f(&s);
+	else
+		FAIL("ncclbpf_tuner_get_stats not exported");
+	return s;
+}
+
+/* ---- run: a command script on stdin ------------------------------------------------------------ */
+
+#define MAX_COMMS 64
+
+/*
+ * Commands (one per line; replies on stdout, one line each):
+ *   init C COMMID NRANKS NNODES NVLDOMAINS MINR MAXR   -> "ok"
+ *   call C COLL NBYTES PIPEOPS REGBUFF T0..T20        -> "res NCH B0..B20" (B = float bits, hex)
+ *   call2 C COLL NBYTES COLLNET NVLS PIPEOPS          -> "res2 ALGO PROTO NCH"   (tuner v2)
+ *   chunk C COLL NBYTES ALGO PROTO NCH CHUNK          -> "chunk N"              (tuner v6)
+ *   fin C                                             -> "ok"
+ *   stats                                             -> "stats CALLS POLICYCALLS APPLIED REJECTED CLAMPED LOAD"
+ *   warns                                             -> "warns NWARN"
+ */
+static int run_script(struct tuner *t) {
+	void *comms[MAX_COMMS] = {0};
+	char line[4096];
+	while (fgets(line, sizeof line, stdin)) {
+		char *save = NULL, *cmd = strtok_r(line, " \t\n", &save);
+		if (!cmd || cmd[0] == '#')
+			continue;
+		long v[32];
+		int n = 0;
+		float f[NCELLS];
+		int nf = 0;
+		char *tok;
+		int is_call = strcmp(cmd, "call") == 0;
+		while ((tok = strtok_r(NULL, " \t\n", &save)) && n < 32) {
+			if (is_call && n >= 5 && nf < NCELLS)
+				f[nf++] = strtof(tok, NULL);
+			else
+				v[n++] = strtol(tok, NULL, 0);
+		}
+		if (strcmp(cmd, "init") == 0 && n == 7 && v[0] >= 0 && v[0] < MAX_COMMS) {
+			comms[v[0]] = t_init(t, (uint64_t)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6]);
+			printf("ok\n");
+		} else if (is_call && n == 5 && nf == NCELLS && v[0] >= 0 && v[0] < MAX_COMMS) {
+			float tbl[NA][NP];
+			memcpy(tbl, f, sizeof tbl);
+			int nch = 0;
+			t_call(t, comms[v[0]], (int)v[1], (size_t)v[2], (int)v[3], (int)v[4], tbl, &nch);
+			printf("res %d", nch);
+			for (int i = 0; i < NCELLS; i++)
+				printf(" %08x", fbits(((float *)tbl)[i]));
+			printf("\n");
+		} else if (strcmp(cmd, "call2") == 0 && n == 6 && t->ver == 2 && v[0] >= 0 && v[0] < MAX_COMMS) {
+			int algo = -1, proto = -1, nch = 0;
+			ncclResult_t rc = t->v2->getCollInfo(comms[v[0]], (int)v[1], (size_t)v[2], (int)v[3], (int)v[4],
+			                                     (int)v[5], &algo, &proto, &nch);
+			CHECK(rc == ncclSuccess, "getCollInfo v2 returned %d", rc);
+			printf("res2 %d %d %d\n", algo, proto, nch);
+		} else if (strcmp(cmd, "chunk") == 0 && n == 7 && t->ver == 6 && v[0] >= 0 && v[0] < MAX_COMMS) {
+			size_t chunk = (size_t)v[6];
+			ncclResult_t rc = t->v6->getChunkSize(comms[v[0]], (int)v[1], (size_t)v[2], (int)v[3], (int)v[4],
+			                                      (int)v[5], &chunk);
+			CHECK(rc == ncclSuccess, "getChunkSize returned %d", rc);
+			printf("chunk %zu\n", chunk);
+		} else if (strcmp(cmd, "fin") == 0 && n == 1 && v[0] >= 0 && v[0] < MAX_COMMS) {
+			t_fin(t, comms[v[0]]);
+			comms[v[0]] = NULL;
+			printf("ok\n");
+		} else if (strcmp(cmd, "stats") == 0) {
+			struct ncclbpf_tuner_stats_host s = get_stats(t);
+			printf("stats %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n", s.calls,
+			       s.policy_calls, s.applied, s.rejected, s.clamped, s.load_status);
+		} else if (strcmp(cmd, "warns") == 0) {
+			printf("warns %d\n", atomic_load(&n_warn));
+		} else {
+			FAIL("bad command %s (%d numbers)", cmd, n);
+		}
+		fflush(stdout);
+	}
+	return failures ? 1 : 0;
+}
+
+/* ---- selftest: the shim with native test programs ---------------------------------------------- */
+
+static uint64_t p_none_set(void *vctx) { return NCCLBPF_TUNER_APPLY; }
+static uint64_t p_unavail(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->algorithm = NCCLBPF_ALGO_NVLS;
+	x->protocol = NCCLBPF_PROTO_LL;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t p_range(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->algorithm = 9;
+	x->protocol = NCCLBPF_PROTO_SIMPLE;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t p_negch(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->algorithm = NCCLBPF_ALGO_RING;
+	x->protocol = NCCLBPF_PROTO_SIMPLE;
+	x->n_channels = -4;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t p_bigch(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->algorithm = NCCLBPF_ALGO_RING;
+	x->protocol = NCCLBPF_PROTO_SIMPLE;
+	x->n_channels = 1000;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t p_row(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->algorithm = NCCLBPF_ALGO_RING;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t p_col(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->protocol = NCCLBPF_PROTO_LL128;
+	x->n_channels = 3;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t p_ignored(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->algorithm = NCCLBPF_ALGO_RING;
+	x->protocol = NCCLBPF_PROTO_SIMPLE;
+	x->n_channels = 5;
+	return NCCLBPF_TUNER_DEFAULT;
+}
+static uint64_t p_ring_ll(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->algorithm = NCCLBPF_ALGO_RING;
+	x->protocol = NCCLBPF_PROTO_LL;
+	return NCCLBPF_TUNER_APPLY;
+}
+/* Checks the context it is given against what the host passed (encoded by the caller). */
+static uint64_t p_echo(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	/* channels encode (call_seq + n_ranks), so cross-talk between communicators shows up */
+	x->n_channels = (int)((x->call_seq + x->n_ranks) % 63) + 1;
+	/* the cost table must arrive bit for bit: cell (0,0) carries n_bytes as a float */
+	if (x->cost[0][0] != fbits((float)x->n_bytes))
+		x->n_channels = 64; /* makes the caller's check fail */
+	if ((x->abi_version >= 5 && x->comm_id != 1000u + x->n_ranks / 2) || x->num_pipe_ops != 1 || x->coll_type != NCCLBPF_COLL_ALLGATHER)
+		x->n_channels = 64;
+	uint32_t m = 0;
+	for (int i = 0; i < NCELLS; i++)
+		m |= (uint32_t)NCCLBPF_COST_AVAILABLE(((uint32_t *)x->cost)[i]) << i;
+	if (m != x->avail_mask)
+		x->n_channels = 64;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t c_set(void *vctx) {
+	struct ncclbpf_chunk_ctx *x = vctx;
+	x->new_chunk_size = x->chunk_size * 2;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t c_small(void *vctx) {
+	struct ncclbpf_chunk_ctx *x = vctx;
+	x->new_chunk_size = 8;
+	return NCCLBPF_TUNER_APPLY;
+}
+
+static int tables_equal(float a[NA][NP], float b[NA][NP]) { return memcmp(a, b, sizeof(float) * NCELLS) == 0; }
+
+struct thr {
+	struct tuner *t;
+	int idx;
+	void *ctx;
+	pthread_barrier_t *bar;
+	long calls;
+};
+
+static void *thread_main(void *arg) {
+	struct thr *th = arg;
+	int n_ranks = 2 + th->idx;
+	pthread_barrier_wait(th->bar);
+	/* pairs of threads share a commId, as ncclCommInitAll's communicators do */
+	th->ctx = t_init(th->t, 1000u + (uint64_t)n_ranks / 2, n_ranks, 1, 1, n_ranks, n_ranks);
+	pthread_barrier_wait(th->bar); /* main installs the program */
+	pthread_barrier_wait(th->bar);
+	for (long i = 0; i < th->calls; i++) {
+		float tbl[NA][NP];
+		size_t n_bytes = 1024 + (size_t)(i % 5000) * 512 + (size_t)th->idx;
+		model_table(tbl, NCCLBPF_COLL_ALLGATHER, n_bytes, n_ranks, 1, (int)(i % 3));
+		tbl[0][0] = (float)n_bytes;
+		int nch = 0;
+		t_call(th->t, th->ctx, NCCLBPF_COLL_ALLGATHER, n_bytes, 1, 0, tbl, &nch);
+		int want = (int)((i + n_ranks) % 63) + 1;
+		if (nch != want) {
+			FAIL("thread %d call %ld: nChannels %d, want %d (cross-talk or bad context)", th->idx, i, nch, want);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int selftest(struct tuner *t, const char *path) {
+	set_program_fn set = (set_program_fn)dlsym(t->lib, "ncclbpf_testing_set_program");
+	if (!set) {
+		FAIL("ncclbpf_testing_set_program not exported");
+		return 1;
+	}
+	/* Every version's symbol is there, named ncclbpf. */
+	for (int v = 2; v <= 6; v++) {
+		char sym[32];
+		snprintf(sym, sizeof sym, "ncclTunerPlugin_v%d", v);
+		const char *const *name = dlsym(t->lib, sym);
+		CHECK(name && *name && strcmp(*name, "ncclbpf") == 0, "%s missing or misnamed", sym);
+	}
+
+	/* 1. Eight threads init concurrently (the first init loads the policy), then call concurrently. */
+	enum { NT = 8 };
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, NT + 1);
+	pthread_t tid[NT];
+	struct thr th[NT];
+	int concurrent = t->ver >= 3;
+	if (concurrent) {
+		for (int i = 0; i < NT; i++) {
+			th[i] = (struct thr){t, i, NULL, &bar, 200000};
+			pthread_create(&tid[i], NULL, thread_main, &th[i]);
+		}
+		pthread_barrier_wait(&bar); /* start init */
+		pthread_barrier_wait(&bar); /* inits done */
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_echo);
+		pthread_barrier_wait(&bar); /* go */
+		for (int i = 0; i < NT; i++)
+			pthread_join(tid[i], NULL);
+		for (int i = 0; i < NT; i++)
+			t_fin(t, th[i].ctx);
+	}
+	pthread_barrier_destroy(&bar);
+
+	/* 2. Decisions on one communicator: 4 ranks, one node; no NVLS, so NVLS cells are -1. */
+	void *c = t_init(t, 42, 4, 1, 1, 4, 4);
+	size_t nb = 8u << 20;
+	float base[NA][NP], tbl[NA][NP];
+	model_table(base, NCCLBPF_COLL_ALLREDUCE, nb, 4, 1, 0);
+	int nch, w0;
+	struct ncclbpf_tuner_stats_host s0, s1;
+
+	if (t->ver == 2) {
+		int algo, proto;
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_negch); /* ring/simple but negative channels */
+		algo = proto = -1;
+		nch = 0;
+		t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, nb, 0, 0, 1, &algo, &proto, &nch);
+		CHECK(algo == -1 && proto == -1 && nch == 0, "v2 negative channels applied: %d %d %d", algo, proto, nch);
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_bigch);
+		t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, nb, 0, 0, 1, &algo, &proto, &nch);
+		CHECK(algo == 1 && proto == 2 && nch == 64, "v2 ring/simple: %d %d %d", algo, proto, nch);
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_unavail); /* NVLS without nvlsSupport */
+		algo = proto = -1;
+		nch = 0;
+		t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, nb, 0, 0, 1, &algo, &proto, &nch);
+		CHECK(algo == -1 && proto == -1 && nch == 0, "v2 NVLS without support applied: %d %d", algo, proto);
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_row); /* algorithm only: v2 cannot say that */
+		t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, nb, 0, 0, 1, &algo, &proto, &nch);
+		CHECK(algo == -1 && proto == -1, "v2 partial decision applied: %d %d", algo, proto);
+		s1 = get_stats(t);
+		CHECK(s1.rejected == 3, "v2: %" PRIu64 " rejections, want 3", s1.rejected);
+		t_fin(t, c);
+		set(NCCLBPF_SLOT_TUNER_HOST, 0);
+		printf("selftest v2: %s\n", failures ? "FAILED" : "ok");
+		return failures ? 1 : 0;
+	}
+
+	/* no program: nothing changes */
+	set(NCCLBPF_SLOT_TUNER_HOST, 0);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	CHECK(tables_equal(tbl, base) && nch == 0, "no program changed the table");
+
+	/* a program that sets nothing: nothing changes */
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_none_set);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	CHECK(tables_equal(tbl, base) && nch == 0, "leave-it program changed the table");
+
+	/* unavailable cell: dropped, counted, logged once */
+	s0 = get_stats(t);
+	w0 = atomic_load(&n_warn);
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_unavail);
+	for (int i = 0; i < 3; i++) {
+		memcpy(tbl, base, sizeof tbl);
+		t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+		CHECK(tables_equal(tbl, base) && nch == 0, "unavailable cell: table changed");
+	}
+	s1 = get_stats(t);
+	CHECK(s1.rejected - s0.rejected == 3, "unavailable: %" PRIu64 " rejections, want 3", s1.rejected - s0.rejected);
+	CHECK(atomic_load(&n_warn) - w0 == 1, "unavailable: %d warnings, want 1", atomic_load(&n_warn) - w0);
+
+	/* out of range algorithm; negative channels: dropped */
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_range);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	CHECK(tables_equal(tbl, base) && nch == 0, "out-of-range algorithm applied");
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_negch);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	CHECK(tables_equal(tbl, base) && nch == 0, "negative channels applied");
+
+	/* return 1: outputs ignored */
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_ignored);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	CHECK(tables_equal(tbl, base) && nch == 0, "TUNER_DEFAULT outputs applied");
+
+	/* ring/simple with 1000 channels: cell -> 0.0, channels clamped to 64, NCCL picks ring/simple */
+	s0 = get_stats(t);
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_bigch);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	int a, p;
+	nccl_pick(tbl, &a, &p);
+	CHECK(a == 1 && p == 2 && tbl[1][2] == 0.0f && nch == 64, "ring/simple x1000: got %d/%d nch %d", a, p, nch);
+	s1 = get_stats(t);
+	CHECK(s1.clamped - s0.clamped == 1 && s1.applied - s0.applied == 1, "clamp not counted");
+
+	/* ring/LL: also fine (LL is available here) */
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_ring_ll);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	nccl_pick(tbl, &a, &p);
+	CHECK(a == 1 && p == 0 && nch == 0, "ring/LL: got %d/%d", a, p);
+
+	/* algorithm only: other rows disabled, the ring row untouched, NCCL picks within it */
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_row);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			CHECK(i == 1 ? tbl[i][j] == base[i][j] : tbl[i][j] < 0.0f, "row restriction: cell %d,%d = %g", i, j,
+			      tbl[i][j]);
+
+	/* protocol only (+3 channels): other columns disabled */
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_col);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	nccl_pick(tbl, &a, &p);
+	CHECK(p == 1 && nch == 3, "column restriction: picked %d/%d nch %d", a, p, nch);
+
+	/* protocol only, but that column is entirely unavailable: dropped */
+	float nol[NA][NP];
+	model_table(nol, NCCLBPF_COLL_ALLREDUCE, nb, 4, 1, TBL_NO_LL128);
+	memcpy(tbl, nol, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	CHECK(tables_equal(tbl, nol) && nch == 0, "restriction to an unavailable column applied");
+
+	/* 3. getChunkSize (v6) */
+	if (t->ver == 6) {
+		size_t chunk = 131072;
+		t->v6->getChunkSize(c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 2, 1, &chunk);
+		CHECK(chunk == 131072, "no chunk program changed the chunk: %zu", chunk);
+		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, (uintptr_t)c_set);
+		t->v6->getChunkSize(c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 2, 1, &chunk);
+		CHECK(chunk == 262144, "chunk program not applied: %zu", chunk);
+		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, (uintptr_t)c_small);
+		t->v6->getChunkSize(c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 2, 1, &chunk);
+		CHECK(chunk == 262144, "chunk below the grain applied: %zu", chunk);
+		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, 0);
+	}
+
+	/* 4. finalize, then init again (NCCL may dlclose/reopen or just re-init) */
+	t_fin(t, c);
+	c = t_init(t, 43, 2, 1, 1, 2, 2);
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_bigch);
+	memcpy(tbl, base, sizeof tbl);
+	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+	CHECK(tbl[1][2] == 0.0f, "after re-init: not applied");
+	t_fin(t, c);
+	set(NCCLBPF_SLOT_TUNER_HOST, 0);
+
+	s1 = get_stats(t);
+	CHECK(s1.comms_live == 0, "%" PRIu64 " communicators still registered", s1.comms_live);
+	if (concurrent)
+		CHECK(s1.calls >= (uint64_t)NT * 200000, "calls counted: %" PRIu64, s1.calls);
+	printf("selftest v%d: %s (calls %" PRIu64 ", applied %" PRIu64 ", rejected %" PRIu64 ", warnings %d)\n", t->ver,
+	       failures ? "FAILED" : "ok", s1.calls, s1.applied, s1.rejected, atomic_load(&n_warn));
+	return failures ? 1 : 0;
+}
+
+/* ---- policy: a grid checked against the expected policy --------------------------------------- */
+
+static const size_t grid_sizes[] = {0, 1, 1024, 65536, (1u << 20) - 1, 4u << 20, (4u << 20) + 1, 32u << 20,
+                                    128u << 20, (128u << 20) + 1, 1u << 30, (size_t)1 << 34};
+static const int grid_ranks[] = {1, 2, 4, 8, 9, 16};
+static const int grid_nodes[] = {1, 2};
+static const int grid_flags[] = {0, TBL_NVLS, TBL_NVLS | TBL_COLLNET, TBL_NO_RING_SIMPLE, TBL_NO_LL128};
+
+static int policy_grid(struct tuner *t, const char *expect) {
+	int is_sa = strcmp(expect, "size_aware") == 0;
+	if (!is_sa && strcmp(expect, "noop") != 0) {
+		FAIL("unknown expectation %s", expect);
+		return 1;
+	}
+	long checked = 0, fired = 0;
+	for (size_t r = 0; r < sizeof grid_ranks / sizeof *grid_ranks; r++)
+		for (size_t nn = 0; nn < sizeof grid_nodes / sizeof *grid_nodes; nn++) {
+			int ranks = grid_ranks[r], nodes = grid_nodes[nn];
+			if (nodes > ranks)
+				continue;
+			int nvl = nodes; /* NCCL sets nNvlDomains = nNodes */
+			void *c = t_init(t, 7000 + (uint64_t)ranks, ranks, nodes, nvl, ranks / nodes, ranks / nodes);
+			for (int coll = 0; coll < 5; coll++)
+				for (size_t s = 0; s < sizeof grid_sizes / sizeof *grid_sizes; s++)
+					for (size_t f = 0; f < sizeof grid_flags / sizeof *grid_flags; f++) {
+						float base[NA][NP], tbl[NA][NP], want[NA][NP];
+						size_t nb = grid_sizes[s];
+						model_table(base, coll, nb, ranks, nodes, grid_flags[f]);
+						memcpy(want, base, sizeof want);
+						int a, p;
+						int v5 = t->ver >= 5;
+						if (is_sa && sa_decide(coll, nb, (uint32_t)ranks, (uint32_t)nodes, v5 ? nvl : -1,
+						                       (float *)base, &a, &p)) {
+							want[a][p] = 0.0f;
+							fired++;
+						}
+						if (t->ver == 2) {
+							int algo = -1, proto = -1, nch = 0;
+							t->v2->getCollInfo(c, coll, nb, grid_flags[f] & TBL_COLLNET ? 1 : 0,
+							                   grid_flags[f] & TBL_NVLS ? 1 : 0, 1, &algo, &proto, &nch);
+							/* v2 has no table: size_aware sees Ring/Simple as available */
+							int wa = -1, wp = -1;
+							float v2t[NA][NP] = {{0}};
+							if (is_sa && sa_decide(coll, nb, (uint32_t)ranks, (uint32_t)nodes, -1,
+							                       (float *)v2t, &wa, &wp)) {
+							}
+							CHECK(algo == wa && proto == wp && nch == 0,
+							      "v2 coll %d size %zu ranks %d nodes %d: got %d/%d/%d want %d/%d", coll, nb,
+							      ranks, nodes, algo, proto, nch, wa, wp);
+						} else {
+							int nch;
+							memcpy(tbl, base, sizeof tbl);
+							t_call(t, c, coll, nb, 1, 0, tbl, &nch);
+							CHECK(tables_equal(tbl, want) && nch == 0,
+							      "%s v%d coll %d size %zu ranks %d nodes %d flags %d: table differs", expect,
+							      t->ver, coll, nb, ranks, nodes, grid_flags[f]);
+						}
+						checked++;
+						if (failures > 20)
+							return 1;
+					}
+			t_fin(t, c);
+		}
+	CHECK(!is_sa || fired > 0, "size_aware never fired on the grid");
+	printf("policy %s v%d: %s (%ld calls, %ld decisions)\n", expect, t->ver, failures ? "FAILED" : "ok", checked,
+	       fired);
+	return failures ? 1 : 0;
+}
+
+/* ---- bench ------------------------------------------------------------------------------------- */
+
+#define BENCH_CASES 64
+#define BENCH_BATCH 4096
+#define BENCH_REPS 201
+
+static double now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct bench_case {
+	int coll;
+	size_t n_bytes;
+	float table[NA][NP];
+};
+
+/* Runs in a child: loads the configuration, returns the median ns per call. */
+static double bench_one(const char *spec) {
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", spec);
+	char *eq = strchr(buf, '=');
+	char *lib = eq ? eq + 1 : buf;
+	char *env = strchr(lib, ':');
+	if (env) {
+		*env++ = 0;
+		for (char *save = NULL, *kv = strtok_r(env, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+			char *e = strchr(kv, '=');
+			if (e) {
+				*e = 0;
+				setenv(kv, e + 1, 1);
+			}
+		}
+	}
+	struct tuner t;
+	int none = strcmp(lib, "none") == 0;
+	if (!none && open_tuner(&t, lib, 5) != 0)
+		return -1;
+	void *c = none ? NULL : t_init(&t, 99, 8, 1, 1, 8, 8);
+	/* a mix of collectives and sizes from 1 KiB to 1 GiB, AllReduce-heavy as in training */
+	static struct bench_case cases[BENCH_CASES];
+	for (int i = 0; i < BENCH_CASES; i++) {
+		cases[i].coll = (i % 4 == 3) ? (i / 4) % 4 : NCCLBPF_COLL_ALLREDUCE;
+		cases[i].n_bytes = (size_t)1024 << (i % 21);
+		model_table(cases[i].table, cases[i].coll, cases[i].n_bytes, 8, 1, i % 2 ? TBL_NVLS : 0);
+	}
+	double *med = calloc(BENCH_REPS, sizeof *med);
+	volatile float sink = 0;
+	for (int rep = -20; rep < BENCH_REPS; rep++) {
+		double t0 = now_ns();
+		for (int i = 0; i < BENCH_BATCH; i++) {
+			struct bench_case *bc = &cases[i & (BENCH_CASES - 1)];
+			float tbl[NA][NP];
+			memcpy(tbl, bc->table, sizeof tbl);
+			int nch = 0;
+			if (!none)
+				t.v5->getCollInfo(c, bc->coll, bc->n_bytes, 1, (float **)tbl, NA, NP, 0, &nch);
+			__asm__ volatile("" : : "r"(tbl) : "memory");
+			sink += tbl[1][2] + (float)nch;
+		}
+		double dt = now_ns() - t0;
+		if (rep >= 0)
+			med[rep] = dt / BENCH_BATCH;
+	}
+	qsort(med, BENCH_REPS, sizeof *med, cmp_double);
+	double m = med[BENCH_REPS / 2];
+	free(med);
+	if (!none)
+		t_fin(&t, c);
+	return m;
+}
+
+static int bench(int n, char **specs) {
+	double res[32];
+	char names[32][64];
+	if (n > 32)
+		n = 32;
+	for (int i = 0; i < n; i++) {
+		const char *eq = strchr(specs[i], '=');
+		snprintf(names[i], sizeof names[i], "%.*s", eq ? (int)(eq - specs[i]) : 63, specs[i]);
+		int fd[2];
+		if (pipe(fd) != 0)
+			return 1;
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(fd[0]);
+			double m = bench_one(specs[i]);
+			if (write(fd[1], &m, sizeof m) != sizeof m)
+				_exit(2);
+			_exit(failures ? 1 : 0);
+		}
+		close(fd[1]);
+		double m = -1;
+		if (read(fd[0], &m, sizeof m) != sizeof m)
+			m = -1;
+		close(fd[0]);
+		int st = 0;
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			m = -1;
+		res[i] = m;
+	}
+	/* ratios against the first "native" and the "none" configurations, if present */
+	double base = -1, native = -1;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(names[i], "none") == 0)
+			base = res[i];
+		if (strncmp(names[i], "native", 6) == 0 && native < 0)
+			native = res[i];
+	}
+	printf("%-22s %12s %12s %10s %10s\n", "configuration", "ns/call", "net ns/call", "x native", "net x nat");
+	for (int i = 0; i < n; i++) {
+		if (res[i] < 0) {
+			printf("%-22s FAILED\n", names[i]);
+			continue;
+		}
+		double net = base >= 0 ? res[i] - base : res[i];
+		double nnet = base >= 0 ? native - base : native;
+		printf("%-22s %12.2f %12.2f", names[i], res[i], net);
+		if (native > 0)
+			printf(" %10.2f %10.2f", res[i] / native, nnet > 0 ? net / nnet : 0.0);
+		printf("\n");
+	}
+	printf("(median of %d batches of %d getCollInfo calls (v5), 8 ranks, 1 node, %d collective/size cases; "
+	       "net = minus the 'none' loop)\n",
+	       BENCH_REPS, BENCH_BATCH, BENCH_CASES);
+	for (int i = 0; i < n; i++)
+		if (res[i] < 0)
+			return 1;
+	return 0;
+}
+
+/* ---- genrules ---------------------------------------------------------------------------------- */
+
+/* N rules over the five collectives: per collective, consecutive size ranges from 0 up, the
+ * algorithm/protocol cycling, a third of them constrained to 8 ranks, a fifth with channels. */
+static int genrules(int n, const char *path) {
+	static const char *colls[] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
+	static const char *algos[] = {"tree", "ring", "ring", "tree", "ring"};
+	static const char *protos[] = {"ll", "ll128", "simple"};
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		return 1;
+	}
+	fprintf(f, "# %d rules: collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks\n", n);
+	int per = (n + 4) / 5;
+	for (int i = 0; i < n; i++) {
+		int c = 4 - i / per; /* AllReduce first */
+		int k = i % per;
+		/* ranges double from 1 KiB; the last one of each collective is open-ended */
+		unsigned long long lo = k == 0 ? 0 : 1024ull << (k * 24 / per);
+		unsigned long long hi = k == per - 1 ? 18446744073709551615ull : (1024ull << ((k + 1) * 24 / per)) - 1;
+		if (hi < lo)
+			hi = lo;
+		const char *algo = c == 4 ? algos[k % 5] : "ring";
+		fprintf(f, "%s,%llu,%llu,%s,%s,%d,-1,%d\n", colls[c], lo, hi, algo, protos[k % 3], k % 5 == 0 ? 4 : -1,
+		        k % 3 == 0 ? 8 : -1);
+	}
+	fclose(f);
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	if (argc >= 4 && strcmp(argv[1], "genrules") == 0)
+		return genrules(atoi(argv[2]), argv[3]);
+	if (argc >= 3 && strcmp(argv[1], "bench") == 0)
+		return bench(argc - 2, argv + 2);
+	if (argc < 4) {
+		fprintf(stderr, "usage: host run|selftest LIB VER | host policy LIB VER EXPECT | host bench CONFIG... | "
+		                "host genrules N FILE\n");
+		return 2;
+	}
+	struct tuner t;
+	if (open_tuner(&t, argv[2], atoi(argv[3])) != 0)
+		return 1;
+	if (strcmp(argv[1], "run") == 0)
+		return run_script(&t);
+	if (strcmp(argv[1], "selftest") == 0)
+		return selftest(&t, argv[2]);
+	if (strcmp(argv[1], "policy") == 0 && argc >= 5)
+		return policy_grid(&t, argv[4]);
+	fprintf(stderr, "unknown mode %s\n", argv[1]);
+	return 2;
+}

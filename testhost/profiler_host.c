@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profiler_host.c: the profiler side of the NCCL-like test host.
+ *
+ * It dlopens a profiler plugin (RTLD_NOW | RTLD_LOCAL, like NCCL), takes ncclProfiler_vN and emits
+ * the event sequence NCCL emits (docs: nccl-plugin-abi.md §2): per collective, on the user thread,
+ * GroupApi/CollApi (v5+), Group, Coll (parent CollApi on v5+, Group before), KernelLaunch (v5+), the
+ * task stop ("enqueued"), then on a separate proxy thread per communicator: per channel a KernelCh
+ * (v3+, GPU timer stamps v4+), two ProxyOps (send, receive) with their ProxySteps, a KernelChStop
+ * state and the stops. Durations come from profiler_model.h.
+ *
+ *   profiler_host events LIB          every exported version, 4 communicators on threads, the shim's
+ *                                     hooks running recording programs published by the host:
+ *                                     checks pairing, identity, hierarchy, times, counters
+ *   profiler_host mask LIB            no program published: init must leave the mask at 0
+ *   profiler_host loop LIB [native]   closed loop (profiler v5 + tuner v5): the bundle's adaptive
+ *                                     policy (NCCLBPF_POLICY) or, with "native", the C version of it
+ *   profiler_host bench LIB [native]  ns per profiler event, with latency_stats (the bundle's, or
+ *                                     the native C version with "native")
+ *
+ * Exit status 0 when every check passed; failures are printed as "FAIL: ...".
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../include/ncclbpf_profiler.h"
+#include "../plugin/profiler.h"
+#include "../plugin/profiler_abi.h"
+#include "profiler_model.h"
+#include "profiler_native.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                              \
+	do {                                                                                              \
+		if (!(cond)) {                                                                                \
+			if (failures++ < 30) {                                                                    \
+				fprintf(stderr, "FAIL: " __VA_ARGS__);                                                \
+				fputc('\n', stderr);                                                                  \
+			}                                                                                         \
+		}                                                                                             \
+	} while (0)
+
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void host_log(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+	(void)level, (void)flags, (void)file, (void)line, (void)fmt;
+}
+
+/* ---- the plugin, version-neutral --------------------------------------------------------------- */
+
+typedef nbp_result_t (*start_fn)(void *, void **, void *);
+typedef nbp_result_t (*stop_fn)(void *);
+typedef nbp_result_t (*record_fn)(void *, nbp_state_t, void *);
+typedef nbp_result_t (*fin_fn)(void *);
+
+struct plug {
+	void *lib;
+	int v;
+	const void *sym;
+	start_fn start;
+	stop_fn stop;
+	record_fn record;
+	fin_fn finalize;
+	uintptr_t (*publish)(int, uintptr_t);
+	int (*refresh)(void);
+	void (*stats)(struct ncclbpf_prof_stats *);
+};
+
+static int plug_open(struct plug *p, const char *path, int v) {
+	memset(p, 0, sizeof *p);
+	p->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!p->lib) {
+		fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+		return -1;
+	}
+	char name[32];
+	snprintf(name, sizeof name, "ncclProfiler_v%d", v);
+	p->sym = dlsym(p->lib, name);
+	if (!p->sym) {
+		fprintf(stderr, "%s: no symbol %s\n", path, name);
+		return -1;
+	}
+	p->v = v;
+	/* Every version's struct starts name, init, startEvent, stopEvent, recordEventState, finalize. */
+	const nbp_profiler_v1_t *s = p->sym;
+	p->start = (start_fn)s->startEvent;
+	p->stop = s->stopEvent;
+	p->record = (record_fn)s->recordEventState;
+	p->finalize = s->finalize;
+	p->publish = (uintptr_t(*)(int, uintptr_t))dlsym(p->lib, "ncclbpf_prof_publish");
+	p->refresh = (int (*)(void))dlsym(p->lib, "ncclbpf_prof_refresh_mask");
+	p->stats = (void (*)(struct ncclbpf_prof_stats *))dlsym(p->lib, "ncclbpf_prof_get_stats");
+	return 0;
+}
+
+static int plug_init(struct plug *p, void **ctx, uint64_t comm_id, int *mask, int nranks, int rank) {
+	switch (p->v) {
+	case 6:
+	case 5:
+		return ((const nbp_profiler_v6_t *)p->sym)->init(ctx, comm_id, mask, "comm", 1, nranks, rank, host_log);
+	case 4:
+		return ((const nbp_profiler_v4_t *)p->sym)->init(ctx, mask, "comm", comm_id, 1, nranks, rank, host_log);
+	default:
+		return ((const nbp_profiler_v1_t *)p->sym)->init(ctx, mask);
+	}
+}
+
+/* ---- descriptors --------------------------------------------------------------------------------- */
+
+static const char *func_names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce",
+                                   "SendRecv", "Send", "Recv"};
+static const char *algo_names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+static const char *proto_names[] = {"LL", "LL128", "SIMPLE"};
+
+union descr {
+	nbp_descr_v6_t v6;
+	nbp_descr_v4_t v4;
+	nbp_descr_v3_t v3;
+	nbp_descr_v2_t v2;
+	nbp_descr_v1_t v1;
+};
+
+static void d_head(int v, union descr *d, uint64_t type, void *parent, int rank) {
+	memset(d, 0, sizeof *d);
+	if (v >= 5) {
+		d->v6.type = type;
+		d->v6.parentObj = parent;
+		d->v6.rank = rank;
+	} else { /* v1..v4 share type (uint8) / parentObj / rank offsets */
+		d->v4.type = (uint8_t)type;
+		d->v4.parentObj = parent;
+		d->v4.rank = rank;
+	}
+}
+
+struct task {
+	int is_p2p;
+	uint64_t seq;
+	int func, algo, proto, nch, peer;
+	size_t count; /* float32 elements */
+	uint64_t gpu_ns;
+	int net; /* emit proxy ops */
+	int nsteps;
+};
+
+static void d_task(int v, union descr *d, const struct task *t, void *parent, void *group, int rank) {
+	d_head(v, d, t->is_p2p ? NBP_EV_P2P : NBP_EV_COLL, v >= 5 ? parent : group, rank);
+	const char *fn = func_names[t->func];
+	if (!t->is_p2p) {
+		switch (v) {
+		case 6:
+		case 5:
+			d->v6.coll.seqNumber = t->seq, d->v6.coll.func = fn, d->v6.coll.count = t->count;
+			d->v6.coll.datatype = "ncclFloat32", d->v6.coll.nChannels = (uint8_t)t->nch, d->v6.coll.nWarps = 16;
+			d->v6.coll.algo = algo_names[t->algo], d->v6.coll.proto = proto_names[t->proto];
+			d->v6.coll.parentGroup = group;
+			break;
+		case 4:
+			d->v4.coll.seqNumber = t->seq, d->v4.coll.func = fn, d->v4.coll.count = t->count;
+			d->v4.coll.datatype = "ncclFloat32", d->v4.coll.nChannels = (uint8_t)t->nch;
+			d->v4.coll.algo = algo_names[t->algo], d->v4.coll.proto = proto_names[t->proto];
+			break;
+		case 3:
+			d->v3.coll.seqNumber = t->seq, d->v3.coll.func = fn, d->v3.coll.count = t->count;
+			d->v3.coll.datatype = "ncclFloat32", d->v3.coll.nMaxChannels = (uint8_t)t->nch;
+			d->v3.coll.algo = algo_names[t->algo], d->v3.coll.proto = proto_names[t->proto];
+			break;
+		case 2:
+			d->v2.coll.seqNumber = t->seq, d->v2.coll.func = fn, d->v2.coll.count = t->count;
+			d->v2.coll.datatype = "ncclFloat32", d->v2.coll.nMaxChannels = (uint8_t)t->nch;
+			d->v2.coll.algo = algo_names[t->algo], d->v2.coll.proto = proto_names[t->proto];
+			break;
+		case 1:
+			d->v1.coll.seqNumber = t->seq, d->v1.coll.func = (uint8_t)t->func, d->v1.coll.count = t->count;
+			d->v1.coll.datatype = 7 /* ncclFloat32 */, d->v1.coll.nMaxChannels = (uint8_t)t->nch;
+			d->v1.coll.algo = (uint8_t)t->algo, d->v1.coll.proto = (uint8_t)t->proto;
+			break;
+		}
+	} else {
+		switch (v) {
+		case 6:
+		case 5:
+			d->v6.p2p.func = fn, d->v6.p2p.count = t->count, d->v6.p2p.datatype = "ncclFloat32";
+			d->v6.p2p.peer = t->peer, d->v6.p2p.nChannels = (uint8_t)t->nch, d->v6.p2p.parentGroup = group;
+			break;
+		case 4:
+			d->v4.p2p.func = fn, d->v4.p2p.count = t->count, d->v4.p2p.datatype = "ncclFloat32";
+			d->v4.p2p.peer = t->peer, d->v4.p2p.nChannels = (uint8_t)t->nch;
+			break;
+		case 3:
+			d->v3.p2p.func = fn, d->v3.p2p.count = t->count, d->v3.p2p.datatype = "ncclFloat32", d->v3.p2p.peer = t->peer;
+			break;
+		case 2:
+			d->v2.p2p.func = fn, d->v2.p2p.count = t->count, d->v2.p2p.datatype = "ncclFloat32", d->v2.p2p.peer = t->peer;
+			break;
+		case 1:
+			d->v1.p2p.func = (uint8_t)t->func, d->v1.p2p.count = t->count, d->v1.p2p.datatype = 7, d->v1.p2p.peer = t->peer;
+			break;
+		}
+	}
+}
+
+/* Kernel channels: v3 has them without timers (NCCL's v3 adapter also drops the KernelChStop
+ * state); v1/v2 have none. */
+static void d_kch(int v, union descr *d, void *parent, int ch, uint64_t ptimer) {
+	d_head(v, d, NBP_EV_KERNEL_CH, parent, 0);
+	if (v >= 5) {
+		d->v6.kernelCh.channelId = (uint8_t)ch;
+		d->v6.kernelCh.pTimer = ptimer;
+	} else if (v == 4) {
+		d->v4.kernelCh.channelId = (uint8_t)ch;
+		d->v4.kernelCh.pTimer = ptimer;
+	} else {
+		d->v3.kernelCh.channelId = (uint8_t)ch;
+	}
+}
+
+static void d_proxy_op(int v, union descr *d, void *parent, int rank, int ch, int peer, int nsteps, int is_send) {
+	d_head(v, d, NBP_EV_PROXY_OP, parent, rank);
+	/* proxyOp has the same layout at offset 24 in every version */
+	d->v4.proxyOp.pid = getpid();
+	d->v4.proxyOp.channelId = (uint8_t)ch;
+	d->v4.proxyOp.peer = peer;
+	d->v4.proxyOp.nSteps = nsteps;
+	d->v4.proxyOp.chunkSize = 131072;
+	d->v4.proxyOp.isSend = is_send;
+}
+
+static void d_step(int v, union descr *d, void *parent, int rank, int step) {
+	d_head(v, d, NBP_EV_PROXY_STEP, parent, rank);
+	d->v4.proxyStep.step = step;
+}
+
+static void d_other(int v, union descr *d, uint64_t type, void *parent, int rank) { d_head(v, d, type, parent, rank); }
+
+/* ---- a communicator: user thread side and proxy thread ------------------------------------------ */
+
+#define QN 256
+struct work {
+	void *handle;
+	struct task t;
+};
+
+struct comm {
+	struct plug *p;
+	void *ctx;
+	uint64_t comm_id;
+	int rank, nranks;
+	int mask;
+	uint64_t gpu_clock; /* the fake GPU global timer */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct work q[QN];
+	unsigned head, tail;
+	int closing;
+	pthread_t proxy;
+	uint64_t events; /* plugin calls made (start, stop, record) */
+	uint64_t proxy_events;
+	unsigned seed;
+};
+
+static void q_push(struct comm *c, const struct work *w) {
+	pthread_mutex_lock(&c->mu);
+	while (c->tail - c->head == QN) pthread_cond_wait(&c->cv, &c->mu);
+	c->q[c->tail++ % QN] = *w;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void emit_proxy_side(struct comm *c, struct work *w) {
+	struct plug *p = c->p;
+	int v = p->v;
+	union descr d;
+	void *kh[64];
+	uint64_t base = c->gpu_clock;
+	c->gpu_clock += w->t.gpu_ns + 1000;
+	int nch = w->t.nch > 64 ? 64 : w->t.nch;
+	for (int ch = 0; ch < nch; ch++) {
+		kh[ch] = NULL;
+		if (v >= 3 && (c->mask & NBP_EV_KERNEL_CH)) {
+			d_kch(v, &d, w->handle, ch, v >= 4 ? base + (uint64_t)ch * 10 : 0);
+			p->start(c->ctx, &kh[ch], &d);
+			c->proxy_events++;
+		}
+		if (w->t.net && (c->mask & (NBP_EV_PROXY_OP | NBP_EV_PROXY_STEP))) {
+			for (int send = 1; send >= 0; send--) {
+				void *oh = NULL;
+				d_proxy_op(v, &d, w->handle, c->rank, ch, (c->rank + (send ? 1 : c->nranks - 1)) % c->nranks,
+				           w->t.nsteps, send);
+				p->start(c->ctx, &oh, &d);
+				c->proxy_events++;
+				for (int s = 0; s < w->t.nsteps; s++) {
+					void *sh = NULL;
+					d_step(v, &d, oh, c->rank, s);
+					if (c->mask & NBP_EV_PROXY_STEP) {
+						p->start(c->ctx, &sh, &d);
+						c->proxy_events++;
+					}
+					if (sh) {
+						union { nbp_state_args_v6_t a6; nbp_state_args_v3_t a3; } a;
+						memset(&a, 0, sizeof a);
+						a.a6.proxyStep.transSize = 4096; /* offset 0 in both layouts */
+						p->record(sh, send ? NBP_ST_STEP_SEND_WAIT : NBP_ST_STEP_RECV_WAIT, &a);
+						p->stop(sh);
+						c->proxy_events += 2;
+					}
+				}
+				if (oh) {
+					union { nbp_state_args_v6_t a6; nbp_state_args_v3_t a3; } a;
+					memset(&a, 0, sizeof a);
+					if (v >= 4) p->record(oh, NBP_ST_PROXY_OP_IN_PROGRESS, &a);
+					p->stop(oh);
+					c->proxy_events += 2;
+				}
+			}
+		}
+	}
+	for (int ch = 0; ch < nch; ch++) {
+		if (!kh[ch]) continue;
+		if (v >= 4) {
+			nbp_state_args_v6_t a = {.kernelCh = {.pTimer = base + w->t.gpu_ns}};
+			p->record(kh[ch], NBP_ST_KERNEL_CH_STOP, &a);
+			c->proxy_events++;
+		}
+		p->stop(kh[ch]);
+		c->proxy_events++;
+	}
+}
+
+static void *proxy_main(void *arg) {
+	struct comm *c = arg;
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		while (c->head == c->tail && !c->closing) pthread_cond_wait(&c->cv, &c->mu);
+		if (c->head == c->tail && c->closing) {
+			pthread_mutex_unlock(&c->mu);
+			return NULL;
+		}
+		struct work w = c->q[c->head++ % QN];
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		emit_proxy_side(c, &w);
+	}
+}
+
+static int comm_open(struct comm *c, struct plug *p, uint64_t comm_id, int rank, int nranks, int *mask) {
+	memset(c, 0, sizeof *c);
+	c->p = p;
+	c->comm_id = comm_id;
+	c->rank = rank;
+	c->nranks = nranks;
+	c->seed = (unsigned)(comm_id * 2654435761u + (unsigned)rank);
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	if (plug_init(p, &c->ctx, comm_id, mask, nranks, rank) != 0) return -1;
+	c->mask = __atomic_load_n(mask, __ATOMIC_RELAXED);
+	return pthread_create(&c->proxy, NULL, proxy_main, c);
+}
+
+static void comm_close(struct comm *c) {
+	pthread_mutex_lock(&c->mu);
+	c->closing = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->proxy, NULL);
+	c->p->finalize(c->ctx);
+}
+
+/* emit_task runs the user-thread part of one collective or p2p and hands the rest to the proxy
+ * thread, sometimes before the task stop (NCCL's proxy may start early), mostly after. */
+static void emit_task(struct comm *c, const struct task *t) {
+	struct plug *p = c->p;
+	int v = p->v;
+	union descr d;
+	void *gapi = NULL, *api = NULL, *group = NULL, *task = NULL, *kl = NULL;
+	if (v >= 5) {
+		d_other(v, &d, NBP_EV_GROUP_API, NULL, c->rank);
+		d.v6.groupApi.groupDepth = 1;
+		p->start(c->ctx, &gapi, &d);
+		d_other(v, &d, t->is_p2p ? NBP_EV_P2P_API : NBP_EV_COLL_API, gapi, c->rank);
+		d.v6.collApi.func = func_names[t->func];
+		d.v6.collApi.count = t->count;
+		d.v6.collApi.datatype = "ncclFloat32";
+		p->start(c->ctx, &api, &d);
+		if (gapi) p->record(gapi, NBP_ST_GROUP_START_API_STOP, NULL);
+		c->events += 3;
+	}
+	d_other(v, &d, NBP_EV_GROUP, NULL, c->rank);
+	p->start(c->ctx, &group, &d);
+	d_task(v, &d, t, api, group, c->rank);
+	p->start(c->ctx, &task, &d);
+	c->events += 2;
+	if (v >= 5) {
+		if (api) p->stop(api);
+		d_other(v, &d, NBP_EV_KERNEL_LAUNCH, gapi, c->rank);
+		p->start(c->ctx, &kl, &d);
+		if (kl) p->stop(kl);
+		c->events += 3;
+	}
+	struct work w = {.handle = task, .t = *t};
+	int early = (rand_r(&c->seed) % 8) == 0;
+	if (early) q_push(c, &w);
+	if (task) p->stop(task);
+	if (group) p->stop(group);
+	c->events += 2;
+	if (v >= 5) {
+		if (gapi) p->record(gapi, NBP_ST_GROUP_END_API_START, NULL);
+		if (gapi) p->stop(gapi);
+		c->events += 2;
+	}
+	if (!early) q_push(c, &w);
+}
+
+/* ---- recording programs (native C functions in the shim's slots) ----------------------------------- */
+
+#define REC_MAX (1 << 18)
+static struct ncclbpf_prof_ctx rec[NCCLBPF_PROF_NUM_HOOKS][REC_MAX];
+static _Atomic uint32_t rec_n[NCCLBPF_PROF_NUM_HOOKS];
+
+static uint64_t rec_prog(void *ctx) {
+	const struct ncclbpf_prof_ctx *c = ctx;
+	uint32_t h = c->event < NCCLBPF_PROF_NUM_HOOKS ? c->event : 0;
+	uint32_t i = atomic_fetch_add(&rec_n[h], 1);
+	if (i < REC_MAX) rec[h][i] = *c;
+	return 0;
+}
+
+static void rec_reset(void) {
+	for (int h = 0; h < NCCLBPF_PROF_NUM_HOOKS; h++) atomic_store(&rec_n[h], 0);
+}
+
+/* ---- scenario: events ------------------------------------------------------------------------------ */
+
+#define EV_COMMS 4
+#define EV_COLLS 300
+#define EV_P2PS 100
+
+struct ev_arg {
+	struct comm *c;
+	int ncoll, np2p;
+};
+
+static uint64_t ev_gpu_ns(int i) { return 20000 + (uint64_t)(i % 7) * 1000; }
+
+static void *ev_user(void *arg) {
+	struct ev_arg *a = arg;
+	struct comm *c = a->c;
+	for (int i = 0; i < a->ncoll + a->np2p; i++) {
+		struct task t = {0};
+		if (i % 4 == 3 && i / 4 < a->np2p) {
+			t.is_p2p = 1;
+			t.func = (i / 4) % 2 ? 6 : 7;
+			t.peer = (c->rank + 1) % c->nranks;
+			t.nch = 1 + (i % 2);
+			t.count = 1024;
+		} else {
+			t.seq = (uint64_t)i;
+			t.func = 4;
+			t.algo = i % 2;
+			t.proto = i % 3;
+			t.nch = 1 + (i % 5);
+			t.count = 256u << (i % 10);
+		}
+		t.gpu_ns = ev_gpu_ns(i);
+		t.net = (i % 3) == 0;
+		t.nsteps = 3;
+		emit_task(c, &t);
+	}
+	return NULL;
+}
+
+static int find_children(int hook, uint64_t comm_id, int rank, uint64_t seq, int func, uint64_t *max_end) {
+	int n = 0;
+	uint32_t cnt = atomic_load(&rec_n[hook]);
+	for (uint32_t i = 0; i < cnt && i < REC_MAX; i++) {
+		struct ncclbpf_prof_ctx *k = &rec[hook][i];
+		if (k->comm_id == comm_id && k->rank == rank && k->seq == seq && k->func == func && !(k->flags & NCCLBPF_PROF_F_ORPHAN)) {
+			n++;
+			if (k->end_ns > *max_end) *max_end = k->end_ns;
+		}
+	}
+	return n;
+}
+
+static int run_events(const char *lib) {
+	for (int v = 6; v >= 1; v--) {
+		struct plug p;
+		if (plug_open(&p, lib, v) != 0) return 2;
+		if (!p.publish || !p.refresh || !p.stats) {
+			fprintf(stderr, "%s exports no ncclbpf_prof_publish/refresh_mask/get_stats\n", lib);
+			return 2;
+		}
+		int mask = 0x7fff; /* NCCL's global mask; init must overwrite it */
+		struct comm cs[EV_COMMS];
+		/* Publish after the first init: the plugin's own policy load runs there. */
+		if (comm_open(&cs[0], &p, 0x1000, 0, EV_COMMS, &mask) != 0) return 2;
+		for (int h = NCCLBPF_PROF_FIRST_HOOK; h <= NCCLBPF_PROF_LAST_HOOK; h++) p.publish(h, (uintptr_t)rec_prog);
+		int m = p.refresh();
+		int want = NBP_EV_COLL | NBP_EV_P2P | NBP_EV_PROXY_OP | NBP_EV_PROXY_STEP | (v >= 3 ? NBP_EV_KERNEL_CH : 0);
+		CHECK(m == want && mask == want, "v%d: mask %#x (stored %#x), want %#x", v, mask, m, want);
+		cs[0].mask = mask;
+		/* Same commId on all four, as with ncclCommInitAll: ranks tell them apart. */
+		for (int i = 1; i < EV_COMMS; i++)
+			if (comm_open(&cs[i], &p, 0x1000, i, EV_COMMS, &mask) != 0) return 2;
+		rec_reset();
+		pthread_t th[EV_COMMS];
+		struct ev_arg args[EV_COMMS];
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < EV_COMMS; i++) {
+			args[i] = (struct ev_arg){&cs[i], EV_COLLS, EV_P2PS};
+			pthread_create(&th[i], NULL, ev_user, &args[i]);
+		}
+		for (int i = 0; i < EV_COMMS; i++) pthread_join(th[i], NULL);
+		struct ncclbpf_prof_stats st;
+		for (int i = 0; i < EV_COMMS; i++) {
+			pthread_mutex_lock(&cs[i].mu);
+			cs[i].closing = 1;
+			pthread_cond_broadcast(&cs[i].cv);
+			pthread_mutex_unlock(&cs[i].mu);
+			pthread_join(cs[i].proxy, NULL);
+		}
+		p.stats(&st);
+		uint64_t t1 = now_ns();
+
+		/* Counts. */
+		int ncoll = 0, np2p = 0, nkch = 0, nops = 0;
+		for (int i = 0; i < EV_COLLS + EV_P2PS; i++) {
+			int is_p2p = (i % 4 == 3 && i / 4 < EV_P2PS);
+			int nch = is_p2p ? 1 + (i % 2) : 1 + (i % 5);
+			if (is_p2p) np2p++; else ncoll++;
+			if (v >= 3) nkch += nch;
+			if (i % 3 == 0) nops += 2 * nch;
+		}
+		ncoll *= EV_COMMS, np2p *= EV_COMMS, nkch *= EV_COMMS, nops *= EV_COMMS;
+		CHECK((int)rec_n[NCCLBPF_PROF_COLL_END] == ncoll, "v%d: coll_end ran %u times, want %d", v, rec_n[1], ncoll);
+		CHECK((int)rec_n[NCCLBPF_PROF_P2P_END] == np2p, "v%d: p2p_end ran %u times, want %d", v, rec_n[2], np2p);
+		CHECK((int)rec_n[NCCLBPF_PROF_KERNEL_CH_END] == nkch, "v%d: kernel_ch_end ran %u times, want %d", v, rec_n[3], nkch);
+		CHECK((int)rec_n[NCCLBPF_PROF_PROXY_OP_END] == nops, "v%d: proxy_op_end ran %u times, want %d", v, rec_n[4], nops);
+		CHECK(st.events_dropped == 0 && st.events_forced == 0 && st.orphans == 0,
+		      "v%d: dropped %llu forced %llu orphans %llu", v, (unsigned long long)st.events_dropped,
+		      (unsigned long long)st.events_forced, (unsigned long long)st.orphans);
+
+		/* Identity, hierarchy and times of every collective. */
+		uint32_t n = rec_n[NCCLBPF_PROF_COLL_END];
+		for (uint32_t k = 0; k < n && k < REC_MAX; k++) {
+			struct ncclbpf_prof_ctx *e = &rec[NCCLBPF_PROF_COLL_END][k];
+			int i = (int)e->seq;
+			CHECK(e->event == NCCLBPF_PROF_COLL_END && e->abi_version == (uint32_t)v, "v%d: coll event/abi %u/%u", v, e->event, e->abi_version);
+			CHECK(e->func == 4 && e->algorithm == i % 2 && e->protocol == i % 3 && e->n_channels == 1 + i % 5,
+			      "v%d seq %d: identity func %d algo %d proto %d nch %d", v, i, e->func, e->algorithm, e->protocol, e->n_channels);
+			CHECK(e->bytes == (uint64_t)(256u << (i % 10)) * 4, "v%d seq %d: bytes %llu", v, i, (unsigned long long)e->bytes);
+			CHECK(e->comm_id == (v >= 4 ? 0x1000u : 0) && e->n_ranks == (v >= 4 ? EV_COMMS : 0),
+			      "v%d: comm_id %#llx n_ranks %d", v, (unsigned long long)e->comm_id, e->n_ranks);
+			CHECK(e->end_ns >= e->start_ns && e->duration_ns == e->end_ns - e->start_ns && e->start_ns >= t0 && e->end_ns <= t1,
+			      "v%d seq %d: times %llu..%llu", v, i, (unsigned long long)e->start_ns, (unsigned long long)e->end_ns);
+			if (v >= 3) {
+				CHECK(e->n_children == 1 + i % 5, "v%d seq %d: %d kernel channels completed, want %d", v, i, e->n_children, 1 + i % 5);
+				uint64_t kend = 0;
+				int kids = find_children(NCCLBPF_PROF_KERNEL_CH_END, e->comm_id, e->rank, e->seq, 4, &kend);
+				CHECK(kids == 1 + i % 5, "v%d seq %d rank %d: %d kernel_ch_end records", v, i, e->rank, kids);
+				CHECK(e->end_ns >= kend, "v%d seq %d: collective ends before its last channel", v, i);
+			}
+			if (i % 3 == 0) {
+				uint64_t oend = 0;
+				int ops = find_children(NCCLBPF_PROF_PROXY_OP_END, e->comm_id, e->rank, e->seq, 4, &oend);
+				CHECK(ops == 2 * (1 + i % 5), "v%d seq %d: %d proxy ops", v, i, ops);
+				CHECK(e->end_ns >= oend, "v%d seq %d: collective ends before its last proxy op", v, i);
+			}
+			if (v >= 4) {
+				CHECK((e->flags & NCCLBPF_PROF_F_GPU_TIMED) && e->gpu_duration_ns == ev_gpu_ns(i),
+				      "v%d seq %d: gpu %llu flags %#x, want %llu", v, i, (unsigned long long)e->gpu_duration_ns, e->flags,
+				      (unsigned long long)ev_gpu_ns(i));
+			} else {
+				CHECK(!(e->flags & NCCLBPF_PROF_F_GPU_TIMED) && e->gpu_duration_ns == 0, "v%d: gpu time without timers", v);
+				CHECK(((e->flags & NCCLBPF_PROF_F_HOST_ONLY) != 0) == (v <= 2), "v%d: HOST_ONLY flag %#x", v, e->flags);
+			}
+		}
+		n = rec_n[NCCLBPF_PROF_PROXY_OP_END];
+		for (uint32_t k = 0; k < n && k < REC_MAX; k++) {
+			struct ncclbpf_prof_ctx *e = &rec[NCCLBPF_PROF_PROXY_OP_END][k];
+			CHECK(e->n_children == 3 && (e->is_send == 0 || e->is_send == 1) && e->channel_id >= 0,
+			      "v%d: proxy op steps %d is_send %d ch %d", v, e->n_children, e->is_send, e->channel_id);
+			CHECK(e->xfer_bytes == (v >= 4 ? 3 * 4096u : 0), "v%d: proxy op xfer %llu", v, (unsigned long long)e->xfer_bytes);
+		}
+		n = rec_n[NCCLBPF_PROF_P2P_END];
+		for (uint32_t k = 0; k < n && k < REC_MAX; k++) {
+			struct ncclbpf_prof_ctx *e = &rec[NCCLBPF_PROF_P2P_END][k];
+			CHECK((e->func == 6 || e->func == 7) && e->peer == (e->rank + 1) % EV_COMMS && e->bytes == 4096,
+			      "v%d: p2p func %d peer %d bytes %llu", v, e->func, e->peer, (unsigned long long)e->bytes);
+		}
+		uint64_t calls = 0;
+		for (int i = 0; i < EV_COMMS; i++) calls += cs[i].events + cs[i].proxy_events;
+		printf("v%d: %d communicators, %d collectives, %d p2p, %d kernel channels, %d proxy ops: %llu plugin calls, "
+		       "%.0f ns/call (recording programs)\n",
+		       v, EV_COMMS, ncoll, np2p, nkch, nops, (unsigned long long)calls, (double)(t1 - t0) / (double)calls);
+		for (int i = 0; i < EV_COMMS; i++) cs[i].p->finalize(cs[i].ctx);
+		for (int h = NCCLBPF_PROF_FIRST_HOOK; h <= NCCLBPF_PROF_LAST_HOOK; h++) p.publish(h, 0);
+		/* NCCL keeps the library open while communicators exist; here each version is closed. */
+	}
+	return failures ? 1 : 0;
+}
+
+/* ---- scenario: mask ---------------------------------------------------------------------------- */
+
+static int run_mask(const char *lib) {
+	for (int v = 6; v >= 1; v--) {
+		struct plug p;
+		if (plug_open(&p, lib, v) != 0) return 2;
+		int mask = 0x7fff;
+		void *ctx = NULL;
+		CHECK(plug_init(&p, &ctx, 0x2000, &mask, 2, 0) == 0 && ctx != NULL, "v%d: init failed", v);
+		CHECK(mask == 0, "v%d: no profiler program, yet the mask is %#x", v, mask);
+		/* An event that arrives anyway (mask raced) is harmless. */
+		union descr d;
+		struct task t = {.func = 4, .nch = 2, .count = 8};
+		void *h = NULL;
+		d_task(v, &d, &t, NULL, NULL, 0);
+		p.start(ctx, &h, &d);
+		if (h) p.stop(h);
+		p.finalize(ctx);
+		printf("v%d: mask %#x with no profiler program\n", v, mask);
+	}
+	return failures ? 1 : 0;
+}
+
+/* ---- scenario: closed loop ------------------------------------------------------------------------ */
+
+typedef struct {
+	const char *name;
+	int (*init)(void **, uint64_t, size_t, size_t, void *, void *, void *);
+	int (*getCollInfo)(void *, int, size_t, int, float **, int, int, int, int *);
+	int (*finalize)(void *);
+} host_tuner_v5_t;
+
+/* The candidates of policies/adaptive/adaptive.h: index a*6 + p*2 + c. */
+static void cand_of(int i, int *algo, int *proto, int *nch) {
+	*algo = i / 6;
+	*proto = (i / 2) % 3;
+	*nch = (i % 2) ? 16 : 4;
+}
+
+static uint64_t best_time(const struct model *m, uint64_t bytes, int *best) {
+	uint64_t bt = UINT64_MAX;
+	for (int i = 0; i < ADAPTIVE_NCAND_HOST; i++) {
+		int a, q, n;
+		cand_of(i, &a, &q, &n);
+		uint64_t t = model_ns(m, a, q, n, bytes);
+		if (t < bt) bt = t, *best = i;
+	}
+	return bt;
+}
+
+#define LOOP_CALLS 8000
+#define LOOP_SIZES 4
+/* Stated bounds, in calls of one size bucket (the policy's defaults: 12 candidates x 4 rounds of
+ * exploration = 48, re-evaluation every 16, measurements up to 16 calls late in this host). */
+#define LOOP_CONVERGE_BOUND 96
+#define LOOP_RECOVER_BOUND 64
+static const uint64_t loop_bytes[LOOP_SIZES] = {1024, 8192, 65536, 16u << 20};
+
+static void drain(struct comm *c) {
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		int empty = c->head == c->tail;
+		pthread_mutex_unlock(&c->mu);
+		if (empty) return;
+		usleep(20);
+	}
+}
+
+static int run_loop(const char *lib, int native) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	host_tuner_v5_t *tuner = NULL;
+	void *tctx = NULL;
+	const uint64_t comm_id = 0x3000;
+	int mask = 0;
+	struct comm c;
+	if (comm_open(&c, &p, comm_id, 0, 8, &mask) != 0) return 2;
+	if (native) {
+		p.publish(NCCLBPF_PROF_COLL_END, (uintptr_t)adaptive_native_prof);
+		mask = p.refresh();
+	} else {
+		tuner = dlsym(p.lib, "ncclTunerPlugin_v5");
+		if (!tuner) {
+			fprintf(stderr, "%s: no ncclTunerPlugin_v5\n", lib);
+			return 2;
+		}
+		int nvl[3] = {1, 8, 8};
+		if (tuner->init(&tctx, comm_id, 8, 1, (void *)host_log, nvl, NULL) != 0) {
+			fprintf(stderr, "tuner init failed\n");
+			return 2;
+		}
+	}
+	c.mask = mask;
+	CHECK(mask & NBP_EV_COLL, "loop: the adaptive bundle did not enable collective events (mask %#x)", mask);
+
+	struct model m = {-1, -1, 1};
+	const int slow_at = LOOP_CALLS / 2;
+	int n_b[LOOP_SIZES] = {0}, slow_b[LOOP_SIZES] = {0};
+	int last_wrong[LOOP_SIZES][2];
+	int explore_wrong = 0, exploit_calls = 0;
+	memset(last_wrong, 0xff, sizeof last_wrong);
+	uint64_t total_ns = 0, best_ns = 0;
+	for (int i = 0; i < LOOP_CALLS; i++) {
+		if (i == slow_at) {
+			m = (struct model){MODEL_RING, 2 /* SIMPLE */, 3}; /* a link degrades: RING/SIMPLE x3 */
+			for (int b = 0; b < LOOP_SIZES; b++) slow_b[b] = n_b[b];
+		}
+		int b = i % LOOP_SIZES;
+		uint64_t bytes = loop_bytes[b];
+		/* NCCL's cost table: TREE and RING rows available, the other algorithms -1. */
+		float cost[7][3];
+		uint32_t avail = 0;
+		for (int a = 0; a < 7; a++)
+			for (int q = 0; q < 3; q++) {
+				cost[a][q] = a < 2 ? (float)model_ns(&m, a, q, 8, bytes) / 1000.0f : -1.0f;
+				if (a < 2) avail |= 1u << (a * 3 + q);
+			}
+		int nch = 0, algo = -1, proto = -1;
+		if (native) {
+			int cand = adaptive_native_tune(comm_id, 4, bytes, avail);
+			if (cand >= 0) cand_of(cand, &algo, &proto, &nch);
+		} else {
+			tuner->getCollInfo(tctx, 4, bytes, 1, (float **)cost, 7, 3, 0, &nch);
+			float bc = 1e30f;
+			for (int a = 0; a < 7; a++)
+				for (int q = 0; q < 3; q++)
+					if (cost[a][q] >= 0 && cost[a][q] < bc) bc = cost[a][q], algo = a, proto = q;
+		}
+		if (algo < 0) algo = 1, proto = 2;
+		if (nch <= 0) nch = 8;
+		uint64_t t = model_ns(&m, algo, proto, nch, bytes);
+		int best;
+		uint64_t tb = best_time(&m, bytes, &best);
+		total_ns += t;
+		best_ns += tb;
+		int exploring = (n_b[b] % ADAPTIVE_PERIOD_HOST) < ADAPTIVE_NCAND_HOST * ADAPTIVE_ROUNDS_HOST;
+		if (!exploring) {
+			exploit_calls++;
+			if (t != tb) last_wrong[b][i >= slow_at] = n_b[b];
+		} else if (t != tb)
+			explore_wrong++;
+		n_b[b]++;
+		struct task tk = {.seq = (uint64_t)i, .func = 4, .algo = algo, .proto = proto, .nch = nch,
+		                  .count = bytes / 4, .gpu_ns = t, .net = 0, .nsteps = 0};
+		emit_task(&c, &tk);
+		if (i % 64 == 63) drain(&c); /* as a stream synchronize would: bounds the measurement lag */
+	}
+	drain(&c);
+	comm_close(&c);
+	if (tuner) tuner->finalize(tctx);
+
+	printf("loop (%s): %d AllReduce calls over %d sizes; RING/SIMPLE slowed x3 at call %d\n",
+	       native ? "native C policy" : "eBPF bundle", LOOP_CALLS, LOOP_SIZES, slow_at);
+	struct model m0 = {-1, -1, 1};
+	for (int b = 0; b < LOOP_SIZES; b++) {
+		int b0, b1, a, q, n;
+		best_time(&m0, loop_bytes[b], &b0);
+		best_time(&m, loop_bytes[b], &b1);
+		int conv = last_wrong[b][0] + 1;                                           /* bucket calls */
+		int rec = last_wrong[b][1] < 0 ? 0 : last_wrong[b][1] + 1 - slow_b[b];   /* after the slowdown */
+		cand_of(b0, &a, &q, &n);
+		printf("  %8llu B: best %s/%s/%d", (unsigned long long)loop_bytes[b], algo_names[a], proto_names[q], n);
+		cand_of(b1, &a, &q, &n);
+		printf(" then %s/%s/%d; exploiting correctly after %d bucket calls, again %d calls after the slowdown\n",
+		       algo_names[a], proto_names[q], n, conv, rec);
+		CHECK(conv <= LOOP_CONVERGE_BOUND, "loop: bucket %llu B converged only after %d bucket calls (bound %d)",
+		      (unsigned long long)loop_bytes[b], conv, LOOP_CONVERGE_BOUND);
+		CHECK(rec <= LOOP_RECOVER_BOUND, "loop: bucket %llu B recovered only %d bucket calls after the slowdown (bound %d)",
+		      (unsigned long long)loop_bytes[b], rec, LOOP_RECOVER_BOUND);
+	}
+	printf("  modelled time %.2f ms vs oracle %.2f ms (+%.1f%%, exploration included); %d exploiting calls\n",
+	       total_ns / 1e6, best_ns / 1e6, 100.0 * ((double)total_ns - (double)best_ns) / (double)best_ns, exploit_calls);
+	return failures ? 1 : 0;
+}
+
+/* ---- scenario: bench ---------------------------------------------------------------------------- */
+
+static int run_bench(const char *lib, int native) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	int mask = 0;
+	void *ctx = NULL;
+	if (plug_init(&p, &ctx, 0x4000, &mask, 8, 0) != 0) return 2;
+	if (native) {
+		p.publish(NCCLBPF_PROF_COLL_END, (uintptr_t)latency_native_prog);
+		mask = p.refresh();
+	}
+	CHECK(mask & NBP_EV_COLL, "bench: no collective events requested (mask %#x): is latency_stats loaded?", mask);
+	const int N = 200000, NCH = 2;
+	union descr d;
+	uint64_t calls = 0;
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < N; i++) {
+		void *h = NULL, *k[NCH];
+		struct task t = {.seq = (uint64_t)i, .func = 4, .algo = 1, .proto = 2, .nch = NCH, .count = 256u << (i & 7)};
+		d_task(5, &d, &t, NULL, NULL, 0);
+		p.start(ctx, &h, &d);
+		p.stop(h);
+		for (int ch = 0; ch < NCH; ch++) {
+			d_kch(5, &d, h, ch, 1000000 + (uint64_t)i);
+			k[ch] = NULL;
+			p.start(ctx, &k[ch], &d);
+		}
+		for (int ch = 0; ch < NCH; ch++) {
+			nbp_state_args_v6_t a = {.kernelCh = {.pTimer = 1000000 + (uint64_t)i + 5000 + (uint64_t)(i & 255) * 100}};
+			p.record(k[ch], NBP_ST_KERNEL_CH_STOP, &a);
+			p.stop(k[ch]);
+		}
+		calls += 2 + 3 * NCH;
+	}
+	uint64_t t1 = now_ns();
+	struct ncclbpf_prof_stats st;
+	p.stats(&st);
+	CHECK(st.calls[NCCLBPF_PROF_COLL_END] >= (uint64_t)N, "bench: coll_end ran %llu times", (unsigned long long)st.calls[1]);
+	p.finalize(ctx);
+	printf("bench %s: %d collectives x (task + %d kernel channels) = %llu profiler calls, %.1f ns/call, %.1f ns/collective\n",
+	       native ? "native" : "ebpf", N, NCH, (unsigned long long)calls, (double)(t1 - t0) / (double)calls,
+	       (double)(t1 - t0) / N);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s events|mask|loop|bench LIB [native]\n", argv[0]);
+		return 2;
+	}
+	int native = argc > 3 && !strcmp(argv[3], "native");
+	int rc;
+	if (!strcmp(argv[1], "events"))
+		rc = run_events(argv[2]);
+	else if (!strcmp(argv[1], "mask"))
+		rc = run_mask(argv[2]);
+	else if (!strcmp(argv[1], "loop"))
+		rc = run_loop(argv[2], native);
+	else if (!strcmp(argv[1], "bench"))
+		rc = run_bench(argv[2], native);
+	else {
+		fprintf(stderr, "unknown scenario %s\n", argv[1]);
+		return 2;
+	}
+	if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+	return rc ? rc : (failures ? 1 : 0);
+}

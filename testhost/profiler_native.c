@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* profiler_native.c: see profiler_native.h. */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../include/ncclbpf_profiler.h"
+#include "profiler_native.h"
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/* ---- latency_stats: a direct-indexed table, what a native profiler would use ---- */
+#include "../policies/latency_stats/latency_stats.h"
+
+static struct ls_val ls_table[16][64];
+static struct ls_val ls_spill; /* funcs beyond the table */
+
+static inline struct ls_val *ls_lookup(const struct ls_key *k) {
+	if (k->func >= 16 || k->bucket >= 64) return &ls_spill;
+	struct ls_val *v = &ls_table[k->func][k->bucket];
+	return v->count ? v : NULL;
+}
+static inline void ls_insert(const struct ls_key *k, const struct ls_val *v) {
+	if (k->func < 16 && k->bucket < 64) ls_table[k->func][k->bucket] = *v;
+}
+#define LS_LOOKUP(k) ls_lookup(k)
+#define LS_INSERT(k, v) ls_insert((k), (v))
+#define LS_ATOMIC_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#include "../policies/latency_stats/latency_stats.h"
+
+uint64_t latency_native_prog(void *ctx) {
+	const struct ncclbpf_prof_ctx *c = ctx;
+	uint64_t ns = (c->flags & NCCLBPF_PROF_F_GPU_TIMED) ? c->gpu_duration_ns : c->duration_ns;
+	ls_update((uint32_t)c->func, c->bytes, ns);
+	return 0;
+}
+
+uint64_t latency_native_count(uint32_t func, uint32_t bucket) {
+	return func < 16 && bucket < 64 ? ls_table[func][bucket].count : 0;
+}
+
+/* ---- adaptive: small open-addressing hash tables (insert-once keys, lock-free) ---- */
+#undef ADAPTIVE_NCAND
+#include "../policies/adaptive/adaptive.h"
+
+#define HT_N 4096
+struct ht_state { _Atomic int used; struct adaptive_skey k; struct adaptive_state v; };
+struct ht_stat { _Atomic int used; struct adaptive_mkey k; struct adaptive_stat v; };
+static struct ht_state ht_states[HT_N];
+static struct ht_stat ht_stats[HT_N];
+
+static uint32_t hash64(const void *p, size_t n) {
+	const unsigned char *b = p;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* used: 0 empty, 1 being written, 2 ready */
+#define HT_FUNCS(NAME, SLOT, K, V)                                                              \
+	static V *NAME##_lookup(const K *k) {                                                       \
+		for (uint32_t i = hash64(k, sizeof *k) % HT_N, n = 0; n < HT_N; n++, i = (i + 1) % HT_N) { \
+			int u = atomic_load(&SLOT[i].used);                                                  \
+			if (u == 0) return NULL;                                                             \
+			if (u == 2 && !memcmp(&SLOT[i].k, k, sizeof *k)) return &SLOT[i].v;                  \
+		}                                                                                        \
+		return NULL;                                                                             \
+	}                                                                                            \
+	static void NAME##_insert(const K *k, const V *v) {                                          \
+		for (uint32_t i = hash64(k, sizeof *k) % HT_N, n = 0; n < HT_N; n++, i = (i + 1) % HT_N) { \
+			int z = 0;                                                                           \
+			if (atomic_compare_exchange_strong(&SLOT[i].used, &z, 1)) {                          \
+				SLOT[i].k = *k;                                                                  \
+				SLOT[i].v = *v;                                                                  \
+				atomic_store(&SLOT[i].used, 2);                                                  \
+				return;                                                                          \
+			}                                                                                    \
+			while (atomic_load(&SLOT[i].used) == 1) {                                            \
+			}                                                                                    \
+			if (!memcmp(&SLOT[i].k, k, sizeof *k)) return;                                       \
+		}                                                                                        \
+	}
+HT_FUNCS(st, ht_states, struct adaptive_skey, struct adaptive_state)
+HT_FUNCS(ms, ht_stats, struct adaptive_mkey, struct adaptive_stat)
+
+#define ADAPTIVE_STATE_LOOKUP(k) st_lookup(k)
+#define ADAPTIVE_STATE_INSERT(k, v) st_insert((k), (v))
+#define ADAPTIVE_STAT_LOOKUP(k) ms_lookup(k)
+#define ADAPTIVE_STAT_INSERT(k, v) ms_insert((k), (v))
+#define ADAPTIVE_ATOMIC_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define ADAPTIVE_ROUNDS ADAPTIVE_ROUNDS_HOST
+#define ADAPTIVE_PERIOD ADAPTIVE_PERIOD_HOST
+#define ADAPTIVE_CHECK ADAPTIVE_CHECK_HOST
+#include "../policies/adaptive/adaptive.h"
+
+_Static_assert(ADAPTIVE_NCAND == ADAPTIVE_NCAND_HOST, "candidate count");
+
+uint64_t adaptive_native_prof(void *ctx) {
+	const struct ncclbpf_prof_ctx *c = ctx;
+	if (c->flags & (NCCLBPF_PROF_F_FORCED | NCCLBPF_PROF_F_HOST_ONLY)) return 0;
+	uint64_t ns = (c->flags & NCCLBPF_PROF_F_GPU_TIMED) ? c->gpu_duration_ns : c->duration_ns;
+	adaptive_record(c->comm_id, c->func, c->bytes, c->algorithm, c->protocol, c->n_channels, ns);
+	return 0;
+}
+
+int adaptive_native_tune(uint64_t comm_id, uint32_t coll, uint64_t bytes, uint32_t avail_mask) {
+	return adaptive_decide(comm_id, coll, bytes, avail_mask);
+}
