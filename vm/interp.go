@@ -1,0 +1,172 @@
+package vm
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+)
+
+// DefaultBudget is the number of instructions one Run may execute before
+// the interpreter stops it with ErrBudget.
+const DefaultBudget = 100_000_000
+
+// MaxCallDepth is the number of frames (the main program and the
+// BPF-to-BPF calls nested in it) that may be live at once, as in Linux.
+const MaxCallDepth = 8
+
+// InterpOption configures the interpreter. Options are applied once, by
+// NewInterpreter; the resulting engine is immutable.
+type InterpOption func(*interpConfig)
+
+// Region is native memory, outside the mem buffer and the stack, that
+// programs run by the interpreter may access (global data the host maps, a
+// shared table, ...).
+type Region struct {
+	Name     string
+	Addr     uintptr
+	Size     uintptr
+	Writable bool
+}
+
+// MemRange is a part of the mem buffer given to Run. When a layout is set
+// with WithMemLayout, every access to mem must lie entirely inside one
+// range, and a store needs a Writable range.
+type MemRange struct {
+	Offset   int
+	Size     int
+	Readable bool
+	Writable bool
+}
+
+type interpConfig struct {
+	budget    uint64
+	regions   []Region
+	memLayout []MemRange
+	hasLayout bool
+}
+
+// WithBudget sets the number of instructions one Run may execute (0 selects
+// DefaultBudget: the interpreter never runs unbounded).
+func WithBudget(n uint64) InterpOption {
+	return func(c *interpConfig) { c.budget = n }
+}
+
+// WithRegion adds native memory that programs may access in every Run.
+func WithRegion(r Region) InterpOption {
+	return func(c *interpConfig) { c.regions = append(c.regions, r) }
+}
+
+// WithMemLayout restricts accesses to the mem buffer to the given ranges
+// (a hook context with read-only and writable fields, say). Without it the
+// whole buffer is readable and writable.
+func WithMemLayout(ranges ...MemRange) InterpOption {
+	return func(c *interpConfig) {
+		c.memLayout = append([]MemRange(nil), ranges...)
+		c.hasLayout = true
+	}
+}
+
+// Interpreter is the reference engine: it executes instructions one by one
+// with the semantics of RFC 9669 and traps every memory access outside the
+// regions it knows of.
+type Interpreter struct {
+	cfg interpConfig
+}
+
+// NewInterpreter returns the reference interpreter configured by opts.
+func NewInterpreter(opts ...InterpOption) Engine {
+	var cfg interpConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.budget == 0 {
+		cfg.budget = DefaultBudget
+	}
+	cfg.regions = append([]Region(nil), cfg.regions...)
+	return &Interpreter{cfg: cfg}
+}
+
+// Name returns "interp".
+func (*Interpreter) Name() string { return "interp" }
+
+// Compile validates p (every instruction is known and well formed, every
+// jump and call lands on an instruction, every helper exists) and returns
+// an executable that interprets it.
+func (it *Interpreter) Compile(p *Program) (Executable, error) {
+	if p == nil {
+		return nil, fmt.Errorf("interp: compile: nil program: %w", ErrInvalidProgram)
+	}
+	x := &interpExec{
+		name:   p.Name,
+		budget: it.cfg.budget,
+		maps:   append([]MapRef(nil), p.Maps...),
+	}
+	if err := x.decode(p); err != nil {
+		return nil, err
+	}
+	for _, r := range it.cfg.regions {
+		if r.Size == 0 {
+			continue
+		}
+		start := uint64(r.Addr)
+		if start+uint64(r.Size) < start {
+			return nil, fmt.Errorf("interp: program %q: region %q wraps around the address space: %w", p.Name, r.Name, ErrInvalidProgram)
+		}
+		x.static = append(x.static, nativeRegion(start, uint64(r.Size), r.Writable))
+	}
+	if it.cfg.hasLayout {
+		x.hasLayout = true
+		for _, m := range it.cfg.memLayout {
+			if m.Offset < 0 || m.Size <= 0 {
+				return nil, fmt.Errorf("interp: program %q: mem range at %d size %d is empty or negative: %w", p.Name, m.Offset, m.Size, ErrInvalidProgram)
+			}
+			x.layout = append(x.layout, m)
+		}
+	}
+	x.pool.New = func() any { return new(machine) }
+	return x, nil
+}
+
+// interpExec is a compiled program. It is immutable; per-run state lives in
+// a machine taken from pool.
+type interpExec struct {
+	name      string
+	code      []insn
+	maps      []MapRef
+	helpers   []Helper // indexed by insn.aux for static helper calls
+	byID      HelperTable
+	static    []region // WithRegion regions and arrays referenced by map-value loads
+	layout    []MemRange
+	hasLayout bool
+	budget    uint64
+	pool      sync.Pool
+}
+
+// insn is a decoded instruction with its operands resolved.
+type insn struct {
+	op  asm.OpCode
+	dst uint8
+	src uint8
+	off int16
+	imm int32
+	// k is the immediate as a 64-bit operand: sign-extended imm for ALU,
+	// jump and store instructions, the 64-bit value of LD_IMM64 (map
+	// references resolved).
+	k uint64
+	// aux is the jump or call target pc, or the index into helpers.
+	aux int32
+}
+
+// Close releases nothing: the interpreter holds only Go memory.
+func (x *interpExec) Close() error { return nil }
+
+// valueSize returns the value size of the map whose handle is h.
+func (x *interpExec) valueSize(h uint64) (uint64, bool) {
+	for i := range x.maps {
+		if uint64(x.maps[i].Handle) == h && h != 0 {
+			return uint64(x.maps[i].ValueSize), true
+		}
+	}
+	return 0, false
+}
