@@ -310,7 +310,7 @@ static void emit_proxy_side(struct comm *c, struct work *w) {
 					if (sh) {
 						union { nbp_state_args_v6_t a6; nbp_state_args_v3_t a3; } a;
 						memset(&a, 0, sizeof a);
-						a.a6.proxyStep.transSize = 4096; /* offset 0 in both layouts */
+						a.a6.proxyStep.transSize = v >= 4 ? 4096 : 0; /* NCCL's v1-v3 adapters pass zeroed step args */
 						p->record(sh, send ? NBP_ST_STEP_SEND_WAIT : NBP_ST_STEP_RECV_WAIT, &a);
 						p->stop(sh);
 						c->proxy_events += 2;
@@ -363,6 +363,7 @@ static int comm_open(struct comm *c, struct plug *p, uint64_t comm_id, int rank,
 	c->seed = (unsigned)(comm_id * 2654435761u + (unsigned)rank);
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	c->gpu_clock = 1000000000ull; /* the GPU global timer is never 0 */
 	if (plug_init(p, &c->ctx, comm_id, mask, nranks, rank) != 0) return -1;
 	c->mask = __atomic_load_n(mask, __ATOMIC_RELAXED);
 	return pthread_create(&c->proxy, NULL, proxy_main, c);
@@ -514,6 +515,8 @@ static int run_events(const char *lib) {
 		for (int i = 1; i < EV_COMMS; i++)
 			if (comm_open(&cs[i], &p, 0x1000, i, EV_COMMS, &mask) != 0) return 2;
 		rec_reset();
+		struct ncclbpf_prof_stats st0;
+		p.stats(&st0);
 		pthread_t th[EV_COMMS];
 		struct ev_arg args[EV_COMMS];
 		uint64_t t0 = now_ns();
@@ -547,9 +550,12 @@ static int run_events(const char *lib) {
 		CHECK((int)rec_n[NCCLBPF_PROF_P2P_END] == np2p, "v%d: p2p_end ran %u times, want %d", v, rec_n[2], np2p);
 		CHECK((int)rec_n[NCCLBPF_PROF_KERNEL_CH_END] == nkch, "v%d: kernel_ch_end ran %u times, want %d", v, rec_n[3], nkch);
 		CHECK((int)rec_n[NCCLBPF_PROF_PROXY_OP_END] == nops, "v%d: proxy_op_end ran %u times, want %d", v, rec_n[4], nops);
-		CHECK(st.events_dropped == 0 && st.events_forced == 0 && st.orphans == 0,
-		      "v%d: dropped %llu forced %llu orphans %llu", v, (unsigned long long)st.events_dropped,
-		      (unsigned long long)st.events_forced, (unsigned long long)st.orphans);
+		/* Orphans: with v1-v3 a p2p has no channel count, and with v1/v2 nothing tells a task to wait
+		 * for children at all, so children that start after the task stop find it completed. */
+		uint64_t orphans = st.orphans - st0.orphans;
+		CHECK(st.events_dropped == st0.events_dropped && st.events_forced == st0.events_forced && (v <= 3 || orphans == 0),
+		      "v%d: dropped %llu forced %llu orphans %llu", v, (unsigned long long)(st.events_dropped - st0.events_dropped),
+		      (unsigned long long)(st.events_forced - st0.events_forced), (unsigned long long)orphans);
 
 		/* Identity, hierarchy and times of every collective. */
 		uint32_t n = rec_n[NCCLBPF_PROF_COLL_END];
@@ -571,7 +577,7 @@ static int run_events(const char *lib) {
 				CHECK(kids == 1 + i % 5, "v%d seq %d rank %d: %d kernel_ch_end records", v, i, e->rank, kids);
 				CHECK(e->end_ns >= kend, "v%d seq %d: collective ends before its last channel", v, i);
 			}
-			if (i % 3 == 0) {
+			if (i % 3 == 0 && v >= 3) {
 				uint64_t oend = 0;
 				int ops = find_children(NCCLBPF_PROF_PROXY_OP_END, e->comm_id, e->rank, e->seq, 4, &oend);
 				CHECK(ops == 2 * (1 + i % 5), "v%d seq %d: %d proxy ops", v, i, ops);
@@ -601,9 +607,9 @@ static int run_events(const char *lib) {
 		}
 		uint64_t calls = 0;
 		for (int i = 0; i < EV_COMMS; i++) calls += cs[i].events + cs[i].proxy_events;
-		printf("v%d: %d communicators, %d collectives, %d p2p, %d kernel channels, %d proxy ops: %llu plugin calls, "
-		       "%.0f ns/call (recording programs)\n",
-		       v, EV_COMMS, ncoll, np2p, nkch, nops, (unsigned long long)calls, (double)(t1 - t0) / (double)calls);
+		printf("v%d: %d communicators on threads, %d collectives, %d p2p, %d kernel channels, %d proxy ops, "
+		       "%llu plugin calls: all paired (%llu orphan children)\n",
+		       v, EV_COMMS, ncoll, np2p, nkch, nops, (unsigned long long)calls, (unsigned long long)orphans);
 		for (int i = 0; i < EV_COMMS; i++) cs[i].p->finalize(cs[i].ctx);
 		for (int h = NCCLBPF_PROF_FIRST_HOOK; h <= NCCLBPF_PROF_LAST_HOOK; h++) p.publish(h, 0);
 		/* NCCL keeps the library open while communicators exist; here each version is closed. */
@@ -730,7 +736,7 @@ static int run_loop(const char *lib, int native) {
 			}
 		int nch = 0, algo = -1, proto = -1;
 		if (native) {
-			int cand = adaptive_native_tune(comm_id, 4, bytes, avail);
+			int cand = adaptive_native_tune(comm_id, 4, bytes, avail, &cost[0][0]);
 			if (cand >= 0) cand_of(cand, &algo, &proto, &nch);
 		} else {
 			tuner->getCollInfo(tctx, 4, bytes, 1, (float **)cost, 7, 3, 0, &nch);

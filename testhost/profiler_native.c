@@ -106,6 +106,9 @@ uint64_t adaptive_native_prof(void *ctx) {
 	return 0;
 }
 
-int adaptive_native_tune(uint64_t comm_id, uint32_t coll, uint64_t bytes, uint32_t avail_mask) {
-	return adaptive_decide(comm_id, coll, bytes, avail_mask);
+int adaptive_native_tune(uint64_t comm_id, uint32_t coll, uint64_t bytes, uint32_t avail_mask, const float *cost) {
+	uint32_t b[6];
+	memcpy(b, cost, sizeof b); /* the TREE and RING rows: cells 0..5 */
+	uint32_t explore = adaptive_plausible(b[0], b[1], b[2], b[3], b[4], b[5], avail_mask, ADAPTIVE_PRUNE_HOST);
+	return adaptive_decide(comm_id, coll, bytes, avail_mask, explore);
 }

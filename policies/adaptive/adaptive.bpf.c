@@ -12,7 +12,7 @@
 // Both programs share the maps below: that sharing is the closed loop. See README.md in this
 // directory for what rank-consistency risk remains and how the policy limits it.
 //
-// Tunables (NCCLBPF_POLICY_CONFIG="rounds=4,period=512,check=16"):
+// Tunables (NCCLBPF_POLICY_CONFIG="rounds=4,period=2048,check=16,prune=2"):
 #include "ncclbpf.h"
 #include "ncclbpf_profiler.h"
 
@@ -21,8 +21,9 @@
 #define UPDATE_NOEXIST 1
 
 volatile const __u32 rounds = 4;   /* samples of each candidate per exploration window */
-volatile const __u32 period = 512; /* bucket calls between the starts of exploration windows */
+volatile const __u32 period = 2048; /* bucket calls between the starts of exploration windows */
 volatile const __u32 check = 16;   /* bucket calls between re-evaluations of the choice */
+volatile const __u32 prune = 2;    /* explore only cells NCCL estimates within 2^prune of its best */
 
 #define ADAPTIVE_ROUNDS (rounds ? rounds : 1)
 #define ADAPTIVE_PERIOD (period > ADAPTIVE_NCAND * ADAPTIVE_ROUNDS ? period : ADAPTIVE_NCAND * ADAPTIVE_ROUNDS + 1)
@@ -65,7 +66,9 @@ int adaptive_measure(struct ncclbpf_prof_ctx *ctx)
 SEC("tuner")
 int adaptive_tune(struct ncclbpf_tuner_ctx *ctx)
 {
-	int c = adaptive_decide(ctx->comm_id, ctx->coll_type, ctx->n_bytes, ctx->avail_mask);
+	__u32 explore = adaptive_plausible(ctx->cost[0][0], ctx->cost[0][1], ctx->cost[0][2], ctx->cost[1][0],
+					   ctx->cost[1][1], ctx->cost[1][2], ctx->avail_mask, prune);
+	int c = adaptive_decide(ctx->comm_id, ctx->coll_type, ctx->n_bytes, ctx->avail_mask, explore);
 	if (c < 0)
 		return NCCLBPF_TUNER_DEFAULT;
 	ctx->algorithm = adaptive_cand_algo(c);

@@ -14,7 +14,8 @@
  *
  * Schedule (per communicator, collective and size bucket; n = tuner calls of that bucket so far,
  * which every rank counts alike because ranks issue the same collectives in the same order):
- *   n % PERIOD <  NCAND*ROUNDS : explore candidate (n % PERIOD) % NCAND (first available from there)
+ *   n % PERIOD <  NCAND*ROUNDS : explore candidate (n % PERIOD) % NCAND (the first from there whose
+ *                                (algorithm, protocol) NCCL's cost table does not rule out)
  *   otherwise                  : exploit the latched choice; the choice is re-evaluated only when
  *                                n % PERIOD == NCAND*ROUNDS or n % CHECK == 0, and changes only to a
  *                                candidate whose EWMA latency is more than 1/8 lower (hysteresis).
@@ -118,8 +119,36 @@ static __always_inline __u64 adaptive_ewma(__u64 comm_id, __u32 coll, __u32 buck
 	return s ? s->ewma_ns : 0;
 }
 
-/* ---- tuner side: returns the candidate to run, or -1 to leave the decision to NCCL ---- */
-static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 bytes, __u32 avail_mask)
+/* adaptive_plausible returns the cells (bit a*3+p, TREE and RING rows) worth exploring: available,
+ * and estimated by NCCL at most 2^exp2 times the cheapest available cell. The cost table is
+ * rank-uniform, so the pruned schedule still is. c[a*3+p] are the float bits of NCCL's costs; for
+ * non-negative floats, adding k << 23 to the bits multiplies the value by 2^k. */
+static __always_inline __u32 adaptive_plausible(__u32 c0, __u32 c1, __u32 c2, __u32 c3, __u32 c4, __u32 c5,
+						__u32 avail_mask, __u32 exp2)
+{
+	__u32 c[6] = {c0, c1, c2, c3, c4, c5};
+	__u32 lo = 0x7f800000u; /* +inf */
+#if defined(__clang__)
+#pragma unroll
+#endif
+	for (int i = 0; i < 6; i++)
+		if (((avail_mask >> i) & 1) && c[i] < lo)
+			lo = c[i];
+	__u32 lim = lo + (exp2 << 23);
+	__u32 m = 0;
+#if defined(__clang__)
+#pragma unroll
+#endif
+	for (int i = 0; i < 6; i++)
+		if (((avail_mask >> i) & 1) && c[i] <= lim)
+			m |= 1u << i;
+	return m;
+}
+
+/* ---- tuner side: returns the candidate to run, or -1 to leave the decision to NCCL ----
+ * avail_mask: the cells NCCL may choose; explore_mask: those worth exploring (adaptive_plausible). */
+static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 bytes, __u32 avail_mask,
+					   __u32 explore_mask)
 {
 	__u32 b = adaptive_bucket(bytes);
 	struct adaptive_skey sk = {.comm_id = comm_id, .coll = coll, .bucket = b};
@@ -144,7 +173,7 @@ static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 byte
 			__u32 c = first + k;
 			if (c >= ADAPTIVE_NCAND)
 				c -= ADAPTIVE_NCAND;
-			if (adaptive_available(avail_mask, c))
+			if (adaptive_available(explore_mask, c))
 				return (int)c;
 		}
 		return -1;
