@@ -24,7 +24,8 @@
  * concurrent readers of a multi-word value may see a mix of old and new words.
  *
  * LRU: every element carries a stamp from a per-map clock. A lookup or update
- * restamps the element unless it is already the most recent one. When an
+ * restamps the element unless it is already the most recent one (see
+ * lru_touch for how concurrent touches are ordered). When an
  * insert finds no free element, the element with the smallest stamp among
  * NBPF_LRU_SCAN consecutive elements (all of them in smaller maps, so the
  * order is exact there) is evicted.
@@ -91,10 +92,10 @@ static uint64_t key_hash(const struct nbpf_htab *h, const uint64_t *kw) {
 }
 
 /* Copies key_size bytes of key into zero-padded words. */
-static void load_key(const struct nbpf_map *m, const void *key, uint64_t *kw) {
+static inline void load_key(const struct nbpf_map *m, const void *key, uint64_t *kw) {
   struct nbpf_htab *h = m->htab;
   kw[h->key_words - 1] = 0;
-  memcpy(kw, key, m->key_size);
+  nbpf_copy(kw, key, m->key_size);
 }
 
 static int key_equal(const struct nbpf_htab *h, const struct htab_elem *e, const uint64_t *kw) {
@@ -139,10 +140,17 @@ static struct htab_elem *find_locked(struct nbpf_htab *h, struct htab_bucket *b,
   return NULL;
 }
 
+/* Marks e as the most recently used element. The clock is advanced with a
+ * plain load and store, not a locked instruction: threads touching elements
+ * at the same instant may give them equal stamps, which only makes their
+ * relative order arbitrary. */
+static void lru_stamp(struct nbpf_htab *h, struct htab_elem *e) {
+  uint64_t now = LOAD_RLX(&h->clock) + 1;
+  STORE_RLX(&h->clock, now);
+  STORE_RLX(&e->stamp, now);
+}
 static void lru_touch(struct nbpf_htab *h, struct htab_elem *e) {
-  uint64_t now = LOAD_RLX(&h->clock);
-  if (LOAD_RLX(&e->stamp) != now)
-    STORE_RLX(&e->stamp, __atomic_add_fetch(&h->clock, 1, __ATOMIC_RELAXED));
+  if (LOAD_RLX(&e->stamp) != LOAD_RLX(&h->clock)) lru_stamp(h, e);
 }
 
 static struct htab_elem *free_pop(struct nbpf_htab *h, uint32_t cap) {
@@ -269,7 +277,7 @@ int nbpf_htab_update(struct nbpf_map *m, const void *key, const void *value, uin
       if (flags == NBPF_NOEXIST) {
         err = -EEXIST;
       } else {
-        memcpy(elem_value(h, e), value, m->value_size);
+        nbpf_copy(elem_value(h, e), value, m->value_size);
         if (m->type == NBPF_MAP_LRU_HASH) lru_touch(h, e);
       }
       break;
@@ -284,9 +292,8 @@ int nbpf_htab_update(struct nbpf_map *m, const void *key, const void *value, uin
       __atomic_thread_fence(__ATOMIC_RELEASE);
       for (uint32_t i = 0; i < h->key_words; i++) STORE_RLX(&spare->key[i], kw[i]);
       STORE_RLX(&spare->hash, hv);
-      memcpy(elem_value(h, spare), value, m->value_size);
-      if (m->type == NBPF_MAP_LRU_HASH)
-        STORE_RLX(&spare->stamp, __atomic_add_fetch(&h->clock, 1, __ATOMIC_RELAXED));
+      nbpf_copy(elem_value(h, spare), value, m->value_size);
+      if (m->type == NBPF_MAP_LRU_HASH) lru_stamp(h, spare);
       STORE_RLX(&spare->in_use, 1u);
       STORE_REL(&spare->next, b->head);
       STORE_REL(&b->head, spare);

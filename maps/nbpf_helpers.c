@@ -104,7 +104,7 @@ uint64_t nbpf_h_map_update_elem(uint64_t map, uint64_t key, uint64_t value, uint
     uint32_t idx = *(const uint32_t *)(uintptr_t)key;
     if (idx >= m->max_entries) return (uint64_t)-E2BIG;
     if (flags == NBPF_NOEXIST) return (uint64_t)-EEXIST;
-    memcpy(array_slot_base(m) + (size_t)idx * m->stride, v, m->value_size);
+    nbpf_copy(array_slot_base(m) + (size_t)idx * m->stride, v, m->value_size);
     return 0;
   }
   case NBPF_MAP_HASH:

@@ -43,6 +43,24 @@ static inline void nbpf_spin_lock(uint32_t *l) {
 }
 static inline void nbpf_spin_unlock(uint32_t *l) { STORE_REL(l, 0u); }
 
+/* Copies n bytes; small multiples of 8 (the common value sizes) as words,
+ * without a call into libc's memcpy. */
+static inline void nbpf_copy(void *dst, const void *src, size_t n) {
+  if ((n & 7u) == 0 && n <= 64) {
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t w;
+      memcpy(&w, (const uint8_t *)src + i, 8);
+      memcpy((uint8_t *)dst + i, &w, 8);
+    }
+  } else if (n == 4) {
+    uint32_t w;
+    memcpy(&w, src, 4);
+    memcpy(dst, &w, 4);
+  } else {
+    memcpy(dst, src, n);
+  }
+}
+
 struct nbpf_htab;    /* nbpf_hash.c */
 struct nbpf_ringbuf; /* nbpf_ringbuf.c */
 
