@@ -111,8 +111,8 @@ func (c *compiler) callAbs(addr uintptr) {
 func (c *compiler) localCall(pc, target int) {
 	if c.depthCheck {
 		// In the frame at depth d (outermost = 1), rsp = r12 - (d-1)*subFrameSize;
-		// a call is allowed while d < vm.MaxCallDepth.
-		c.leaRM(tmp3, frameReg, -int32((vm.MaxCallDepth-2)*subFrameSize))
+		// a call is allowed while d < MaxCallDepth.
+		c.leaRM(tmp3, frameReg, -int32((MaxCallDepth-2)*subFrameSize))
 		c.aluRR(opCmpMR, true, rsp, tmp3)
 		c.fault(FaultCallDepth, pc, c.jccRel32(ccB))
 	}

@@ -14,6 +14,11 @@ import (
 // words carry the pc in 24 bits.
 const MaxInstructions = 1 << 20
 
+// MaxCallDepth is the number of frames (the main program and the
+// BPF-to-BPF calls nested in it) that may be live at once. It is the
+// interpreter's limit (vm.MaxCallDepth), as in Linux.
+const MaxCallDepth = 8
+
 // ErrInvalidProgram wraps every compile error caused by the program itself.
 var ErrInvalidProgram = errors.New("invalid program")
 
@@ -285,7 +290,7 @@ func (c *compiler) analyze() error {
 const maxCallxID = 1 << 12
 
 // callDepthOK reports whether the call graph is acyclic and no chain of
-// calls is deeper than vm.MaxCallDepth frames.
+// calls is deeper than MaxCallDepth frames.
 func callDepthOK(callees [][]int32) bool {
 	const (
 		unseen = 0
@@ -317,7 +322,7 @@ func callDepthOK(callees [][]int32) bool {
 			return false
 		}
 	}
-	return depth[0] <= vm.MaxCallDepth
+	return depth[0] <= MaxCallDepth
 }
 
 // emitProgram emits the whole program at c.base.

@@ -32,10 +32,10 @@
 // stack for Run). The outermost frame takes 8 (return address) + 48 (six
 // saved registers) + 520 (512-byte eBPF stack, 8 bytes of alignment) = 576
 // bytes; each BPF-to-BPF call takes 8 + 40 (five saved registers: r6-r9 and
-// the caller's r10) + 512 = 560 bytes. With vm.MaxCallDepth = 8 frames the
+// the caller's r10) + 512 = 560 bytes. With MaxCallDepth = 8 frames the
 // program itself uses at most 576 + 7×560 = 4496 bytes, plus what the
 // helpers it calls use. The stack pointer is 16-byte aligned at every helper
-// call. When the call graph is acyclic and at most vm.MaxCallDepth deep (all
+// call. When the call graph is acyclic and at most MaxCallDepth deep (all
 // verified programs) no depth check is emitted; otherwise each BPF-to-BPF
 // call checks the depth and faults (FaultCallDepth) like the interpreter.
 //

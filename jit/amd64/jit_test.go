@@ -249,3 +249,24 @@ func TestPCMap(t *testing.T) {
 }
 
 func sliceAddr(v []uint64) uintptr { return uintptr(unsafe.Pointer(&v[0])) }
+
+func TestDisassemble(t *testing.T) {
+	insns, _ := asm.Assemble("mov %r0, 1\nlddw %r1, 0x1122334455667788\njeq %r0, 1, +1\ncall 2\nexit")
+	out, err := Disassemble(&vm.Program{Name: "d", Insns: insns, Helpers: ctest.Table()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"; prologue\n", "push rbp",
+		"0: mov %r0, 1\n", "mov eax, 0x1",
+		"1: lddw %r1, 0x1122334455667788\n", "mov rdi, 0x1122334455667788",
+		"3: jeq %r0, 1, +1\n", "cmp rax, 0x1",
+		"4: call 2\n", "call ",
+		"5: exit\n", "ret",
+		"; out of line",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("listing lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -34,7 +34,7 @@ type FaultKind uint8
 
 // Fault kinds.
 const (
-	// FaultCallDepth: a BPF-to-BPF call would exceed vm.MaxCallDepth frames.
+	// FaultCallDepth: a BPF-to-BPF call would exceed MaxCallDepth frames.
 	FaultCallDepth FaultKind = 1
 	// FaultCallx: callx with an id that is not in the program's helper table.
 	FaultCallx FaultKind = 2
