@@ -7,38 +7,6 @@ import (
 	"strings"
 )
 
-// The text dialect is the one of uBPF and the bpf_conformance suite:
-//
-//	# a comment (also after an instruction)
-//	mov32 %r0, 1            ALU32: add sub mul div sdiv mod smod or and xor
-//	add %r0, %r1            lsh rsh arsh mov neg, "32" suffix; ALU64 without
-//	neg %r2                 suffix (or with "64")
-//	movsx816 ...            movsx{8,16}32, movsx{8,16,32}64: sign-extending mov
-//	le16 %r1 / be64 %r1     byte order conversion; bswap16/32/64 (alias swap)
-//	ldxw %r0, [%r1+8]       ldx{b,h,w,dw}, sign-extending ldxs{b,h,w}
-//	                        (alias ldx{b,h,w}sx)
-//	stxdw [%r10-8], %r1     stx{b,h,w,dw}; st{b,h,w,dw} [%r10-8], 0x1234
-//	lddw %r1, 0x1122334455667788   the 16-byte LD_IMM64
-//	lock add [%r10-8], %r1  atomics: add or and xor (+ "fetch"), xchg, cmpxchg;
-//	lock fetch or32 ...     "32" suffix for 32-bit width
-//	ja label / ja +3        jumps: ja, ja32 (alias gotol, 32-bit offset),
-//	jne %r0, 15, fail       jeq jne jgt jge jlt jle jset jsgt jsge jslt jsle,
-//	jslt32 %r1, %r2, -4     "32" suffix for the JMP32 class
-//	call 5                  helper call by id; "call %r2" (callx, id in a
-//	call local func1        register); "call local LABEL|+N" subprogram call;
-//	exit                    "call runtime N" (src=2)
-//	fail:                   a label; "exit" is also an implicit label of the
-//	                        first exit instruction unless defined explicitly
-//
-// Numbers are decimal or 0x hex, optionally negative. Registers are written
-// %r0-%r10 (r0-r10 is accepted as well). Extensions of this package, which
-// the disassembler uses when nothing else represents an instruction exactly:
-//
-//	lddw %r1, map(3)              LD_IMM64 with src=1 (map handle of map 3)
-//	lddw %r1, map_value(3)+16     LD_IMM64 with src=2 (address in map 3's value)
-//	ldabsw 12 / ldindh %r1, 4     legacy packet loads (ldabs*, ldind*)
-//	.insn 0x0000000100000095      one raw 64-bit instruction word
-
 // An AsmError reports a line that could not be assembled.
 type AsmError struct {
 	Line   int    // 1-based line number in the source
@@ -60,6 +28,40 @@ const maxAsmErrors = 10
 // Assemble translates assembler text into instruction slots. Jump and local
 // call targets may be labels or signed slot offsets ("+3", "-1"). The error,
 // if any, joins up to ten *AsmError values, one per bad line.
+//
+// The dialect is the one of uBPF and the bpf_conformance suite:
+//
+//	# a comment (also after an instruction)
+//	mov32 %r0, 1            ALU32: add sub mul div sdiv mod smod or and xor
+//	add %r0, %r1            lsh rsh arsh mov neg, "32" suffix; ALU64 without
+//	neg %r2                 suffix (or with "64")
+//	movsx832 %r1, %r2       movsx{8,16}32, movsx{8,16,32}64: sign-extending mov
+//	le16 %r1 / be64 %r1     byte order conversion; bswap16/32/64 (alias swap)
+//	ldxw %r0, [%r1+8]       ldx{b,h,w,dw}, sign-extending ldxs{b,h,w}
+//	                        (alias ldx{b,h,w}sx)
+//	stxdw [%r10-8], %r1     stx{b,h,w,dw}; st{b,h,w,dw} [%r10-8], 0x1234
+//	lddw %r1, 0x1122334455667788   the 16-byte LD_IMM64
+//	lock add [%r10-8], %r1  atomics: add or and xor (+ "fetch"), xchg, cmpxchg;
+//	lock fetch or32 ...     "32" suffix for 32-bit width
+//	ja label / ja +3        jumps: ja, ja32 (alias gotol, 32-bit offset),
+//	jne %r0, 15, fail       jeq jne jgt jge jlt jle jset jsgt jsge jslt jsle,
+//	jslt32 %r1, %r2, -4     "32" suffix for the JMP32 class
+//	call 5                  helper call by id; "call %r2" (callx, id in a
+//	call local func1        register); "call local LABEL|+N" subprogram call;
+//	exit                    "call runtime N" (src=2)
+//	fail:                   a label; "exit" is also an implicit label of the
+//	                        first exit instruction unless defined explicitly
+//
+// Numbers are decimal or 0x hex, optionally negative; a decimal immediate or
+// offset must fit its signed field, a hex one may use the unsigned range
+// (0xffffffff is -1). A leading 0 is not octal. Registers are written
+// %r0-%r10 (r0-r10 is accepted as well). Extensions of this package, which
+// the disassembler uses when nothing else represents an instruction exactly:
+//
+//	lddw %r1, map(3)              LD_IMM64 with src=1 (map handle of map 3)
+//	lddw %r1, map_value(3)+16     LD_IMM64 with src=2 (address in map 3's value)
+//	ldabsw 12 / ldindh %r1, 4     legacy packet loads (ldabs*, ldind*)
+//	.insn 0x0000000100000095      one raw 64-bit instruction word
 func Assemble(src string) ([]Instruction, error) {
 	a := assembler{labels: map[string]int{}, firstExit: -1}
 	for i, line := range strings.Split(src, "\n") {
