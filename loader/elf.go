@@ -8,6 +8,10 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 )
 
+// maxLinkedSlots bounds programs × instruction slots of an object (see
+// openObject); Linux allows one million instructions per program.
+const maxLinkedSlots = 1 << 22
+
 // rawFunc is where a function's instruction bytes are in the object.
 type rawFunc struct {
 	section *elf.Section
@@ -73,6 +77,23 @@ func openObject(r io.ReaderAt) (*objectFile, error) {
 			dup[s.Name] = true
 		}
 		obj.funcs[s.Name] = rawFunc{section: sec, offset: s.Value, size: s.Size}
+	}
+	// cilium/ebpf links every program with all it calls before we see
+	// the result; bound the worst case (every program calling all the
+	// code) so that a small hostile object cannot ask for gigabytes.
+	var slots, progs uint64
+	for _, sec := range f.Sections {
+		if sec.Flags&elf.SHF_EXECINSTR != 0 && sec.Type == elf.SHT_PROGBITS {
+			slots += min(sec.Size/asm.InstructionSize, maxLinkedSlots+1) // no overflow
+		}
+	}
+	for _, fn := range obj.funcs {
+		if fn.section.Name != ".text" {
+			progs++
+		}
+	}
+	if slots > maxLinkedSlots || progs*slots > maxLinkedSlots {
+		return nil, fmt.Errorf("object too large: %d programs and %d instruction slots could link to %d slots (limit %d)", progs, slots, progs*slots, maxLinkedSlots)
 	}
 	for name := range dup {
 		// Only an error if a program uses it; remember by poisoning.

@@ -486,3 +486,16 @@ func TestUnsupported(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkLoad(b *testing.B) {
+	obj, err := os.ReadFile(filepath.Join(testdata, "policy.o"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := loader.LoadBytes(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -107,6 +107,23 @@ func TestHeader(t *testing.T) {
 	t.Run("big endian object", func(t *testing.T) {
 		expectError(t, readObject(t, "bigendian.o"), true, "ELFDATA2MSB", "little-endian")
 	})
+	t.Run("huge code section", func(t *testing.T) {
+		// sh_size (byte 32 of a section header) of .text: 2^40 bytes.
+		f, err := elf.NewFile(bytes.NewReader(obj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx := -1
+		for i, s := range f.Sections {
+			if s.Name == ".text" {
+				idx = i
+			}
+		}
+		shoff := int(binary.LittleEndian.Uint64(obj[40:]))
+		b := bytes.Clone(obj)
+		binary.LittleEndian.PutUint64(b[shoff+64*idx+32:], 1<<40)
+		expectError(t, b, false, "too large")
+	})
 	t.Run("executable", func(t *testing.T) { expectError(t, patch(16, byte(elf.ET_EXEC), 0), false, "ET_EXEC") })
 }
 
@@ -168,6 +185,12 @@ func TestBadInstructions(t *testing.T) {
 		b := bytes.Clone(obj)
 		le.PutUint16(b[tuner(b)+11*8+2:], uint16(0x10000-20))
 		expectError(t, b, false, "pc 11", "out of range")
+	})
+	t.Run("jump into another function", func(t *testing.T) {
+		// tuner_main has 32 slots, then bump: 11 + 1 + 25 = 37 is in bump.
+		b := bytes.Clone(obj)
+		le.PutUint16(b[tuner(b)+11*8+2:], 25)
+		expectError(t, b, false, "pc 11", `outside function "tuner_main"`)
 	})
 	t.Run("jump into LD_IMM64", func(t *testing.T) {
 		// pc 14-15 is an LD_IMM64: pc 11 + 1 + 3 = 15 is its second slot.

@@ -9,8 +9,9 @@ import (
 
 // validate checks the invariants every later stage relies on without
 // re-checking: the slices line up, every LD_IMM64 is complete and its
-// pseudo references are valid, every jump lands on an instruction of the
-// program, and every BPF-to-BPF call lands on the first slot of a function.
+// pseudo references are valid, every jump lands on an instruction of its
+// own function, and every BPF-to-BPF call lands on the first slot of a
+// function.
 // It does not judge the program's safety: that is the verifier's job.
 func (p *Program) validate(maps []*MapSpec) error {
 	n := len(p.Insns)
@@ -91,6 +92,10 @@ func (p *Program) validate(maps []*MapSpec) error {
 		t := pc + 1 + off
 		if t < 0 || t >= n {
 			return fmt.Errorf("pc %d: jump target %d out of range [0, %d)", pc, t, n)
+		}
+		// clang never jumps between functions; calls do that.
+		if f := p.FuncAt(pc); t < f.Start || t >= f.End {
+			return fmt.Errorf("pc %d: jump target %d is outside function %q [%d, %d)", pc, t, f.Name, f.Start, f.End)
 		}
 		if second[t] {
 			return fmt.Errorf("pc %d: jump target %d is the second slot of an LD_IMM64", pc, t)
