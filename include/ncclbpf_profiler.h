@@ -34,7 +34,16 @@
 #ifndef NCCLBPF_PROFILER_H
 #define NCCLBPF_PROFILER_H
 
+#if defined(__bpf__)
+/* As in ncclbpf.h: the kernel's spelling of the integer types, without an architecture include
+ * directory (C11 allows the same typedef twice). */
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+#else
 #include <linux/types.h>
+#endif
 
 /* ctx->event: which hook runs. */
 #define NCCLBPF_PROF_COLL_END      1

@@ -1,0 +1,1028 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profiler.c: the profiler side of libncclbpf.so.
+ *
+ * NCCL calls the exported ncclProfiler_vN structs (v6 .. v1). Everything below runs on NCCL's threads
+ * (the user thread that enqueues, the proxy thread that sees kernel channels and network operations)
+ * and therefore uses no lock, no allocation and no Go:
+ *
+ *  - Events live in a pool preallocated per context (one context per communicator, allocated in init).
+ *    Free events form a lock-free stack (index + ABA tag in one 64-bit word).
+ *  - Every live event has a state word `st` = generation << 32 | pending. `pending` counts what the
+ *    event still waits for: its own stopEvent, the kernel channels NCCL will report for it (a task's
+ *    nChannels, ABI v3+), and one reference per live child (proxy op, proxy step, extra channel).
+ *    Whoever brings `pending` to 0 completes the event: it runs the hook's program, hands the result
+ *    to the parent, and frees the event (generation + 1).
+ *  - Handles given to NCCL are the event's address with the low 6 bits holding its generation, so
+ *    a stale handle (NCCL passes a task's handle as parentObj long after the task's own stop) is
+ *    recognised instead of attaching a child to whatever reuses the slot.
+ *  - A task (collective or p2p) ends when it was stopped ("enqueued", per NCCL) and all its kernel
+ *    channels and proxy operations have completed; its end time is the latest of those.
+ *  - If the pool runs dry, tasks that were stopped long ago and only wait for channels that never
+ *    came are completed with NCCLBPF_PROF_F_FORCED, then the event is dropped (*eHandle = NULL),
+ *    which NCCL handles.
+ *
+ * Programs run through one slot per hook (see profiler.h): an atomically swapped entry point and an
+ * in-flight counter that lets the control plane know when old code is no longer running.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/membarrier.h>
+
+#include "../include/ncclbpf_profiler.h"
+#include "profiler.h"
+#include "profiler_abi.h"
+
+#define NBP_ALIGN 64
+#define NBP_TAG_MASK ((uintptr_t)(NBP_ALIGN - 1))
+
+typedef uint64_t (*nbp_prog_fn)(void *ctx);
+
+enum { K_FREE = 0, K_TASK, K_KCH, K_PROXY_OP, K_STEP };
+enum { EVF_STOPPED = 1u << 8 }; /* internal flag bits above the NCCLBPF_PROF_F_* ones */
+
+struct ident {
+	uint64_t seq, bytes;
+	int32_t func, algo, proto, nchannels, peer, channel, rank, is_send;
+	uint32_t hook;
+};
+
+struct pev {
+	_Alignas(NBP_ALIGN) _Atomic uint64_t st; /* gen << 32 | pending */
+	_Atomic uint32_t next;                   /* free-list link: index + 1, 0 = end */
+	uint8_t kind;
+	uint8_t within; /* kernel channel counted in the parent's expected channels */
+	_Atomic uint32_t flags;
+	struct pev *parent;
+	uint32_t parent_gen;
+	uint32_t expected;            /* task: kernel channels NCCL will report */
+	_Atomic uint32_t kch_started; /* task: kernel channels seen so far */
+	struct pctx *pc;              /* the context whose pool holds this event */
+	_Atomic int32_t nchild;       /* children that completed */
+	uint64_t start_ns;
+	_Atomic uint64_t end_ns;    /* max over own stop and children */
+	_Atomic uint64_t gpu_start; /* min, UINT64_MAX = none */
+	_Atomic uint64_t gpu_end;   /* max, 0 = none */
+	_Atomic uint64_t xfer;      /* proxy op: bytes of its steps; step: last transSize */
+	struct ident id;
+};
+
+struct pctx {
+	int version;
+	uint64_t comm_id;
+	int rank, nranks;
+	pid_t pid;
+	nbp_logger_t log;
+	uint32_t n;
+	struct pev *pool;
+	_Atomic uint64_t head; /* tag << 32 | (index + 1) */
+	_Atomic int reclaiming;
+	_Atomic uint64_t local_seq[NCCLBPF_PROF_NUM_HOOKS];
+	_Atomic uint64_t dropped, forced, orphans;
+	struct pctx *next_ctx; /* registry, under g_reg_lock */
+};
+
+/* A hook slot: the entry point of the published program (0: none), one per cache line. The same
+ * layout as the tuner's slots (plugin/internal.h). */
+struct slot {
+	_Alignas(NBP_ALIGN) _Atomic(uintptr_t) fn;
+};
+
+/* A calling thread's record for grace periods, the same protocol as the tuner's per-communicator
+ * `active` word (plugin/slot.c): odd while the thread runs published code. A profiler context is used
+ * by several threads at once (user threads, the proxy thread), so the word is per thread; records
+ * are claimed from a static table on a thread's first call (no allocation) and also count calls. */
+struct thr {
+	_Alignas(NBP_ALIGN) _Atomic uint64_t active;
+	_Atomic int used;
+	_Atomic uint64_t calls[NCCLBPF_PROF_LAST_HOOK + 1];
+};
+#define NBP_MAX_THREADS 512
+
+static struct slot g_slots[NCCLBPF_PROF_LAST_HOOK + 1];
+static struct thr g_thr[NBP_MAX_THREADS];
+static _Atomic uint64_t g_overflow_inflight; /* threads beyond the table: a shared counter */
+static _Atomic uint64_t g_overflow_calls[NCCLBPF_PROF_LAST_HOOK + 1];
+static __thread struct thr *t_rec;
+static __thread int t_rec_none;
+static int *_Atomic g_mask_ptr;
+static _Atomic int g_version;
+static _Atomic int g_mask_stored;
+static uint64_t g_reclaim_ns = 1000000000ull;
+static int g_membarrier; /* 1 registered, -1 unavailable */
+
+static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pctx *g_ctxs;
+static uint64_t g_done_dropped, g_done_forced, g_done_orphans;
+
+static inline uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void logmsg(struct pctx *pc, int level, const char *msg) {
+	if (pc && pc->log) pc->log(level, NBP_SUBSYS_PROFILE | NBP_SUBSYS_INIT, __FILE__, __LINE__, "%s", msg);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Slots */
+
+int ncclbpf_prof_hook_id(const char *name) {
+	static const char *names[] = {NULL, "profiler/coll_end", "profiler/p2p_end", "profiler/kernel_ch_end",
+	                              "profiler/proxy_op_end"};
+	if (!name) return -1;
+	for (int i = NCCLBPF_PROF_FIRST_HOOK; i <= NCCLBPF_PROF_LAST_HOOK; i++)
+		if (strcmp(name, names[i]) == 0) return i;
+	return -1;
+}
+
+uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn) {
+	if (hook < NCCLBPF_PROF_FIRST_HOOK || hook > NCCLBPF_PROF_LAST_HOOK) return 0;
+	return atomic_exchange_explicit(&g_slots[hook].fn, fn, memory_order_acq_rel);
+}
+
+static int nbp_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
+
+__attribute__((constructor)) static void nbp_ctor(void) {
+	g_membarrier = nbp_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 ? 1 : -1;
+}
+
+int ncclbpf_prof_synchronize(void) {
+	if (g_membarrier != 1 || nbp_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return -1;
+	for (int i = 0; i < NBP_MAX_THREADS; i++) {
+		struct thr *r = &g_thr[i];
+		if (!atomic_load_explicit(&r->used, memory_order_acquire)) continue;
+		uint64_t s = atomic_load_explicit(&r->active, memory_order_acquire);
+		if (!(s & 1)) continue;
+		for (int spins = 0; atomic_load_explicit(&r->active, memory_order_acquire) == s; spins++) {
+			if (spins < 1000)
+				sched_yield();
+			else
+				nanosleep(&(struct timespec){0, 50000}, NULL);
+		}
+	}
+	while (atomic_load(&g_overflow_inflight) != 0) sched_yield();
+	return 0;
+}
+
+static inline int slot_set(int hook) { return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed) != 0; }
+
+int ncclbpf_prof_wanted_mask(int version) {
+	int m = 0;
+	if (slot_set(NCCLBPF_PROF_COLL_END)) m |= NBP_EV_COLL;
+	if (slot_set(NCCLBPF_PROF_P2P_END)) m |= NBP_EV_P2P;
+	if (slot_set(NCCLBPF_PROF_PROXY_OP_END)) m |= NBP_EV_PROXY_OP | NBP_EV_PROXY_STEP;
+	/* Kernel channels exist from v3 on. Whenever any task event is wanted they are requested too,
+	 * so that a task event always comes with the channels it is gated on (NCCL copies the mask into
+	 * each task, and one store changes all bits at once). */
+	if (version >= 3 && (m || slot_set(NCCLBPF_PROF_KERNEL_CH_END))) m |= NBP_EV_KERNEL_CH;
+	return m;
+}
+
+int ncclbpf_prof_refresh_mask(void) {
+	int *p = atomic_load(&g_mask_ptr);
+	if (!p) return -1;
+	int m = ncclbpf_prof_wanted_mask(atomic_load(&g_version));
+	__atomic_store_n(p, m, __ATOMIC_RELAXED);
+	atomic_store(&g_mask_stored, m);
+	return m;
+}
+
+void ncclbpf_prof_get_stats(struct ncclbpf_prof_stats *out) {
+	if (!out) return;
+	memset(out, 0, sizeof(*out));
+	for (int i = NCCLBPF_PROF_FIRST_HOOK; i <= NCCLBPF_PROF_LAST_HOOK; i++) {
+		out->calls[i] = atomic_load_explicit(&g_overflow_calls[i], memory_order_relaxed);
+		for (int t = 0; t < NBP_MAX_THREADS; t++) out->calls[i] += atomic_load_explicit(&g_thr[t].calls[i], memory_order_relaxed);
+	}
+	pthread_mutex_lock(&g_reg_lock);
+	out->events_dropped = g_done_dropped;
+	out->events_forced = g_done_forced;
+	out->orphans = g_done_orphans;
+	for (struct pctx *pc = g_ctxs; pc; pc = pc->next_ctx) {
+		out->contexts++;
+		out->events_dropped += atomic_load(&pc->dropped);
+		out->events_forced += atomic_load(&pc->forced);
+		out->orphans += atomic_load(&pc->orphans);
+	}
+	pthread_mutex_unlock(&g_reg_lock);
+	out->version = atomic_load(&g_version);
+	out->mask = atomic_load(&g_mask_stored);
+}
+
+static struct thr *claim_thr(void) {
+	if (t_rec_none) return NULL;
+	for (int i = 0; i < NBP_MAX_THREADS; i++) {
+		int z = 0;
+		if (atomic_load_explicit(&g_thr[i].used, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&g_thr[i].used, &z, 1))
+			return t_rec = &g_thr[i];
+	}
+	t_rec_none = 1;
+	return NULL;
+}
+
+/* run_hook calls the program in hook's slot on c, inside the thread's grace-period bracket: two
+ * plain stores and a load, no read-modify-write (see ncclbpf_prof_synchronize). */
+static inline void run_hook(int hook, struct ncclbpf_prof_ctx *c) {
+	struct thr *r = t_rec ? t_rec : claim_thr();
+	if (__builtin_expect(r != NULL, 1)) {
+		uint64_t a = atomic_load_explicit(&r->active, memory_order_relaxed);
+		atomic_store_explicit(&r->active, a + 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		uintptr_t f = atomic_load_explicit(&g_slots[hook].fn, memory_order_acquire);
+		if (f) {
+			(void)((nbp_prog_fn)f)(c);
+			atomic_store_explicit(&r->calls[hook], atomic_load_explicit(&r->calls[hook], memory_order_relaxed) + 1,
+			                      memory_order_relaxed);
+		}
+		atomic_store_explicit(&r->active, a + 2, memory_order_release);
+		return;
+	}
+	atomic_fetch_add(&g_overflow_inflight, 1);
+	uintptr_t f = atomic_load(&g_slots[hook].fn);
+	if (f) {
+		(void)((nbp_prog_fn)f)(c);
+		atomic_fetch_add_explicit(&g_overflow_calls[hook], 1, memory_order_relaxed);
+	}
+	atomic_fetch_sub(&g_overflow_inflight, 1);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Pool */
+
+static inline uint32_t ev_index(struct pctx *pc, struct pev *e) { return (uint32_t)(e - pc->pool); }
+
+static struct pev *pool_pop(struct pctx *pc) {
+	uint64_t h = atomic_load_explicit(&pc->head, memory_order_acquire);
+	for (;;) {
+		uint32_t idx1 = (uint32_t)h;
+		if (idx1 == 0) return NULL;
+		struct pev *e = &pc->pool[idx1 - 1];
+		uint32_t nxt = atomic_load_explicit(&e->next, memory_order_relaxed);
+		uint64_t nh = ((h >> 32) + 1) << 32 | nxt;
+		if (atomic_compare_exchange_weak_explicit(&pc->head, &h, nh, memory_order_acq_rel, memory_order_acquire))
+			return e;
+	}
+}
+
+static void pool_push(struct pctx *pc, struct pev *e) {
+	uint64_t h = atomic_load_explicit(&pc->head, memory_order_relaxed);
+	for (;;) {
+		atomic_store_explicit(&e->next, (uint32_t)h, memory_order_relaxed);
+		uint64_t nh = ((h >> 32) + 1) << 32 | (ev_index(pc, e) + 1);
+		if (atomic_compare_exchange_weak_explicit(&pc->head, &h, nh, memory_order_release, memory_order_relaxed))
+			return;
+	}
+}
+
+static inline void *handle_of(struct pev *e, uint32_t gen) { return (void *)((uintptr_t)e | (gen & NBP_TAG_MASK)); }
+
+/* from_handle returns the event a handle designates, if it lies in pc's pool, else NULL. */
+static inline struct pev *from_handle(struct pctx *pc, void *h, uint32_t *tag) {
+	uintptr_t u = (uintptr_t)h;
+	struct pev *e = (struct pev *)(u & ~NBP_TAG_MASK);
+	if (!pc || e < pc->pool || e >= pc->pool + pc->n) return NULL;
+	*tag = (uint32_t)(u & NBP_TAG_MASK);
+	return e;
+}
+
+/* acquire takes one reference on a live event whose generation matches tag. */
+static int acquire(struct pev *e, uint32_t tag, uint32_t *gen) {
+	uint64_t s = atomic_load(&e->st);
+	for (;;) {
+		if ((uint32_t)s == 0 || ((s >> 32) & NBP_TAG_MASK) != tag) return 0;
+		if (atomic_compare_exchange_weak(&e->st, &s, s + 1)) {
+			*gen = (uint32_t)(s >> 32);
+			return 1;
+		}
+	}
+}
+
+/* release drops k units of pending if e is still generation gen; returns 1 if that completed it. */
+static int release(struct pev *e, uint32_t gen, uint32_t k) {
+	uint64_t s = atomic_load(&e->st);
+	for (;;) {
+		uint32_t p = (uint32_t)s;
+		if ((uint32_t)(s >> 32) != gen || p == 0) return 0;
+		uint32_t np = p > k ? p - k : 0;
+		if (atomic_compare_exchange_weak(&e->st, &s, (uint64_t)gen << 32 | np)) return np == 0;
+	}
+}
+
+static void ev_free(struct pctx *pc, struct pev *e) {
+	uint64_t s = atomic_load(&e->st);
+	e->kind = K_FREE;
+	atomic_store(&e->st, ((s >> 32) + 1) << 32);
+	pool_push(pc, e);
+}
+
+static void complete(struct pctx *pc, struct pev *e, uint32_t gen);
+
+/* reclaim completes tasks that NCCL stopped long ago and that only wait for kernel channels which
+ * never came (no live child). Runs only when the pool is empty; one thread at a time. */
+static void reclaim(struct pctx *pc) {
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&pc->reclaiming, &expect, 1)) return;
+	uint64_t t = now_ns();
+	for (uint32_t i = 0; i < pc->n; i++) {
+		struct pev *e = &pc->pool[i];
+		uint64_t s = atomic_load(&e->st);
+		if ((uint32_t)s == 0 || e->kind != K_TASK) continue;
+		if (!(atomic_load(&e->flags) & EVF_STOPPED) || t - e->start_ns < g_reclaim_ns) continue;
+		/* Stopped, so pending = unstarted expected channels + 2 per live expected channel + 1 per
+		 * other live child: it equals the unstarted channels exactly when no child is live. */
+		uint32_t ks = atomic_load(&e->kch_started);
+		uint32_t unstarted = e->expected > ks ? e->expected - ks : 0;
+		if ((uint32_t)s != unstarted) continue;
+		uint32_t gen = (uint32_t)(s >> 32);
+		if (atomic_compare_exchange_strong(&e->st, &s, (uint64_t)gen << 32)) {
+			atomic_fetch_or(&e->flags, NCCLBPF_PROF_F_FORCED);
+			atomic_fetch_add_explicit(&pc->forced, 1, memory_order_relaxed);
+			complete(pc, e, gen);
+		}
+	}
+	atomic_store(&pc->reclaiming, 0);
+}
+
+/* ev_alloc takes a free event and makes it live with `pending` units; *gen receives its generation. */
+static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
+	struct pev *e = pool_pop(pc);
+	if (!e) {
+		reclaim(pc);
+		e = pool_pop(pc);
+		if (!e) {
+			atomic_fetch_add_explicit(&pc->dropped, 1, memory_order_relaxed);
+			return NULL;
+		}
+	}
+	*gen = (uint32_t)(atomic_load_explicit(&e->st, memory_order_relaxed) >> 32);
+	e->kind = (uint8_t)kind;
+	e->within = 0;
+	atomic_store_explicit(&e->flags, 0, memory_order_relaxed);
+	e->parent = NULL;
+	e->parent_gen = 0;
+	e->expected = 0;
+	atomic_store_explicit(&e->kch_started, 0, memory_order_relaxed);
+	e->pc = pc;
+	atomic_store_explicit(&e->nchild, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->end_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->gpu_start, UINT64_MAX, memory_order_relaxed);
+	atomic_store_explicit(&e->gpu_end, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->xfer, 0, memory_order_relaxed);
+	return e;
+}
+
+static inline void publish_live(struct pev *e, uint32_t gen, uint32_t pending) {
+	atomic_store_explicit(&e->st, (uint64_t)gen << 32 | pending, memory_order_release);
+}
+
+static inline void amax(_Atomic uint64_t *a, uint64_t v) {
+	uint64_t c = atomic_load_explicit(a, memory_order_relaxed);
+	while (v > c && !atomic_compare_exchange_weak_explicit(a, &c, v, memory_order_relaxed, memory_order_relaxed)) {
+	}
+}
+static inline void amin(_Atomic uint64_t *a, uint64_t v) {
+	uint64_t c = atomic_load_explicit(a, memory_order_relaxed);
+	while (v < c && !atomic_compare_exchange_weak_explicit(a, &c, v, memory_order_relaxed, memory_order_relaxed)) {
+	}
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Completion */
+
+static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_prof_ctx *c) {
+	memset(c, 0, sizeof(*c));
+	c->comm_id = pc->comm_id;
+	c->seq = e->id.seq;
+	c->local_seq = atomic_fetch_add_explicit(&pc->local_seq[hook], 1, memory_order_relaxed);
+	c->bytes = e->id.bytes;
+	c->rank = e->id.rank;
+	c->n_ranks = pc->nranks;
+	c->func = e->id.func;
+	c->algorithm = e->id.algo;
+	c->protocol = e->id.proto;
+	c->n_channels = e->id.nchannels;
+	c->peer = e->id.peer;
+	c->channel_id = e->id.channel;
+	c->start_ns = e->start_ns;
+	c->end_ns = atomic_load_explicit(&e->end_ns, memory_order_relaxed);
+	if (c->end_ns < c->start_ns) c->end_ns = c->start_ns;
+	c->duration_ns = c->end_ns - c->start_ns;
+	uint64_t gs = atomic_load_explicit(&e->gpu_start, memory_order_relaxed);
+	uint64_t ge = atomic_load_explicit(&e->gpu_end, memory_order_relaxed);
+	uint32_t fl = atomic_load_explicit(&e->flags, memory_order_relaxed);
+	if (gs != UINT64_MAX && ge != 0 && ge >= gs) {
+		c->gpu_duration_ns = ge - gs;
+		fl |= NCCLBPF_PROF_F_GPU_TIMED;
+	}
+	c->xfer_bytes = atomic_load_explicit(&e->xfer, memory_order_relaxed);
+	c->n_children = atomic_load_explicit(&e->nchild, memory_order_relaxed);
+	c->is_send = e->id.is_send;
+	c->event = (uint32_t)hook;
+	c->flags = fl & 0xff;
+	c->abi_version = (uint32_t)pc->version;
+}
+
+static inline void maybe_run(struct pctx *pc, struct pev *e, int hook) {
+	if (hook <= 0 || !slot_set(hook)) return;
+	struct ncclbpf_prof_ctx c;
+	fill_ctx(pc, e, hook, &c);
+	run_hook(hook, &c);
+}
+
+/* child_done hands a completed child's times to its parent and drops the child's units there. */
+static void child_done(struct pctx *pc, struct pev *e, uint32_t units) {
+	struct pev *p = e->parent;
+	if (!p) return;
+	uint32_t pgen = e->parent_gen;
+	amax(&p->end_ns, atomic_load_explicit(&e->end_ns, memory_order_relaxed));
+	uint64_t gs = atomic_load_explicit(&e->gpu_start, memory_order_relaxed);
+	uint64_t ge = atomic_load_explicit(&e->gpu_end, memory_order_relaxed);
+	if (gs != UINT64_MAX && ge != 0) {
+		amin(&p->gpu_start, gs);
+		amax(&p->gpu_end, ge);
+	}
+	if (e->kind == K_STEP) atomic_fetch_add_explicit(&p->xfer, atomic_load(&e->xfer), memory_order_relaxed);
+	if (e->kind != K_PROXY_OP) /* a task counts its kernel channels, a proxy op its steps */
+		atomic_fetch_add_explicit(&p->nchild, 1, memory_order_relaxed);
+	if (release(p, pgen, units)) complete(pc, p, pgen);
+}
+
+static void complete(struct pctx *pc, struct pev *e, uint32_t gen) {
+	(void)gen;
+	switch (e->kind) {
+	case K_TASK:
+		maybe_run(pc, e, (int)e->id.hook);
+		break;
+	case K_KCH:
+		maybe_run(pc, e, NCCLBPF_PROF_KERNEL_CH_END);
+		child_done(pc, e, 1u + e->within);
+		break;
+	case K_PROXY_OP:
+		maybe_run(pc, e, NCCLBPF_PROF_PROXY_OP_END);
+		child_done(pc, e, 1);
+		break;
+	case K_STEP:
+		child_done(pc, e, 1);
+		break;
+	default:
+		return;
+	}
+	ev_free(pc, e);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Descriptor decoding */
+
+static int32_t func_id(const char *s) {
+	if (!s) return NCCLBPF_PROF_FUNC_UNKNOWN;
+	switch (s[0]) {
+	case 'A':
+		if (!strcmp(s, "AllReduce")) return 4;
+		if (!strcmp(s, "AllGather")) return 2;
+		if (!strcmp(s, "AlltoAll")) return 8;
+		if (!strcmp(s, "AllGatherV")) return 11;
+		break;
+	case 'B':
+		if (!strcmp(s, "Broadcast")) return 0;
+		break;
+	case 'R':
+		if (!strcmp(s, "ReduceScatter")) return 3;
+		if (!strcmp(s, "Reduce")) return 1;
+		if (!strcmp(s, "Recv")) return 7;
+		break;
+	case 'S':
+		if (!strcmp(s, "Send")) return 6;
+		if (!strcmp(s, "SendRecv")) return 5;
+		if (!strcmp(s, "Scatter")) return 9;
+		break;
+	case 'G':
+		if (!strcmp(s, "Gather")) return 10;
+		break;
+	}
+	return NCCLBPF_PROF_FUNC_UNKNOWN;
+}
+
+static int32_t algo_id(const char *s) {
+	if (!s) return -1;
+	if (!strcmp(s, "RING")) return 1;
+	if (!strcmp(s, "TREE")) return 0;
+	if (!strcmp(s, "NVLS")) return 4;
+	if (!strcmp(s, "NVLS_TREE")) return 5;
+	if (!strcmp(s, "PAT")) return 6;
+	if (!strcmp(s, "COLLNET_DIRECT")) return 2;
+	if (!strcmp(s, "COLLNET_CHAIN")) return 3;
+	return -1;
+}
+
+static int32_t proto_id(const char *s) {
+	if (!s) return -1;
+	if (!strcmp(s, "SIMPLE")) return 2;
+	if (!strcmp(s, "LL")) return 0;
+	if (!strcmp(s, "LL128")) return 1;
+	return -1;
+}
+
+/* type_size parses NCCL's datatype strings ("ncclFloat32", ...). "Unknown" is what NCCL prints for
+ * ncclUint8 (its string table has no case for it), hence 1. Returns 0 if unknown. */
+static uint32_t type_size(const char *s) {
+	if (!s) return 0;
+	if (!strcmp(s, "Unknown")) return 1;
+	if (strncmp(s, "nccl", 4) != 0) return 0;
+	const char *t = s + 4;
+	size_t n = strlen(t);
+	if (n < 4) return 0;
+	if (!strncmp(t, "Float8", 6)) return 1;
+	const char *d = t + n - 2;
+	if (d[0] == '1' && d[1] == '6') return 2;
+	if (d[0] == '3' && d[1] == '2') return 4;
+	if (d[0] == '6' && d[1] == '4') return 8;
+	if (d[1] == '8') return 1;
+	return 0;
+}
+
+static const uint8_t v1_type_size[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+
+/* A version-neutral view of what startEvent needs. */
+struct dview {
+	uint64_t type;
+	void *parent;
+	int rank;
+	struct ident id;
+	uint32_t nch;      /* task: kernel channels to expect */
+	uint64_t ptimer;   /* kernel channel GPU start */
+	pid_t pid;         /* proxy op */
+	int has_pid;
+};
+
+static void task_common(struct pctx *pc, struct dview *v) {
+	v->id.rank = v->rank;
+	v->id.peer = -1;
+	v->id.channel = -1;
+	v->id.is_send = -1;
+	(void)pc;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The event entry points, version-neutral */
+
+static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
+	*eHandle = NULL;
+	uint32_t gen, tag, pgen;
+	struct pev *e, *p;
+	switch (v->type) {
+	case NBP_EV_COLL:
+	case NBP_EV_P2P: {
+		e = ev_alloc(pc, K_TASK, &gen);
+		if (!e) return;
+		e->id = v->id;
+		e->start_ns = now_ns();
+		/* Expect kernel channels only when NCCL sends them (v3+ and KernelCh in the mask). */
+		int mask = 0;
+		int *mp = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
+		if (mp) mask = __atomic_load_n(mp, __ATOMIC_RELAXED);
+		e->expected = (pc->version >= 3 && (mask & NBP_EV_KERNEL_CH)) ? v->nch : 0;
+		if (pc->version <= 2) atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_HOST_ONLY, memory_order_relaxed);
+		publish_live(e, gen, 1 + e->expected);
+		*eHandle = handle_of(e, gen);
+		return;
+	}
+	case NBP_EV_KERNEL_CH:
+	case NBP_EV_PROXY_OP: {
+		int kch = v->type == NBP_EV_KERNEL_CH;
+		e = ev_alloc(pc, kch ? K_KCH : K_PROXY_OP, &gen);
+		if (!e) return;
+		e->start_ns = now_ns();
+		p = NULL;
+		if (v->parent && (!v->has_pid || v->pid == pc->pid)) {
+			p = from_handle(pc, v->parent, &tag);
+			if (p && acquire(p, tag, &pgen)) {
+				if (p->kind != K_TASK) {
+					release(p, pgen, 1);
+					p = NULL;
+				}
+			} else
+				p = NULL;
+		}
+		if (p) {
+			e->parent = p;
+			e->parent_gen = pgen;
+			e->id = p->id;
+			if (kch) e->within = atomic_fetch_add(&p->kch_started, 1) < p->expected;
+		} else {
+			memset(&e->id, 0, sizeof(e->id));
+			e->id.func = e->id.algo = e->id.proto = -1;
+			e->id.rank = v->rank;
+			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_ORPHAN, memory_order_relaxed);
+			atomic_fetch_add_explicit(&pc->orphans, 1, memory_order_relaxed);
+		}
+		e->id.channel = v->id.channel;
+		if (kch) {
+			e->id.peer = p ? e->id.peer : -1;
+			e->id.is_send = -1;
+			if (v->ptimer) atomic_store_explicit(&e->gpu_start, v->ptimer, memory_order_relaxed);
+		} else {
+			e->id.peer = v->id.peer;
+			e->id.is_send = v->id.is_send;
+			if (v->rank) e->id.rank = v->rank;
+		}
+		publish_live(e, gen, 1);
+		*eHandle = handle_of(e, gen);
+		return;
+	}
+	case NBP_EV_PROXY_STEP: {
+		if (!v->parent) return;
+		p = from_handle(pc, v->parent, &tag);
+		if (!p || !acquire(p, tag, &pgen)) return;
+		if (p->kind != K_PROXY_OP) {
+			if (release(p, pgen, 1)) complete(pc, p, pgen);
+			return;
+		}
+		e = ev_alloc(pc, K_STEP, &gen);
+		if (!e) {
+			if (release(p, pgen, 1)) complete(pc, p, pgen);
+			return;
+		}
+		e->parent = p;
+		e->parent_gen = pgen;
+		e->start_ns = now_ns();
+		publish_live(e, gen, 1);
+		*eHandle = handle_of(e, gen);
+		return;
+	}
+	default:
+		return; /* groups, API events, proxy control, net plugin, CE: not kept */
+	}
+}
+
+/* handle_event resolves a handle NCCL passes back to stop/record: its event, if live with the
+ * handle's generation. */
+static inline struct pev *handle_event(void *handle, uint32_t *gen) {
+	if (!handle) return NULL;
+	struct pev *e = (struct pev *)((uintptr_t)handle & ~NBP_TAG_MASK);
+	uint64_t s = atomic_load(&e->st);
+	*gen = (uint32_t)(s >> 32);
+	if ((*gen & NBP_TAG_MASK) != ((uintptr_t)handle & NBP_TAG_MASK) || (uint32_t)s == 0) return NULL;
+	return e;
+}
+
+static nbp_result_t stop_event(void *handle) {
+	uint32_t gen;
+	struct pev *e = handle_event(handle, &gen);
+	if (!e) return NBP_SUCCESS;
+	amax(&e->end_ns, now_ns());
+	if (e->kind == K_TASK) atomic_fetch_or(&e->flags, EVF_STOPPED);
+	if (release(e, gen, 1)) complete(e->pc, e, gen);
+	return NBP_SUCCESS;
+}
+
+static void record_common(void *handle, nbp_state_t st, uint64_t arg, int has_arg) {
+	uint32_t gen;
+	struct pev *e = handle_event(handle, &gen);
+	if (!e) return;
+	if (st == NBP_ST_KERNEL_CH_STOP && e->kind == K_KCH && has_arg && arg) {
+		atomic_store_explicit(&e->gpu_end, arg, memory_order_relaxed);
+	} else if (e->kind == K_STEP && has_arg && st >= NBP_ST_STEP_SEND_GPU_WAIT && st <= NBP_ST_STEP_RECV_GPU_WAIT) {
+		atomic_store_explicit(&e->xfer, arg, memory_order_relaxed);
+	}
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Contexts */
+
+static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi) {
+	const char *s = getenv(name);
+	if (!s || !*s) return def;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end || v < lo || v > hi) return def;
+	return (uint32_t)v;
+}
+
+/* The tuner shim loads the policy once per process (plugin/tuner.c). NCCL initialises the profiler
+ * before the tuner, so the profiler asks for that load first: its programs decide the event mask.
+ * Weak, so that the profiler also builds and runs without the tuner side (tests). */
+extern void ncclbpf_ensure_loaded(void) __attribute__((weak));
+
+static nbp_result_t init_common(void **context, int version, uint64_t comm_id, int *mask, int nranks, int rank,
+                                nbp_logger_t log) {
+	if (!context) return NBP_INTERNAL_ERROR;
+	*context = NULL;
+	if (ncclbpf_ensure_loaded) ncclbpf_ensure_loaded();
+	struct pctx *pc = calloc(1, sizeof(*pc));
+	if (!pc) return NBP_INTERNAL_ERROR;
+	pc->version = version;
+	pc->comm_id = comm_id;
+	pc->nranks = nranks;
+	pc->rank = rank;
+	pc->pid = getpid();
+	pc->log = log;
+	pc->n = env_u32("NCCLBPF_PROF_POOL", 4096, 16, 1u << 22);
+	g_reclaim_ns = (uint64_t)env_u32("NCCLBPF_PROF_RECLAIM_MS", 1000, 1, 3600000) * 1000000ull;
+	pc->pool = aligned_alloc(NBP_ALIGN, sizeof(struct pev) * pc->n);
+	if (!pc->pool) {
+		free(pc);
+		return NBP_INTERNAL_ERROR;
+	}
+	memset(pc->pool, 0, sizeof(struct pev) * pc->n);
+	for (uint32_t i = 0; i < pc->n; i++) atomic_store_explicit(&pc->pool[i].next, i + 1 < pc->n ? i + 2 : 0, memory_order_relaxed);
+	atomic_store(&pc->head, 1);
+
+	pthread_mutex_lock(&g_reg_lock);
+	pc->next_ctx = g_ctxs;
+	g_ctxs = pc;
+	pthread_mutex_unlock(&g_reg_lock);
+
+	atomic_store(&g_version, version);
+	if (mask) {
+		atomic_store(&g_mask_ptr, mask);
+		ncclbpf_prof_refresh_mask();
+	}
+	char msg[160];
+	snprintf(msg, sizeof msg, "ncclbpf profiler v%d: context for comm %#llx rank %d/%d, pool %u events, event mask %#x",
+	         version, (unsigned long long)comm_id, rank, nranks, pc->n, atomic_load(&g_mask_stored));
+	logmsg(pc, NBP_LOG_INFO, msg);
+	*context = pc;
+	return NBP_SUCCESS;
+}
+
+static nbp_result_t finalize_common(void *context) {
+	struct pctx *pc = context;
+	if (!pc) return NBP_SUCCESS;
+	pthread_mutex_lock(&g_reg_lock);
+	for (struct pctx **pp = &g_ctxs; *pp; pp = &(*pp)->next_ctx)
+		if (*pp == pc) {
+			*pp = pc->next_ctx;
+			break;
+		}
+	g_done_dropped += atomic_load(&pc->dropped);
+	g_done_forced += atomic_load(&pc->forced);
+	g_done_orphans += atomic_load(&pc->orphans);
+	pthread_mutex_unlock(&g_reg_lock);
+	free(pc->pool);
+	free(pc);
+	return NBP_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Per-version adapters */
+
+static nbp_result_t start_v56(void *context, void **eHandle, nbp_descr_v6_t *d) {
+	struct pctx *pc = context;
+	if (!eHandle) return NBP_SUCCESS;
+	*eHandle = NULL;
+	if (!pc || !d) return NBP_SUCCESS;
+	struct dview v;
+	memset(&v, 0, sizeof v);
+	v.type = d->type;
+	v.parent = d->parentObj;
+	v.rank = d->rank;
+	switch (d->type) {
+	case NBP_EV_COLL:
+		v.id.hook = NCCLBPF_PROF_COLL_END;
+		v.id.seq = d->coll.seqNumber;
+		v.id.func = func_id(d->coll.func);
+		v.id.bytes = (uint64_t)d->coll.count * type_size(d->coll.datatype);
+		v.id.algo = algo_id(d->coll.algo);
+		v.id.proto = proto_id(d->coll.proto);
+		v.id.nchannels = d->coll.nChannels;
+		v.nch = d->coll.nChannels;
+		task_common(pc, &v);
+		break;
+	case NBP_EV_P2P:
+		v.id.hook = NCCLBPF_PROF_P2P_END;
+		v.id.func = func_id(d->p2p.func);
+		v.id.bytes = (uint64_t)d->p2p.count * type_size(d->p2p.datatype);
+		v.id.algo = v.id.proto = -1;
+		v.id.nchannels = d->p2p.nChannels;
+		v.nch = d->p2p.nChannels;
+		task_common(pc, &v);
+		v.id.peer = d->p2p.peer;
+		break;
+	case NBP_EV_KERNEL_CH:
+		v.id.channel = d->kernelCh.channelId;
+		v.ptimer = d->kernelCh.pTimer;
+		break;
+	case NBP_EV_PROXY_OP:
+		v.id.channel = d->proxyOp.channelId;
+		v.id.peer = d->proxyOp.peer;
+		v.id.is_send = d->proxyOp.isSend;
+		v.pid = d->proxyOp.pid;
+		v.has_pid = 1;
+		break;
+	case NBP_EV_PROXY_STEP:
+		break;
+	default:
+		return NBP_SUCCESS;
+	}
+	start_common(pc, eHandle, &v);
+	return NBP_SUCCESS;
+}
+
+static nbp_result_t start_v4(void *context, void **eHandle, nbp_descr_v4_t *d) {
+	struct pctx *pc = context;
+	if (!eHandle) return NBP_SUCCESS;
+	*eHandle = NULL;
+	if (!pc || !d) return NBP_SUCCESS;
+	struct dview v;
+	memset(&v, 0, sizeof v);
+	v.type = d->type;
+	v.parent = d->parentObj;
+	v.rank = d->rank;
+	switch (d->type) {
+	case NBP_EV_COLL:
+		v.id.hook = NCCLBPF_PROF_COLL_END;
+		v.id.seq = d->coll.seqNumber;
+		v.id.func = func_id(d->coll.func);
+		v.id.bytes = (uint64_t)d->coll.count * type_size(d->coll.datatype);
+		v.id.algo = algo_id(d->coll.algo);
+		v.id.proto = proto_id(d->coll.proto);
+		v.id.nchannels = v.nch = d->coll.nChannels;
+		task_common(pc, &v);
+		break;
+	case NBP_EV_P2P:
+		v.id.hook = NCCLBPF_PROF_P2P_END;
+		v.id.func = func_id(d->p2p.func);
+		v.id.bytes = (uint64_t)d->p2p.count * type_size(d->p2p.datatype);
+		v.id.algo = v.id.proto = -1;
+		v.id.nchannels = v.nch = d->p2p.nChannels;
+		task_common(pc, &v);
+		v.id.peer = d->p2p.peer;
+		break;
+	case NBP_EV_KERNEL_CH:
+		v.id.channel = d->kernelCh.channelId;
+		v.ptimer = d->kernelCh.pTimer;
+		break;
+	case NBP_EV_PROXY_OP:
+		v.id.channel = d->proxyOp.channelId;
+		v.id.peer = d->proxyOp.peer;
+		v.id.is_send = d->proxyOp.isSend;
+		v.pid = d->proxyOp.pid;
+		v.has_pid = 1;
+		break;
+	case NBP_EV_PROXY_STEP:
+		break;
+	default:
+		return NBP_SUCCESS;
+	}
+	start_common(pc, eHandle, &v);
+	return NBP_SUCCESS;
+}
+
+/* v3 and v2 share the string-typed collective layout except for v2's trafficBytes. */
+#define START_V23(NAME, DESCR, HAS_KCH)                                                   \
+	static nbp_result_t NAME(void *context, void **eHandle, DESCR *d) {                   \
+		struct pctx *pc = context;                                                        \
+		if (!eHandle) return NBP_SUCCESS;                                                 \
+		*eHandle = NULL;                                                                  \
+		if (!pc || !d) return NBP_SUCCESS;                                                \
+		struct dview v;                                                                   \
+		memset(&v, 0, sizeof v);                                                          \
+		v.type = d->type;                                                                 \
+		v.parent = d->parentObj;                                                          \
+		v.rank = d->rank;                                                                 \
+		switch (d->type) {                                                                \
+		case NBP_EV_COLL:                                                                 \
+			v.id.hook = NCCLBPF_PROF_COLL_END;                                            \
+			v.id.seq = d->coll.seqNumber;                                                 \
+			v.id.func = func_id(d->coll.func);                                            \
+			v.id.bytes = (uint64_t)d->coll.count * type_size(d->coll.datatype);           \
+			v.id.algo = algo_id(d->coll.algo);                                            \
+			v.id.proto = proto_id(d->coll.proto);                                         \
+			v.id.nchannels = v.nch = d->coll.nMaxChannels;                                \
+			task_common(pc, &v);                                                          \
+			break;                                                                        \
+		case NBP_EV_P2P:                                                                  \
+			v.id.hook = NCCLBPF_PROF_P2P_END;                                             \
+			v.id.func = func_id(d->p2p.func);                                             \
+			v.id.bytes = (uint64_t)d->p2p.count * type_size(d->p2p.datatype);             \
+			v.id.algo = v.id.proto = -1;                                                  \
+			task_common(pc, &v);                                                          \
+			v.id.peer = d->p2p.peer;                                                      \
+			break;                                                                        \
+		case NBP_EV_KERNEL_CH:                                                            \
+			if (!(HAS_KCH)) return NBP_SUCCESS;                                           \
+			v.id.channel = kch_channel_##NAME(d);                                         \
+			break;                                                                        \
+		case NBP_EV_PROXY_OP:                                                             \
+			v.id.channel = d->proxyOp.channelId;                                          \
+			v.id.peer = d->proxyOp.peer;                                                  \
+			v.id.is_send = d->proxyOp.isSend;                                             \
+			v.pid = d->proxyOp.pid;                                                       \
+			v.has_pid = 1;                                                                \
+			break;                                                                        \
+		case NBP_EV_PROXY_STEP:                                                           \
+			break;                                                                        \
+		default:                                                                          \
+			return NBP_SUCCESS;                                                           \
+		}                                                                                 \
+		start_common(pc, eHandle, &v);                                                   \
+		return NBP_SUCCESS;                                                               \
+	}
+
+static inline int32_t kch_channel_start_v3(nbp_descr_v3_t *d) { return d->kernelCh.channelId; }
+static inline int32_t kch_channel_start_v2(nbp_descr_v2_t *d) { (void)d; return -1; }
+START_V23(start_v3, nbp_descr_v3_t, 1)
+START_V23(start_v2, nbp_descr_v2_t, 0)
+
+static nbp_result_t start_v1(void *context, void **eHandle, nbp_descr_v1_t *d) {
+	struct pctx *pc = context;
+	if (!eHandle) return NBP_SUCCESS;
+	*eHandle = NULL;
+	if (!pc || !d) return NBP_SUCCESS;
+	struct dview v;
+	memset(&v, 0, sizeof v);
+	v.type = d->type;
+	v.parent = d->parentObj;
+	v.rank = d->rank;
+	switch (d->type) {
+	case NBP_EV_COLL:
+		v.id.hook = NCCLBPF_PROF_COLL_END;
+		v.id.seq = d->coll.seqNumber;
+		v.id.func = d->coll.func;
+		v.id.bytes = (uint64_t)d->coll.count * (d->coll.datatype < 12 ? v1_type_size[d->coll.datatype] : 0);
+		v.id.algo = d->coll.algo;
+		v.id.proto = d->coll.proto;
+		v.id.nchannels = v.nch = d->coll.nMaxChannels;
+		task_common(pc, &v);
+		break;
+	case NBP_EV_P2P:
+		v.id.hook = NCCLBPF_PROF_P2P_END;
+		v.id.func = d->p2p.func;
+		v.id.bytes = (uint64_t)d->p2p.count * (d->p2p.datatype < 12 ? v1_type_size[d->p2p.datatype] : 0);
+		v.id.algo = v.id.proto = -1;
+		task_common(pc, &v);
+		v.id.peer = d->p2p.peer;
+		break;
+	case NBP_EV_PROXY_OP:
+		v.id.channel = d->proxyOp.channelId;
+		v.id.peer = d->proxyOp.peer;
+		v.id.is_send = d->proxyOp.isSend;
+		v.pid = d->proxyOp.pid;
+		v.has_pid = 1;
+		break;
+	case NBP_EV_PROXY_STEP:
+		break;
+	default:
+		return NBP_SUCCESS;
+	}
+	start_common(pc, eHandle, &v);
+	return NBP_SUCCESS;
+}
+
+static nbp_result_t record_v46(void *h, nbp_state_t st, nbp_state_args_v6_t *a) {
+	if (!a) {
+		record_common(h, st, 0, 0);
+		return NBP_SUCCESS;
+	}
+	uint64_t arg = st == NBP_ST_KERNEL_CH_STOP ? a->kernelCh.pTimer : (uint64_t)a->proxyStep.transSize;
+	record_common(h, st, arg, 1);
+	return NBP_SUCCESS;
+}
+
+static nbp_result_t record_v13(void *h, nbp_state_t st, nbp_state_args_v3_t *a) {
+	record_common(h, st, a ? (uint64_t)a->proxyOp.transSize : 0, a != NULL);
+	return NBP_SUCCESS;
+}
+
+static nbp_result_t init_v56_common(int version, void **context, uint64_t commId, int *mask, int nranks, int rank,
+                                    nbp_logger_t logfn) {
+	return init_common(context, version, commId, mask, nranks, rank, logfn);
+}
+static nbp_result_t init_v6(void **c, uint64_t id, int *m, const char *name, int nNodes, int nranks, int rank,
+                            nbp_logger_t l) {
+	(void)name, (void)nNodes;
+	return init_v56_common(6, c, id, m, nranks, rank, l);
+}
+static nbp_result_t init_v5(void **c, uint64_t id, int *m, const char *name, int nNodes, int nranks, int rank,
+                            nbp_logger_t l) {
+	(void)name, (void)nNodes;
+	return init_v56_common(5, c, id, m, nranks, rank, l);
+}
+static nbp_result_t init_v4(void **c, int *m, const char *name, uint64_t hash, int nNodes, int nranks, int rank,
+                            nbp_logger_t l) {
+	(void)name, (void)nNodes;
+	return init_common(c, 4, hash, m, nranks, rank, l);
+}
+static nbp_result_t init_v3(void **c, int *m) { return init_common(c, 3, 0, m, 0, 0, NULL); }
+static nbp_result_t init_v2(void **c, int *m) { return init_common(c, 2, 0, m, 0, 0, NULL); }
+static nbp_result_t init_v1(void **c, int *m) { return init_common(c, 1, 0, m, 0, 0, NULL); }
+
+#define NBP_EXPORT __attribute__((visibility("default")))
+
+NBP_EXPORT const nbp_profiler_v6_t ncclProfiler_v6 = {"ncclbpf", init_v6, start_v56, stop_event, record_v46, finalize_common};
+NBP_EXPORT const nbp_profiler_v5_t ncclProfiler_v5 = {"ncclbpf", init_v5, start_v56, stop_event, record_v46, finalize_common};
+NBP_EXPORT const nbp_profiler_v4_t ncclProfiler_v4 = {"ncclbpf", init_v4, start_v4, stop_event, record_v46, finalize_common};
+NBP_EXPORT const nbp_profiler_v3_t ncclProfiler_v3 = {"ncclbpf", init_v3, start_v3, stop_event, record_v13, finalize_common};
+NBP_EXPORT const nbp_profiler_v2_t ncclProfiler_v2 = {"ncclbpf", init_v2, start_v2, stop_event, record_v13, finalize_common};
+NBP_EXPORT const nbp_profiler_v1_t ncclProfiler_v1 = {"ncclbpf", init_v1, start_v1, stop_event, record_v13, finalize_common};

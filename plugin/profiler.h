@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profiler.h: the profiler side of libncclbpf.so, as the Go control plane (and the test host) sees it.
+ *
+ * The shim (profiler.c) exports ncclProfiler_v6 .. ncclProfiler_v1 and does all event bookkeeping in
+ * C: no Go, no lock and no allocation on NCCL's threads. Policies run through one slot per profiler
+ * hook; a slot holds the entry point of a compiled program (`uint64_t fn(void *ctx)`, System V ABI,
+ * what vm.NativeExecutable.Entry returns) and is swapped atomically.
+ *
+ * Publishing a bundle (from Go, off the hot path):
+ *
+ *     for each profiler hook h:  old[h] = ncclbpf_prof_publish(h, entry_or_0);
+ *     ncclbpf_prof_refresh_mask();              // NCCL's activation mask follows the new programs
+ *     ncclbpf_prof_synchronize() == 0           // => the old code may be unmapped
+ */
+#ifndef NCCLBPF_PLUGIN_PROFILER_H
+#define NCCLBPF_PLUGIN_PROFILER_H
+
+#include <stdint.h>
+
+/* Hook ids: NCCLBPF_PROF_COLL_END (1) .. NCCLBPF_PROF_PROXY_OP_END (4) of include/ncclbpf_profiler.h. */
+#define NCCLBPF_PROF_FIRST_HOOK 1
+#define NCCLBPF_PROF_LAST_HOOK 4
+
+/* ncclbpf_prof_hook_id returns the id of a hook name ("profiler/coll_end", ...) or -1. */
+int ncclbpf_prof_hook_id(const char *name);
+
+/* ncclbpf_prof_publish makes fn (a `uint64_t fn(void *ctx)` entry; 0: no program) the code that
+ * hook runs from the next event on, and returns the previous entry (0 if none or hook out of range).
+ * The previous code may still run on other threads until ncclbpf_prof_synchronize returns 0. */
+uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn);
+
+/* ncclbpf_prof_synchronize waits until no thread still runs profiler code published before the call
+ * (the grace period of plugin/slot.c, over the profiler's calling threads). Returns 0 when that is
+ * guaranteed, -1 when it cannot be (no membarrier): then old code must never be freed. */
+int ncclbpf_prof_synchronize(void);
+
+/* ncclbpf_prof_wanted_mask is the activation mask the programs now published need under profiler
+ * ABI version (1..6): 0 when no profiler program is published. */
+int ncclbpf_prof_wanted_mask(int version);
+
+/* ncclbpf_prof_refresh_mask stores ncclbpf_prof_wanted_mask into NCCL's activation mask (when an
+ * init has given us its address) and returns the value stored, or -1 if NCCL has not called init. */
+int ncclbpf_prof_refresh_mask(void);
+
+/* Counters, process-wide, for the control plane ("watch"). */
+struct ncclbpf_prof_stats {
+	uint64_t calls[NCCLBPF_PROF_LAST_HOOK + 1]; /* program calls per hook id */
+	uint64_t events_dropped;                    /* events refused: pool empty even after reclaim */
+	uint64_t events_forced;                     /* events completed by reclaim (children missing) */
+	uint64_t orphans;                           /* children whose parent was unknown or gone */
+	uint64_t contexts;                          /* live per-communicator contexts */
+	int version;                                /* profiler ABI version NCCL uses (0: none yet) */
+	int mask;                                   /* the activation mask last stored */
+};
+void ncclbpf_prof_get_stats(struct ncclbpf_prof_stats *out);
+
+#endif /* NCCLBPF_PLUGIN_PROFILER_H */
