@@ -32,7 +32,8 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 		a := p.Args[i]
 		r := asm.R1 + asm.Register(i)
 		v := f.regs[r]
-		if a == helpers.ArgNone {
+		if a == helpers.ArgNone || a == helpers.ArgAnything && v.k == kUninit {
+			// an unused variadic argument (bpf_printk with fewer values)
 			continue
 		}
 		if v.k == kUninit {
@@ -43,6 +44,9 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 		}
 		switch a {
 		case helpers.ArgAnything:
+			if v.isPtr() {
+				return bad("a number (pointers would leak to the log)")
+			}
 		case helpers.ArgScalar:
 			if v.k != kScalar {
 				return bad("a number")

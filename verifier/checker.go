@@ -132,6 +132,13 @@ func (ck *checker) walk(st *state, pc int) *Error {
 			return e
 		}
 		if fork != nil {
+			// explore one side recursively and continue with the other;
+			// a backward jump (a loop) is continued, so that iterations
+			// do not deepen the recursion
+			if forkPC <= pc && next > pc {
+				fork, st = st, fork
+				forkPC, next = next, forkPC
+			}
 			if e := ck.walk(fork, forkPC); e != nil {
 				return e
 			}
@@ -148,32 +155,47 @@ func (ck *checker) walk(st *state, pc int) *Error {
 // ancestor), the loop makes no progress. Otherwise st is stored.
 func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error) {
 	list := ck.seen[pc]
-	cl := ck.clean(st, pc)
+	var cl *state
 	for _, v := range list {
-		if !leq(v.st, cl, &ck.ids) {
+		// stored states have their dead registers cleared, so st need
+		// not be cleaned to be compared with them
+		if !leq(v.st, st, &ck.ids) {
 			continue
 		}
 		if v.done {
 			return true, nil
 		}
+		if cl == nil {
+			cl = ck.clean(st, pc)
+		}
 		if leq(cl, v.st, &ck.ids) {
 			return false, ck.errorf(InfiniteLoop, ck.loopJump(pc), "the loop at pc %d comes back to its head in the same state (%s): it never terminates", pc, st.describe(ck))
 		}
 	}
-	v := &visited{st: cl}
-	if len(list) >= maxStoredPerPC {
+	slot := len(list)
+	if slot >= maxStoredPerPC {
 		// replace a finished state; when all are in progress keep the
 		// list as it is (pruning is only an optimization)
+		slot = -1
 		for i, old := range list {
 			if old.done {
-				list[i] = v
-				*mine = append(*mine, v)
-				return false, nil
+				slot = i
+				break
 			}
 		}
-		return false, nil
+		if slot < 0 {
+			return false, nil
+		}
 	}
-	ck.seen[pc] = append(list, v)
+	if cl == nil {
+		cl = ck.clean(st, pc)
+	}
+	v := &visited{st: cl}
+	if slot == len(list) {
+		ck.seen[pc] = append(list, v)
+	} else {
+		list[slot] = v
+	}
 	ck.stored++
 	*mine = append(*mine, v)
 	return false, nil
@@ -184,6 +206,9 @@ func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error
 // copy ids that link nothing.
 func (ck *checker) clean(st *state, pc int) *state {
 	n := st.clone()
+	var ids [16]uint32
+	var cnt [16]int
+	nids := 0
 	for fi := range n.frames {
 		live := ck.live[pc]
 		if fi+1 < len(n.frames) {
@@ -196,15 +221,31 @@ func (ck *checker) clean(st *state, pc int) *state {
 			}
 		}
 	}
-	counts := map[uint32]int{}
 	n.forEach(func(v *value) {
-		if v.k == kScalar && v.id != 0 {
-			counts[v.id]++
+		if v.k != kScalar || v.id == 0 {
+			return
+		}
+		for i := 0; i < nids; i++ {
+			if ids[i] == v.id {
+				cnt[i]++
+				return
+			}
+		}
+		if nids < len(ids) {
+			ids[nids], cnt[nids] = v.id, 1
+			nids++
+		} else {
+			v.id = 0 // too many links to track: forget this one
 		}
 	})
 	n.forEach(func(v *value) {
-		if v.k == kScalar && v.id != 0 && counts[v.id] < 2 {
-			v.id = 0
+		if v.k != kScalar || v.id == 0 {
+			return
+		}
+		for i := 0; i < nids; i++ {
+			if ids[i] == v.id && cnt[i] < 2 {
+				v.id = 0
+			}
 		}
 	})
 	return n

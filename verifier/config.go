@@ -54,6 +54,9 @@ type MapInfo struct {
 type Config struct {
 	// Hook is the attachment point: r1 points to its Context at entry,
 	// helper calls must be in Hook.Helpers and r0 at exit in Hook.Return.
+	// When Hook.Return lies within int32, the program returns a C int: the
+	// low 32 bits of r0, read as signed, must be in the range (clang
+	// writes "return -1" as w0 = -1); otherwise all 64 bits must be.
 	Hook *hook.Hook
 	// Maps are the maps LD_IMM64 instructions refer to, by index.
 	Maps []MapInfo

@@ -300,8 +300,14 @@ func (ck *checker) exit(st *state, pc int) (int, *Error) {
 	if r0.k != kScalar {
 		return -1, ck.errorf(PointerLeak, pc, "r0 holds a %s at exit; a program must return a number", r0.describe(ck))
 	}
-	if ret := ck.hook.Return; r0.s.smin < ret.Min || r0.s.smax > ret.Max {
-		return -1, ck.errorf(BadReturn, pc, "r0 may be %s at exit; hook %q returns values in [%d, %d]", r0.s, ck.hook.Name, ret.Min, ret.Max)
+	ret := ck.hook.Return
+	rv := r0.s
+	if ret.Min >= math.MinInt32 && ret.Max <= math.MaxInt32 {
+		// a C int return: the host reads the low 32 bits of r0, signed
+		rv = rv.sext32()
+	}
+	if rv.smin < ret.Min || rv.smax > ret.Max {
+		return -1, ck.errorf(BadReturn, pc, "r0 may be %s at exit; hook %q returns values in [%d, %d]", rv, ck.hook.Name, ret.Min, ret.Max)
 	}
 	if len(st.refs) > 0 {
 		return -1, ck.errorf(UnreleasedRef, pc, "%d ringbuf record(s) reserved with bpf_ringbuf_reserve are neither submitted nor discarded on this path", len(st.refs))

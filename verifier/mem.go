@@ -246,7 +246,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 	}
 	if size == 8 && lo%8 == 0 {
 		fr.stk.spill |= 1 << (lo / 8)
-		fr.stk.slots[lo/8] = val
+		fr.stk.mut()[lo/8] = val
 	}
 	return value{}, nil
 }

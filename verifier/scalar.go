@@ -171,5 +171,8 @@ func (s Scalar) sext32() Scalar {
 	if lo.umax <= math.MaxInt32 {
 		return lo
 	}
+	if lo.umin > math.MaxInt32 {
+		return sRange(int64(int32(uint32(lo.umin))), int64(int32(uint32(lo.umax))))
+	}
 	return sextScalar(4)
 }

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/asm"
@@ -14,10 +15,28 @@ const stackSlots = asm.StackSize / 8
 // r10. Byte b (b = 512+offset) is initialized when bit b of init is set.
 // Slot i (bytes 8i..8i+7) holds a spilled register, pointer or scalar, when
 // bit i of spill is set; its bytes are then all initialized.
+//
+// slots is shared between clones of a state until one of them writes a
+// slot (copy on write): forks at branches then copy only a few hundred
+// bytes per frame.
 type stack struct {
-	init  [stackSlots / 8]uint64
-	spill uint64
-	slots [stackSlots]value
+	init   [stackSlots / 8]uint64
+	spill  uint64
+	slots  *[stackSlots]value // nil until something is spilled
+	shared bool               // slots may be referenced by another stack
+}
+
+// mut returns the slots for writing.
+func (s *stack) mut() *[stackSlots]value {
+	switch {
+	case s.slots == nil:
+		s.slots = new([stackSlots]value)
+	case s.shared:
+		c := *s.slots
+		s.slots = &c
+	}
+	s.shared = false
+	return s.slots
 }
 
 func (s *stack) isInit(b int) bool  { return s.init[b>>6]&(1<<(b&63)) != 0 }
@@ -38,7 +57,7 @@ func (s *stack) unspill(i int) {
 			s.clearInit(b)
 		}
 	}
-	s.slots[i] = value{}
+	s.mut()[i] = value{}
 }
 
 // frame is one level of the BPF-to-BPF call chain.
@@ -60,6 +79,12 @@ func (st *state) top() *frame { return &st.frames[len(st.frames)-1] }
 func (st *state) clone() *state {
 	n := &state{frames: make([]frame, len(st.frames), len(st.frames)+1)}
 	copy(n.frames, st.frames)
+	for i := range n.frames {
+		if n.frames[i].stk.slots != nil {
+			n.frames[i].stk.shared = true
+			st.frames[i].stk.shared = true
+		}
+	}
 	if len(st.refs) > 0 {
 		n.refs = append([]uint32(nil), st.refs...)
 	}
@@ -76,9 +101,10 @@ func (st *state) forEach(f func(v *value)) {
 		if fr.stk.spill == 0 {
 			continue
 		}
+		slots := fr.stk.mut()
 		for i := 0; i < stackSlots; i++ {
 			if fr.stk.spilled(i) {
-				f(&fr.stk.slots[i])
+				f(&slots[i])
 			}
 		}
 	}
@@ -139,7 +165,8 @@ func valueLeq(o, c value, m *idMap) bool {
 }
 
 // leq reports whether cur is included in old: every execution from cur is
-// one from old, so if old was proven safe, so is cur.
+// one from old, so if old was proven safe, so is cur. Registers are
+// compared before stacks, as they differ more often.
 func leq(old, cur *state, m *idMap) bool {
 	if len(old.frames) != len(cur.frames) || len(old.refs) != len(cur.refs) {
 		return false
@@ -155,7 +182,9 @@ func leq(old, cur *state, m *idMap) bool {
 				return false
 			}
 		}
-		if !stackLeq(&of.stk, &cf.stk, m) {
+	}
+	for fi := range old.frames {
+		if !stackLeq(&old.frames[fi].stk, &cur.frames[fi].stk, m) {
 			return false
 		}
 	}
@@ -173,18 +202,19 @@ func stackLeq(o, c *stack, m *idMap) bool {
 			return false
 		}
 	}
-	for i := 0; i < stackSlots; i++ {
-		switch {
-		case o.spilled(i):
-			if !c.spilled(i) || !valueLeq(o.slots[i], c.slots[i], m) {
+	if o.spill&^c.spill != 0 {
+		return false
+	}
+	for bitsLeft := o.spill | c.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
+		i := bits.TrailingZeros64(bitsLeft)
+		if o.spilled(i) {
+			if !valueLeq(o.slots[i], c.slots[i], m) {
 				return false
 			}
-		case c.spilled(i):
+		} else if c.slots[i].isPtr() {
 			// old holds plain bytes there: reading them gives unknown
-			// numbers, so cur must not hold a pointer.
-			if c.slots[i].isPtr() {
-				return false
-			}
+			// numbers, so cur must not hold a pointer
+			return false
 		}
 	}
 	return true

@@ -1,0 +1,163 @@
+package verifier_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/loader"
+	"github.com/ncclbpf/ncclbpf/verifier"
+)
+
+var annotRE = regexp.MustCompile(`ERROR (E\d{3})`)
+
+// annotations returns line number -> expected code for a source file.
+func annotations(t *testing.T, path string) map[int]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	for i, l := range strings.Split(string(b), "\n") {
+		if m := annotRE.FindStringSubmatch(l); m != nil {
+			out[i+1] = m[1]
+		}
+	}
+	return out
+}
+
+// mapInfos converts the loader's map specs.
+func mapInfos(c *loader.Collection) []verifier.MapInfo {
+	var maps []verifier.MapInfo
+	for _, m := range c.Maps {
+		maps = append(maps, verifier.MapInfo{Name: m.Name, Type: m.Type, KeySize: m.KeySize,
+			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, ReadOnly: m.ReadOnly})
+	}
+	return maps
+}
+
+func configFor(t *testing.T, c *loader.Collection, p *loader.Program) *verifier.Config {
+	h, err := hook.ForSection(p.Section)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &verifier.Config{Hook: h, Maps: mapInfos(c), Source: func(pc int) (string, int, int, string) {
+		if l := p.SourceAt(pc); l != nil {
+			return l.File, l.Line, l.Col, l.Source
+		}
+		return "", 0, 0, ""
+	}}
+}
+
+// corpusStats counts verdicts across the C and assembly corpora.
+type corpusStats struct {
+	rejected map[verifier.Code]int
+	accepted int
+}
+
+var stats = corpusStats{rejected: map[verifier.Code]int{}}
+
+// TestCorpusC verifies every program of testdata/verifier/*.o against the
+// ERROR annotations of its C source.
+func TestCorpusC(t *testing.T) {
+	corpusRan["c"] = true
+	objs, _ := filepath.Glob("../testdata/verifier/*.o")
+	if len(objs) == 0 {
+		t.Fatal("no objects in testdata/verifier (run scripts/build-verifier-testdata.sh)")
+	}
+	for _, obj := range objs {
+		src := strings.TrimSuffix(obj, ".o") + ".c"
+		want := annotations(t, src)
+		hit := map[int]string{}
+		coll, err := loader.LoadFile(obj)
+		if err != nil {
+			t.Fatalf("%s: %v", obj, err)
+		}
+		for _, p := range coll.Programs {
+			name := filepath.Base(src) + ":" + p.Name
+			cfg := configFor(t, coll, p)
+			_, err := cfg.Verify(p.Insns, nil)
+			var ve *verifier.Error
+			switch {
+			case strings.HasPrefix(p.Name, "ok_"):
+				if err != nil {
+					t.Errorf("%s: rejected, want accepted:\n%v", name, explain(err))
+				} else {
+					stats.accepted++
+				}
+			case strings.HasPrefix(p.Name, "bad_"):
+				if !errors.As(err, &ve) {
+					t.Errorf("%s: accepted (err=%v), want rejected", name, err)
+					continue
+				}
+				code, ok := want[ve.Line]
+				switch {
+				case !ok:
+					t.Errorf("%s: rejected at line %d, which has no ERROR annotation:\n%s", name, ve.Line, ve.Explain())
+				case code != ve.Code.String()[:4]:
+					t.Errorf("%s: rejected with %v at line %d, want %s:\n%s", name, ve.Code, ve.Line, code, ve.Explain())
+				case hit[ve.Line] != "":
+					t.Errorf("%s: line %d already matched by %s", name, ve.Line, hit[ve.Line])
+				default:
+					hit[ve.Line] = p.Name
+					stats.rejected[ve.Code]++
+				}
+			default:
+				t.Errorf("%s: program names must start with ok_ or bad_", name)
+			}
+		}
+		for line, code := range want {
+			if hit[line] == "" {
+				t.Errorf("%s:%d: annotation %s matched by no program", src, line, code)
+			}
+		}
+	}
+}
+
+func explain(err error) string {
+	var ve *verifier.Error
+	if errors.As(err, &ve) {
+		return ve.Explain()
+	}
+	return err.Error()
+}
+
+// TestCorpusSize runs last (go test runs tests in source order) and checks
+// the acceptance numbers: at least 60 rejected programs over at least 15
+// codes, at least 25 accepted programs.
+func TestCorpusSize(t *testing.T) {
+	total := 0
+	var lines []string
+	for c, n := range stats.rejected {
+		total += n
+		lines = append(lines, c.String()+": "+itoa(n))
+	}
+	sort.Strings(lines)
+	t.Logf("rejected %d programs over %d codes, accepted %d:\n%s", total, len(stats.rejected), stats.accepted, strings.Join(lines, "\n"))
+	if !corpusRan["c"] || !corpusRan["asm"] {
+		return
+	}
+	if total < 60 || len(stats.rejected) < 15 || stats.accepted < 25 {
+		t.Errorf("corpus too small: %d rejected over %d codes, %d accepted", total, len(stats.rejected), stats.accepted)
+	}
+}
+
+// corpusRan is set when both corpus tests ran (not with -run filters).
+var corpusRan = map[string]bool{}
+
+func itoa(n int) string {
+	s := ""
+	for {
+		s = string(rune('0'+n%10)) + s
+		n /= 10
+		if n == 0 {
+			return s
+		}
+	}
+}
