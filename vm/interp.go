@@ -15,6 +15,10 @@ const DefaultBudget = 100_000_000
 // BPF-to-BPF calls nested in it) that may be live at once, as in Linux.
 const MaxCallDepth = 8
 
+// MaxInstructions is the longest program the interpreter accepts (Linux's
+// limit for privileged programs).
+const MaxInstructions = 1 << 20
+
 // InterpOption configures the interpreter. Options are applied once, by
 // NewInterpreter; the resulting engine is immutable.
 type InterpOption func(*interpConfig)

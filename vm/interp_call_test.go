@@ -21,11 +21,10 @@ func TestLocalCalls(t *testing.T) {
 		{name: "arguments and callee-saved registers", insns: prog(
 			mov(r1, 1), mov(r2, 2), mov(r3, 3), mov(r4, 4), mov(r5, 5),
 			mov(r6, 6), mov(r7, 7), mov(r8, 8), mov(r9, 9),
-			callLocal(8),
+			callLocal(6),
 			// r0 = r0*10000 + r6+r7+r8+r9 (30)
 			a64k(asm.ALUMul, r0, 10000), a64x(asm.ALUAdd, r0, r6), a64x(asm.ALUAdd, r0, r7), a64x(asm.ALUAdd, r0, r8), a64x(asm.ALUAdd, r0, r9),
 			exit(),
-			mov(r0, 0), mov(r0, 0), // padding, never run
 			// callee: r0 = r1+..+r5, clobber r6-r9
 			movr(r0, r1), a64x(asm.ALUAdd, r0, r2), a64x(asm.ALUAdd, r0, r3), a64x(asm.ALUAdd, r0, r4), a64x(asm.ALUAdd, r0, r5),
 			mov(r6, 0), mov(r7, 0), mov(r8, 0), mov(r9, 0), exit(),
@@ -35,7 +34,7 @@ func TestLocalCalls(t *testing.T) {
 			st(DW, r10, -8, 11), callLocal(3), ldx(DW, r1, r10, -8), a64x(asm.ALUAdd, r0, r1), exit(),
 			ldx(DW, r0, r10, -8), st(DW, r10, -8, 100), a64k(asm.ALUAdd, r0, 1), exit(),
 		), want: 12},
-		{name: "r10 restored", insns: prog(movr(r6, r10), callLocal(2), a64x(asm.ALUSub, r6, r10), movr(r0, r6), exit(), exit()), want: 0},
+		{name: "r10 restored", insns: prog(movr(r6, r10), callLocal(3), a64x(asm.ALUSub, r6, r10), movr(r0, r6), exit(), exit()), want: 0},
 		{name: "callee frame is 512 bytes below caller", insns: prog(movr(r6, r10), callLocal(3), a64x(asm.ALUSub, r6, r0), movr(r0, r6), exit(),
 			movr(r0, r10), exit()), want: asm.StackSize},
 		{name: "callee reads caller stack by pointer", insns: prog(

@@ -19,6 +19,9 @@ func (x *interpExec) decode(p *Program) error {
 	if n == 0 {
 		return fmt.Errorf("interp: program %q: no instructions: %w", p.Name, ErrInvalidProgram)
 	}
+	if n > MaxInstructions {
+		return fmt.Errorf("interp: program %q: %d instructions, more than %d: %w", p.Name, n, MaxInstructions, ErrInvalidProgram)
+	}
 	x.byID = make(HelperTable, len(p.Helpers))
 	for id, h := range p.Helpers {
 		if h.ID != id {
@@ -81,13 +84,32 @@ func (x *interpExec) decode(p *Program) error {
 			d.aux = idx
 		}
 	}
-	// Second pass: jump targets (they may not land on a second slot) and
-	// fall-through off the end.
+	if err := x.checkControlFlow(p, second); err != nil {
+		return err
+	}
+	for _, idx := range arrays {
+		m := p.Maps[idx]
+		x.static = append(x.static, nativeRegion(uint64(m.ArrayBase), arraySize(m), true))
+	}
+	return nil
+}
+
+// checkControlFlow resolves jump and call targets into x.code[pc].aux and
+// checks the program's structure as Linux does: every target is an
+// instruction (not outside the program, not the second slot of an
+// LD_IMM64); the program is cut into subprograms at pc 0 and at each
+// BPF-to-BPF call target, jumps stay inside their subprogram, and no
+// subprogram falls through into the next one or off the end.
+func (x *interpExec) checkControlFlow(p *Program, second []bool) error {
+	n := len(p.Insns)
+	isStart := make([]bool, n)
+	isStart[0] = true
+	type jump struct{ from, to int }
+	var jumps []jump
 	for pc := 0; pc < n; pc++ {
 		if second[pc] {
 			continue
 		}
-		d := &x.code[pc]
 		in := p.Insns[pc]
 		bad := func(format string, args ...any) error {
 			return &CompileError{Program: p.Name, PC: pc, Insn: in, Reason: fmt.Sprintf(format, args...)}
@@ -97,8 +119,8 @@ func (x *interpExec) decode(p *Program) error {
 			next = pc + 2
 		}
 		falls := true
-		if c := in.Op.Class(); c.IsJump() {
-			var target int64
+		if in.Op.Class().IsJump() {
+			target := int64(pc) + 1 + int64(in.Off)
 			hasTarget := true
 			switch {
 			case in.Op == asm.OpExit:
@@ -111,10 +133,7 @@ func (x *interpExec) decode(p *Program) error {
 				target = int64(pc) + 1 + int64(in.Imm)
 				falls = false
 			case in.Op == asm.OpJa:
-				target = int64(pc) + 1 + int64(in.Off)
 				falls = false
-			default:
-				target = int64(pc) + 1 + int64(in.Off)
 			}
 			if hasTarget {
 				if target < 0 || target >= int64(n) {
@@ -123,16 +142,47 @@ func (x *interpExec) decode(p *Program) error {
 				if second[target] {
 					return bad("jump target %d is the second slot of an LD_IMM64", target)
 				}
-				d.aux = int32(target)
+				x.code[pc].aux = int32(target)
+				if in.Op == asm.OpCall {
+					isStart[target] = true
+				} else {
+					jumps = append(jumps, jump{pc, int(target)})
+				}
 			}
 		}
 		if falls && next >= n {
 			return bad("execution falls off the end of the program")
 		}
 	}
-	for _, idx := range arrays {
-		m := p.Maps[idx]
-		x.static = append(x.static, nativeRegion(uint64(m.ArrayBase), arraySize(m), true))
+	// sub[pc] is the start of the subprogram that contains pc.
+	sub := make([]int32, n)
+	cur := int32(0)
+	for pc := range n {
+		if isStart[pc] {
+			cur = int32(pc)
+		}
+		sub[pc] = cur
+	}
+	for _, j := range jumps {
+		if sub[j.from] != sub[j.to] {
+			return &CompileError{Program: p.Name, PC: j.from, Insn: p.Insns[j.from],
+				Reason: fmt.Sprintf("jump to pc %d leaves the subprogram starting at pc %d", j.to, sub[j.from])}
+		}
+	}
+	for pc := 1; pc < n; pc++ {
+		if !isStart[pc] {
+			continue
+		}
+		last := pc - 1
+		if last > 0 && second[last] {
+			last--
+		}
+		switch op := p.Insns[last].Op; {
+		case op == asm.OpExit, op == asm.OpJa, op == asm.OpJa32:
+		default:
+			return &CompileError{Program: p.Name, PC: last, Insn: p.Insns[last],
+				Reason: fmt.Sprintf("execution falls through into the subprogram at pc %d (a subprogram must end with exit or ja)", pc)}
+		}
 	}
 	return nil
 }
