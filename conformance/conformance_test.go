@@ -16,7 +16,10 @@ import (
 
 // engines are the engines the whole corpus runs on. Adding an engine is one
 // line here.
-var engines = []func() vm.Engine{amd64.New}
+var engines = []func() vm.Engine{
+	func() vm.Engine { return vm.NewInterpreter() },
+	amd64.New,
+}
 
 // corpusDir returns the shared bpf_conformance corpus:
 // $NCCLBPF_CONFORMANCE_DIR, or ../../shared/conformance/bpf_conformance
