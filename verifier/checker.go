@@ -122,7 +122,7 @@ func (ck *checker) walk(st *state, pc int) *Error {
 		}
 		ck.visits++
 		if ck.visits > ck.budget {
-			return ck.errorf(Complexity, pc, "verification visited more than %d instructions without finishing; simplify the loops or branches leading here (%s)", ck.budget, ck.loopNote(pc))
+			return ck.budgetError(pc)
 		}
 		if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
 			ck.info.States[pc] = append(ck.info.States[pc], st.describe(ck))
@@ -261,23 +261,25 @@ func (ck *checker) loopJump(head int) int {
 	return head
 }
 
-func (ck *checker) loopNote(pc int) string {
-	best := -1
+// budgetError reports an exhausted budget at the back edge of the loop
+// with the most iterations in progress, or at pc when no loop is involved.
+func (ck *checker) budgetError(pc int) *Error {
+	best, bestN := -1, 1
 	for p := range ck.seen {
-		inProgress := 0
+		n := 0
 		for _, v := range ck.seen[p] {
 			if !v.done {
-				inProgress++
+				n++
 			}
 		}
-		if inProgress > 1 && (best < 0 || len(ck.seen[p]) > len(ck.seen[best])) {
-			best = p
+		if n > bestN {
+			best, bestN = p, n
 		}
 	}
 	if best < 0 {
-		return "no loop is involved"
+		return ck.errorf(Complexity, pc, "verification visited more than %d instructions without finishing; simplify the branches leading here", ck.budget)
 	}
-	return "the loop at pc " + itoa(best) + " has not been shown to end"
+	return ck.errorf(Complexity, ck.loopJump(best), "verification visited more than %d instructions without finishing: the loop at pc %d ran %d iterations and its bound is still not proven (compare the counter with a constant, or bound the value it is compared with)", ck.budget, best, bestN)
 }
 
 func itoa(i int) string {
