@@ -145,3 +145,34 @@ func TestDisasmELF(t *testing.T) {
 		t.Errorf("--plain output does not assemble: %v\n%s", err, stdout)
 	}
 }
+
+func TestConformanceSeveralEngines(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "fail.data", "-- asm\nmov %r0, 2\nexit\n-- result\n0x1\n")
+	code, stdout, _ := runCLI("conformance", "--engine", "zz-fake,zz-fake", dir)
+	line := "[zz-fake] FAIL " + filepath.Join(dir, "fail.data") + ": r0 = 0x2, want 0x1\n"
+	want := line + "zz-fake: 0 passed, 1 failed\n" + line + "zz-fake: 0 passed, 1 failed\n0 passed, 2 failed\n"
+	if code != 1 || stdout != want {
+		t.Errorf("two engines: exit %d, stdout\n%s\nwant\n%s", code, stdout, want)
+	}
+}
+
+// End to end: the shared corpus passes on every engine built into the CLI.
+func TestConformanceCorpus(t *testing.T) {
+	dir := os.Getenv("NCCLBPF_CONFORMANCE_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "conformance", "bpf_conformance")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("CONFORMANCE CORPUS MISSING: %v (set NCCLBPF_CONFORMANCE_DIR)", err)
+	}
+	for _, name := range engineNames() {
+		if name == "zz-fake" {
+			continue
+		}
+		code, stdout, stderr := runCLI("conformance", "--engine", name, dir)
+		if code != 0 || !strings.HasSuffix(stdout, " passed, 0 failed\n") || stderr != "" {
+			t.Errorf("conformance --engine %s: exit %d\n%s%s", name, code, stdout, stderr)
+		}
+	}
+}
