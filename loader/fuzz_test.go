@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
@@ -21,8 +22,9 @@ import (
 // every invariant validate checks, and the same collection on a second load.
 //
 // The seed corpus is the committed test objects plus
-// testdata/fuzz/FuzzLoad (truncations and bit flips of them; regenerate with
-// LOADER_WRITE_CORPUS=1 go test -run TestWriteFuzzCorpus ./loader/).
+// testdata/fuzz/FuzzLoad: truncations and bit flips of them (regenerate with
+// LOADER_WRITE_CORPUS=1 go test -run TestWriteFuzzCorpus ./loader/) and
+// found-*, inputs that widened coverage in fuzzing runs.
 func FuzzLoad(f *testing.F) {
 	objs, err := filepath.Glob("../testdata/loader/*.o")
 	if err != nil || len(objs) == 0 {
@@ -102,11 +104,17 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		t.Skip("set LOADER_WRITE_CORPUS=1 to rewrite testdata/fuzz/FuzzLoad")
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzLoad")
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// Inputs kept from fuzzing runs are named found-*; keep them.
+	old, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, o := range old {
+		if !strings.HasPrefix(filepath.Base(o), "found-") {
+			if err := os.Remove(o); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	write := func(name string, b []byte) {
 		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
