@@ -159,6 +159,7 @@ type fakeEngine struct {
 	panicMsg           string
 	sawHelper          bool
 	sawMem             []byte
+	ran                bool
 }
 
 func (f *fakeEngine) Name() string { return "fake" }
@@ -181,7 +182,7 @@ type fakeExec struct {
 }
 
 func (x *fakeExec) Run(mem []byte) (uint64, error) {
-	x.f.sawMem = mem
+	x.f.sawMem, x.f.ran = mem, true
 	if len(mem) > 0 {
 		mem[0] = 0xee // must not reach the test's own copy
 	}
@@ -341,5 +342,51 @@ func TestUBPFConventions(t *testing.T) {
 		if r := conformance.Run(f, asmTest); r.Passed != tc.passed || r.Detail != tc.detail {
 			t.Errorf("%q: %+v, want passed=%v detail %q", tc.src, r, tc.passed, tc.detail)
 		}
+	}
+}
+
+// nativeFake is a fakeEngine whose executables claim to be native code.
+type nativeFake struct{ fakeEngine }
+
+type nativeExec struct{ *fakeExec }
+
+func (nativeExec) Entry() uintptr { return 0 }
+
+func (f *nativeFake) Compile(p *vm.Program) (vm.Executable, error) {
+	x, err := f.fakeEngine.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	return nativeExec{x.(*fakeExec)}, nil
+}
+
+// A program that faults on the reference interpreter is never run as
+// native code, where it could crash the process.
+func TestNativeRunsOnlyWhatInterpreterRuns(t *testing.T) {
+	faulty := "-- asm\nmov %r6, 0\nldxb %r0, [%r6-1]\nexit\n"
+	for _, tc := range []struct {
+		src    string
+		passed bool
+	}{
+		{faulty + "-- result\n0x0\n", false},
+		{faulty + "-- error\naddress underflow\n", true},
+	} {
+		test, err := conformance.Parse("fault.data", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &nativeFake{}
+		r := conformance.Run(f, test)
+		if r.Passed != tc.passed || f.ran {
+			t.Errorf("%q: passed %v (want %v), native Run called: %v", tc.src, r.Passed, tc.passed, f.ran)
+		}
+		if !tc.passed && !strings.Contains(r.Detail, "not run on fake: the reference interpreter faults") {
+			t.Errorf("detail %q", r.Detail)
+		}
+	}
+	ok, _ := conformance.Parse("ok.data", []byte("-- asm\nmov %r0, 3\nexit\n-- result\n3\n"))
+	f := &nativeFake{}
+	if r := conformance.Run(f, ok); !r.Passed || !f.ran {
+		t.Errorf("a program that runs on the interpreter must run natively: %+v", r)
 	}
 }

@@ -41,7 +41,10 @@ func (r Result) String() string {
 // Run assembles t, compiles it with engine (helper table: Helpers), runs it
 // on a copy of t.Mem and compares r0 with the expected result, or checks
 // that some stage failed when the test expects an error. A panic in the
-// engine is reported as a failure, not propagated.
+// engine is reported as a failure, not propagated. A program compiled to
+// native code (vm.NativeExecutable) runs natively only if it runs without
+// fault on the reference interpreter: native code is not bounds-checked,
+// and a faulting program would crash the process.
 func Run(engine vm.Engine, t *Test) (res Result) {
 	res = Result{Name: t.Name}
 	fail := func(stage string, err error) Result {
@@ -78,6 +81,14 @@ func Run(engine vm.Engine, t *Test) (res Result) {
 			res.Detail = fmt.Sprintf("close (%s): %v", engine.Name(), err)
 		}
 	}()
+	if _, native := exe.(vm.NativeExecutable); native {
+		// Native code has no bounds checks: a program that faults would
+		// take the whole process down. Run it on the reference interpreter
+		// first and only run it natively if that completes.
+		if err := interpretFirst(prog, t.Mem); err != nil {
+			return fail("run (not run on "+engine.Name()+": the reference interpreter faults)", err)
+		}
+	}
 	mem := append([]byte(nil), t.Mem...)
 	r0, err := exe.Run(mem)
 	if err != nil {
@@ -93,6 +104,18 @@ func Run(engine vm.Engine, t *Test) (res Result) {
 		res.Passed = true
 	}
 	return res
+}
+
+// interpretFirst runs prog on the reference interpreter and returns its
+// compile or run error.
+func interpretFirst(prog *vm.Program, mem []byte) error {
+	exe, err := vm.NewInterpreter().Compile(prog)
+	if err != nil {
+		return err
+	}
+	defer exe.Close()
+	_, err = exe.Run(append([]byte(nil), mem...))
+	return err
 }
 
 // checkAssembly runs an assembler test: the text must give the raw words.
