@@ -86,7 +86,7 @@ func Run(engine vm.Engine, t *Test) (res Result) {
 		// take the whole process down. Run it on the reference interpreter
 		// first and only run it natively if that completes.
 		if err := interpretFirst(prog, t.Mem); err != nil {
-			return fail("run (not run on "+engine.Name()+": the reference interpreter faults)", err)
+			return fail("not run on "+engine.Name()+": the reference interpreter rejects it or faults", err)
 		}
 	}
 	mem := append([]byte(nil), t.Mem...)
