@@ -176,13 +176,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errSilentFailure):
 		return exitFailure
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "ncclbpf %s: %v\n", c.Name, err)
+		fmt.Fprintf(stderr, "ncclbpf %s: %s\n", c.Name, indent(err))
 		fmt.Fprintf(stderr, "Usage: ncclbpf %s %s (run 'ncclbpf help %s' for details)\n", c.Name, c.Args, c.Name)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "ncclbpf %s: %v\n", c.Name, err)
+		fmt.Fprintf(stderr, "ncclbpf %s: %s\n", c.Name, indent(err))
 		return exitFailure
 	}
+}
+
+// indent returns err's message with continuation lines (errors.Join puts
+// one error per line) indented under the first.
+func indent(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "\n    ")
 }
 
 func runHelp(args []string, stdout, stderr io.Writer) int {

@@ -113,3 +113,14 @@ func TestUnknownEngine(t *testing.T) {
 		}
 	}
 }
+
+// An error of several lines is printed once, continuation lines indented.
+func TestMultiLineError(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "bad.s", "foo\nexit\nbar\n")
+	code, _, stderr := runCLI("asm", p)
+	want := "ncclbpf asm: " + p + ": line 1: unknown mnemonic \"foo\" (in \"foo\")\n    line 3: unknown mnemonic \"bar\" (in \"bar\")\n"
+	if code != 1 || stderr != want {
+		t.Errorf("exit %d, stderr\n%q\nwant\n%q", code, stderr, want)
+	}
+}
