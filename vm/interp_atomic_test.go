@@ -75,11 +75,11 @@ func TestAtomicsAreAtomic(t *testing.T) {
 		ld64(r1, base), mov(r2, n), mov(r3, 1),
 		atomicOp(DW, asm.AtomicAdd|asm.AtomicFetch, r1, r3, 0), // loop: fetch-add
 		mov(r3, 1),
-		ldx(W, r5, r1, 8), // retry: r0 = old, r4 = old+1, cmpxchg
-		movr(r0, r5), movr(r4, r5), a64k(asm.ALUAdd, r4, 1),
+		mov(r5, 0), atomicOp(W, asm.AtomicOr|asm.AtomicFetch, r1, r5, 8), // retry: r5 = old (an atomic load)
+		movr(r0, r5), movr(r4, r5), a64k(asm.ALUAdd, r4, 1), // r0 = old, r4 = old+1
 		atomicOp(W, asm.AtomicCmpXchg, r1, r4, 8),
-		jx(asm.ClassJMP32, asm.JumpNE, r0, r5, -6),
-		a64k(asm.ALUSub, r2, 1), jk(asm.ClassJMP, asm.JumpNE, r2, 0, -10),
+		jx(asm.ClassJMP32, asm.JumpNE, r0, r5, -7), // another thread won: retry
+		a64k(asm.ALUSub, r2, 1), jk(asm.ClassJMP, asm.JumpNE, r2, 0, -11),
 		mov(r0, 0), exit(),
 	)}
 	x := compile(t, p, WithRegion(Region{Name: "words", Addr: uintptr(base), Size: 16, Writable: true}))
