@@ -55,7 +55,7 @@ func load(r io.ReaderAt) (*Collection, error) {
 	cs, err := ebpf.LoadCollectionSpecFromReader(r)
 	if err != nil {
 		if errors.Is(err, ebpf.ErrNotSupported) {
-			err = fmt.Errorf("%w (%w)", err, ErrNotSupported)
+			err = notSupported{err}
 		}
 		return nil, err
 	}
@@ -105,6 +105,12 @@ func load(r io.ReaderAt) (*Collection, error) {
 	c.License = c.Programs[0].License
 	return c, nil
 }
+
+// notSupported makes an error of cilium/ebpf's that wraps its
+// ErrNotSupported wrap ours too, without changing its text.
+type notSupported struct{ error }
+
+func (e notSupported) Unwrap() []error { return []error{e.error, ErrNotSupported} }
 
 // isDataSection reports whether a section holds global data (the same rule
 // cilium/ebpf applies).

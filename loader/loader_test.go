@@ -463,6 +463,7 @@ func TestUnsupported(t *testing.T) {
 		{"unsupported_kconfig.o", []string{`section ".kconfig"`, "__kconfig", "LINUX_KERNEL_VERSION"}},
 		{"unsupported_kfunc.o", []string{`section "tuner"`, `program "uses_kfunc"`, `kfunc "bpf_rcu_read_lock"`, "unsupported_kfunc.c:10"}},
 		{"unsupported_maptype.o", []string{`section ".maps"`, `map "pending"`, "map type 23"}},
+		{"unsupported_structops.o", []string{`section ".struct_ops"`}},
 		{"unsupported_tailcall.o", []string{`section ".maps"`, `map "jump_table"`, "map type 3 (ProgramArray"}},
 	}
 	objs, _ := filepath.Glob(filepath.Join(testdata, "unsupported_*.o"))
