@@ -19,6 +19,8 @@ type checker struct {
 	info  *Info
 
 	maxDepth, maxStack, budget int
+	joinAfter                  int // join states past this many per pc; 0: never
+	joined                     int // joins performed
 
 	second []bool // pc is the second slot of an LD_IMM64
 	prune  []bool // pc is a jump target or a branch's fall-through
@@ -170,6 +172,24 @@ func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error
 		}
 		if leq(cl, v.st, &ck.ids) {
 			return false, ck.errorf(InfiniteLoop, ck.loopJump(pc), "the loop at pc %d comes back to its head in the same state (%s): it never terminates", pc, st.describe(ck))
+		}
+	}
+	if ck.joinAfter > 0 && len(list) >= ck.joinAfter {
+		// too many different states here: continue with one that covers
+		// st and the latest finished state
+		for i := len(list) - 1; i >= 0; i-- {
+			if !list[i].done {
+				continue
+			}
+			if cl == nil {
+				cl = ck.clean(st, pc)
+			}
+			if js := ck.join(list[i].st, cl); js != nil {
+				ck.joined++
+				*st = *js
+				cl = ck.clean(st, pc)
+			}
+			break
 		}
 	}
 	slot := len(list)

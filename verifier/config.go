@@ -105,10 +105,32 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 	if c.Hook == nil {
 		return nil, ErrNoHook
 	}
+	// First pass: path-sensitive, but joining states at a pc once many
+	// have been seen there (fast on branchy programs). If it cannot prove
+	// the program safe, a second pass explores every path separately;
+	// both are sound, so either one accepting is enough. The reported
+	// error is the exact pass's, unless it ran out of budget.
 	ck := newChecker(c, insns, info)
+	ck.joinAfter = joinAfter
 	if e := ck.run(); e != nil {
-		ck.finish(e)
-		return nil, e
+		if ck.joined == 0 {
+			// nothing was joined: the exact pass would do the same
+			ck.finish(e)
+			return nil, e
+		}
+		if info != nil && info.States != nil {
+			clear(info.States)
+		}
+		exact := newChecker(c, insns, info)
+		if e2 := exact.run(); e2 == nil {
+			ck = exact
+		} else {
+			if e2.Code != Complexity {
+				e, ck = e2, exact
+			}
+			ck.finish(e)
+			return nil, e
+		}
 	}
 	for _, w := range ck.warnings {
 		ck.finish(w)

@@ -1,0 +1,173 @@
+package verifier
+
+// Joining states: when many different states reach the same prune point,
+// the path-sensitive exploration would otherwise enumerate every
+// combination of earlier branches. Past a threshold, the new state is
+// replaced by its join (least upper bound) with a finished state there,
+// which covers both; exploring it proves both safe at once. The join is
+// only ever applied against finished states, so loops still unroll while
+// their counter is precise.
+
+// joinAfter is the number of states stored at a pc before new states are
+// joined instead of explored separately.
+const joinAfter = 8
+
+// joiner maps pairs of ids of the two joined states to ids of the result.
+type joiner struct {
+	ck         *checker
+	pairA      []uint32
+	pairB      []uint32
+	out        []uint32
+	incomplete bool
+}
+
+func (j *joiner) id(a, b uint32) uint32 {
+	for i := range j.pairA {
+		if j.pairA[i] == a && j.pairB[i] == b {
+			return j.out[i]
+		}
+	}
+	id := j.ck.newID()
+	j.pairA = append(j.pairA, a)
+	j.pairB = append(j.pairB, b)
+	j.out = append(j.out, id)
+	return id
+}
+
+func joinTnum(a, b tnum) tnum {
+	mu := a.m | b.m | (a.v ^ b.v)
+	return tnum{a.v &^ mu, mu}
+}
+
+func joinScalar(a, b Scalar) Scalar {
+	return Scalar{min(a.smin, b.smin), max(a.smax, b.smax), min(a.umin, b.umin), max(a.umax, b.umax), joinTnum(a.t, b.t)}
+}
+
+func isNull(v value) bool { return v.k == kScalar && v.s.isConst() && v.s.constVal() == 0 }
+
+// joinValue returns a value that covers both a and b; uninitialized when
+// they have nothing in common (reading it is then rejected, which is
+// sound).
+func (j *joiner) joinValue(a, b value) value {
+	switch {
+	case a.k == kUninit || b.k == kUninit:
+		return value{}
+	case a.k == kScalar && b.k == kScalar:
+		id := uint32(0)
+		if a.id != 0 && b.id != 0 {
+			id = j.id(a.id, b.id)
+		}
+		return value{k: kScalar, id: id, s: joinScalar(a.s, b.s)}
+	}
+	// a map value pointer or null on one side, a null or a map value
+	// pointer on the other
+	orNull := func(v value) bool {
+		return v.k == kMapValue || v.k == kMapValueOrNull || isNull(v)
+	}
+	if orNull(a) && orNull(b) && (a.k != kScalar || b.k != kScalar) {
+		if a.k != kScalar && b.k != kScalar && a.idx != b.idx {
+			return value{}
+		}
+		r := a
+		if a.k == kScalar {
+			r = b
+		}
+		ida, idb := a.id, b.id
+		if isNull(a) {
+			ida = ^uint32(0)
+		}
+		if isNull(b) {
+			idb = ^uint32(0)
+		}
+		s := r.s
+		if a.k != kScalar && b.k != kScalar {
+			s = joinScalar(a.s, b.s)
+		}
+		if a.k == kMapValue && b.k == kMapValue {
+			return value{k: kMapValue, idx: a.idx, s: s}
+		}
+		return value{k: kMapValueOrNull, idx: r.idx, id: j.id(ida, idb), s: s}
+	}
+	if a.k != b.k || a.frame != b.frame || a.idx != b.idx {
+		return value{}
+	}
+	r := a
+	r.s = joinScalar(a.s, b.s)
+	if a.k == kAlloc || a.k == kAllocOrNull {
+		r.id = j.id(a.id, b.id)
+	}
+	if r.k == kCtx && !r.s.isConst() {
+		return value{}
+	}
+	return r
+}
+
+func (j *joiner) joinStack(a, b *stack) stack {
+	var r stack
+	for w := range r.init {
+		r.init[w] = a.init[w] & b.init[w]
+	}
+	for i := 0; i < stackSlots; i++ {
+		sa, sb := a.spilled(i), b.spilled(i)
+		if !sa && !sb {
+			continue
+		}
+		var va, vb value
+		if sa {
+			va = a.slots[i]
+		}
+		if sb {
+			vb = b.slots[i]
+		}
+		if sa && sb {
+			if v := j.joinValue(va, vb); v.k != kUninit {
+				r.mut()[i] = v
+				r.spill |= 1 << i
+				continue
+			}
+		}
+		// plain bytes on at least one side: they stay initialized only
+		// when neither side holds a pointer there
+		if va.isPtr() || vb.isPtr() {
+			for bt := 8 * i; bt < 8*i+8; bt++ {
+				r.clearInit(bt)
+			}
+		}
+	}
+	return r
+}
+
+// join returns a state covering a and b, or nil when they differ in shape
+// (call chain, pending ringbuf records).
+func (ck *checker) join(a, b *state) *state {
+	if len(a.frames) != len(b.frames) || len(a.refs) != len(b.refs) {
+		return nil
+	}
+	j := &joiner{ck: ck}
+	r := &state{frames: make([]frame, len(a.frames))}
+	for fi := range a.frames {
+		fa, fb := &a.frames[fi], &b.frames[fi]
+		if fa.callsite != fb.callsite {
+			return nil
+		}
+		r.frames[fi].callsite = fa.callsite
+		for reg := range fa.regs {
+			r.frames[fi].regs[reg] = j.joinValue(fa.regs[reg], fb.regs[reg])
+		}
+		r.frames[fi].stk = j.joinStack(&fa.stk, &fb.stk)
+	}
+	// pending records must correspond one to one
+	for i := range a.refs {
+		found := false
+		for k := range j.pairA {
+			if j.pairA[k] == a.refs[i] && j.pairB[k] == b.refs[i] {
+				r.refs = append(r.refs, j.out[k])
+				found = true
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return r
+}
