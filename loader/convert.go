@@ -29,9 +29,8 @@ const (
 	MapTypeRingBuf       uint32 = 27
 )
 
-// SupportedMapTypes names the map types the loader accepts; any other type
-// is an error wrapping ErrNotSupported.
-var SupportedMapTypes = map[uint32]string{
+// mapTypeNames names the map types the loader accepts.
+var mapTypeNames = map[uint32]string{
 	MapTypeHash:          "hash",
 	MapTypeArray:         "array",
 	MapTypePerCPUHash:    "percpu_hash",
@@ -39,6 +38,14 @@ var SupportedMapTypes = map[uint32]string{
 	MapTypeLRUHash:       "lru_hash",
 	MapTypeLRUPerCPUHash: "lru_percpu_hash",
 	MapTypeRingBuf:       "ringbuf",
+}
+
+// MapTypeName returns the name of map type t ("hash", "array", ...) and
+// whether the loader accepts it; any other type is an error wrapping
+// ErrNotSupported.
+func MapTypeName(t uint32) (string, bool) {
+	n, ok := mapTypeNames[t]
+	return n, ok
 }
 
 // flagRdonlyProg is Linux's BPF_F_RDONLY_PROG.
@@ -171,7 +178,7 @@ func convertMap(name string, ms *ebpf.MapSpec) (*MapSpec, error) {
 	}
 
 	what := fmt.Sprintf("map %q", name)
-	if _, ok := SupportedMapTypes[m.Type]; !ok {
+	if _, ok := mapTypeNames[m.Type]; !ok {
 		return nil, fmt.Errorf("%s: map type %d (%s; supported: %s): %w", what, m.Type, ms.Type, supportedTypeList(), ErrNotSupported)
 	}
 	switch {
@@ -390,14 +397,14 @@ func resolve(p *Program, pc int, ci *cilasm.Instruction, maps []*MapSpec, mapInd
 }
 
 func supportedTypeList() string {
-	ts := make([]uint32, 0, len(SupportedMapTypes))
-	for t := range SupportedMapTypes {
+	ts := make([]uint32, 0, len(mapTypeNames))
+	for t := range mapTypeNames {
 		ts = append(ts, t)
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 	names := make([]string, len(ts))
 	for i, t := range ts {
-		names[i] = SupportedMapTypes[t]
+		names[i] = mapTypeNames[t]
 	}
 	return strings.Join(names, ", ")
 }

@@ -40,7 +40,7 @@
 // Features a userspace runtime cannot honour are reported as errors that
 // wrap ErrNotSupported and name the section, symbol and feature: CO-RE
 // relocations, kfuncs and kernel symbols, extern kconfig variables,
-// function pointers (callbacks), tail calls, map-in-map, pinning and map
-// types outside SupportedMapTypes. Malformed objects give errors, never
-// panics.
+// function pointers (callbacks), tail calls, struct_ops, map-in-map,
+// pinning and map types MapTypeName does not accept. Malformed objects give
+// errors, never panics.
 package loader

@@ -94,7 +94,7 @@ type MapSpec struct {
 	// Name is the map's symbol name, or the section name (".rodata",
 	// ".data", ".bss", ".rodata.str1.1", ...) for global data.
 	Name string
-	// Type uses Linux's enum bpf_map_type numbering (see SupportedMapTypes).
+	// Type uses Linux's enum bpf_map_type numbering (see MapTypeName).
 	Type       uint32
 	KeySize    uint32
 	ValueSize  uint32
