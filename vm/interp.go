@@ -165,12 +165,12 @@ type insn struct {
 // Close releases nothing: the interpreter holds only Go memory.
 func (x *interpExec) Close() error { return nil }
 
-// valueSize returns the value size of the map whose handle is h.
-func (x *interpExec) valueSize(h uint64) (uint64, bool) {
+// mapByHandle returns the map whose handle is h.
+func (x *interpExec) mapByHandle(h uint64) *MapRef {
 	for i := range x.maps {
 		if uint64(x.maps[i].Handle) == h && h != 0 {
-			return uint64(x.maps[i].ValueSize), true
+			return &x.maps[i]
 		}
 	}
-	return 0, false
+	return nil
 }

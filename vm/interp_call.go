@@ -52,8 +52,8 @@ func (m *machine) callHelper(x *interpExec, h *Helper) (stop bool) {
 	if p := h.Proto; p != nil {
 		switch p.Ret {
 		case helpers.RetMapValueOrNull:
-			if vs, ok := x.valueSize(args[0]); ok && ret != 0 {
-				m.addRegion(ret, vs, true)
+			if mp := x.mapByHandle(args[0]); mp != nil && ret != 0 {
+				m.addRegion(ret, uint64(mp.ValueSize), !mp.ReadOnly)
 			}
 		case helpers.RetAllocMemOrNull:
 			if ret != 0 {

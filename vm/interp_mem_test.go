@@ -172,6 +172,20 @@ func TestHelperMemory(t *testing.T) {
 	runTable(t, cases, nativeProgram())
 }
 
+func TestReadOnlyMaps(t *testing.T) {
+	p := nativeProgram()
+	p.Maps[0].ReadOnly = true
+	p.Maps[1].ReadOnly = true
+	cases := []runCase{
+		{name: "read direct value", insns: prog(ldmap(r1, asm.PseudoMapValue, 1, 8), ldx(DW, r0, r1, 0), exit()), want: nativeU64(testhelpers.Array + 8)},
+		{name: "store direct value", insns: prog(ldmap(r1, asm.PseudoMapValue, 1, 8), st(DW, r1, 0, 1), exit()), err: ErrReadOnly},
+		{name: "atomic direct value", insns: prog(ldmap(r1, asm.PseudoMapValue, 1, 8), mov(r2, 1), atomicOp(DW, asm.AtomicAdd, r1, r2, 0), exit()), err: ErrReadOnly},
+		{name: "read looked-up value", insns: prog(lookup(0), ldx(B, r0, r0, 0), mov(r0, 3), exit()), want: 3},
+		{name: "store looked-up value", insns: prog(lookup(0), st(B, r0, 0, 1), exit()), err: ErrReadOnly},
+	}
+	runTable(t, cases, p)
+}
+
 func TestMapValueOffsetChecked(t *testing.T) {
 	p := nativeProgram()
 	p.Insns = prog(ldmap(r0, asm.PseudoMapValue, 1, 32), exit())

@@ -89,7 +89,7 @@ func (x *interpExec) decode(p *Program) error {
 	}
 	for _, idx := range arrays {
 		m := p.Maps[idx]
-		x.static = append(x.static, nativeRegion(uint64(m.ArrayBase), arraySize(m), true))
+		x.static = append(x.static, nativeRegion(uint64(m.ArrayBase), arraySize(m), !m.ReadOnly))
 	}
 	return nil
 }

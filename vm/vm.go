@@ -73,6 +73,10 @@ type MapRef struct {
 	ArrayBase uintptr
 	// ArrayStride is the distance in bytes between consecutive values.
 	ArrayStride uint32
+	// ReadOnly says programs may only read the map's values (Linux's
+	// BPF_F_RDONLY_PROG, as libbpf sets for .rodata). The interpreter
+	// traps stores and atomics to them.
+	ReadOnly bool
 }
 
 // Helper is one callable helper function.
