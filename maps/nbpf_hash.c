@@ -28,7 +28,9 @@
  * lru_touch for how concurrent touches are ordered). When an
  * insert finds no free element, the element with the smallest stamp among
  * NBPF_LRU_SCAN consecutive elements (all of them in smaller maps, so the
- * order is exact there) is evicted.
+ * order is exact there) is evicted. Concurrent evictors claim victims with a
+ * compare-and-swap first, so they pick different ones instead of fighting
+ * over the same element.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -41,7 +43,7 @@ struct htab_elem {
   struct htab_elem *next; /* atomic */
   uint64_t hash;          /* atomic */
   uint64_t stamp;         /* atomic; LRU clock value of the last use */
-  uint32_t in_use;        /* atomic; 1 while linked into a bucket */
+  uint32_t in_use;        /* atomic; 1 while linked, 2 when claimed for eviction */
   uint32_t pad_;
   uint64_t key[];         /* key words (zero padded), then the value */
 };
@@ -228,24 +230,46 @@ static void unlink_locked(struct htab_bucket *b, struct htab_elem **link, struct
   STORE_REL(&b->seq, b->seq + 2u);
 }
 
-/* Evicts the least recently used element among the next NBPF_LRU_SCAN ones
- * and returns it (unlinked, owned by the caller), or NULL. */
-static struct htab_elem *lru_evict(struct nbpf_map *m) {
+/* Picks the least recently used element among the next NBPF_LRU_SCAN ones
+ * that no other evicting thread has claimed, and claims it (in_use 1 -> 2),
+ * so that concurrent evictions pick different victims. NULL if none. */
+static struct htab_elem *lru_claim(struct nbpf_map *m) {
   struct nbpf_htab *h = m->htab;
   uint32_t n = m->max_entries, window = n < NBPF_LRU_SCAN ? n : NBPF_LRU_SCAN;
-  for (int attempt = 0; attempt < 8; attempt++) {
-    uint32_t start = window == n ? 0 : __atomic_fetch_add(&h->evict_next, window, __ATOMIC_RELAXED) % n;
+  uint32_t start = window == n ? 0 : __atomic_fetch_add(&h->evict_next, window, __ATOMIC_RELAXED) % n;
+  for (;;) {
     struct htab_elem *victim = NULL;
     uint64_t best = UINT64_MAX;
     for (uint32_t i = 0; i < window; i++) {
       struct htab_elem *e = elem_at(h, (start + i) % n);
       uint64_t st = LOAD_RLX(&e->stamp);
-      if (LOAD_RLX(&e->in_use) && st < best) {
+      if (LOAD_RLX(&e->in_use) == 1u && st < best) {
         best = st;
         victim = e;
       }
     }
     if (victim == NULL) return NULL;
+    uint32_t one = 1u;
+    if (__atomic_compare_exchange_n(&victim->in_use, &one, 2u, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return victim;
+  }
+}
+
+/* Returns an unlinked element for an insert into a full LRU map: a free
+ * one if another thread freed one meanwhile, else the evicted LRU victim.
+ * NULL only if more threads than elements keep evicting at once. */
+static struct htab_elem *lru_get_elem(struct nbpf_map *m) {
+  struct nbpf_htab *h = m->htab;
+  for (unsigned round = 0; round < 4096; round++) {
+    struct htab_elem *victim = free_pop(h, m->max_entries);
+    if (victim != NULL) return victim;
+    victim = lru_claim(m);
+    if (victim == NULL) {
+      sched_yield();
+      continue;
+    }
+    /* The chain under the bucket lock is the authority: the victim may have
+     * been deleted (and even reused) since it was claimed. */
     struct htab_bucket *b = &h->buckets[LOAD_RLX(&victim->hash) & h->mask];
     nbpf_spin_lock(&b->lock);
     struct htab_elem **link = &b->head;
@@ -256,7 +280,7 @@ static struct htab_elem *lru_evict(struct nbpf_map *m) {
         return e;
       }
     }
-    nbpf_spin_unlock(&b->lock); /* moved meanwhile: pick again */
+    nbpf_spin_unlock(&b->lock);
   }
   return NULL;
 }
@@ -302,9 +326,8 @@ int nbpf_htab_update(struct nbpf_map *m, const void *key, const void *value, uin
     }
     nbpf_spin_unlock(&b->lock);
     if (m->type != NBPF_MAP_LRU_HASH) return -E2BIG;
-    spare = lru_evict(m);
-    if (spare == NULL) spare = free_pop(h, m->max_entries);
-    if (spare == NULL) return -E2BIG; /* only under extreme churn */
+    spare = lru_get_elem(m);
+    if (spare == NULL) return -E2BIG; /* more evicting threads than elements */
   }
   nbpf_spin_unlock(&b->lock);
   if (spare != NULL) free_push(h, m->max_entries, spare);
