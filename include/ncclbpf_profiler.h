@@ -104,4 +104,16 @@ struct ncclbpf_prof_ctx {
 	__u32 reserved;        /* 124 0 */
 };
 
+/* ncclbpf_prof_latency_ns is the best measured latency of the event: the GPU span when NCCL gave
+ * GPU timers, else the host time. Written so that the compiler loads both fields from constant
+ * offsets (the verifier lets the context pointer move by constants only; `flags ? a : b` tends to
+ * become a load from a computed offset). */
+static inline __attribute__((always_inline)) __u64 ncclbpf_prof_latency_ns(const struct ncclbpf_prof_ctx *ctx)
+{
+	__u64 ns = ctx->gpu_duration_ns; /* 0 unless NCCLBPF_PROF_F_GPU_TIMED */
+	if (!ns)
+		ns = ctx->duration_ns;
+	return ns;
+}
+
 #endif /* NCCLBPF_PROFILER_H */

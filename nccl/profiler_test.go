@@ -132,6 +132,19 @@ func TestProfilerMaskEmptyWithoutProgram(t *testing.T) {
 	}
 }
 
+// TestProfilerWithoutKernelChannels: NCCL asks for no kernel-channel events
+// on a 1-rank communicator (seen with 2.28.9 on the GPU machine) and may never
+// send them elsewhere; tasks that would wait for them must complete anyway.
+func TestProfilerWithoutKernelChannels(t *testing.T) {
+	profArtifacts(t)
+	for _, lib := range []string{profArt.standalone, profArt.lib} {
+		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "nokch", lib)
+		if strings.Count(out, "200 p2p completed") != 2 {
+			t.Errorf("%s:\n%s", filepath.Base(lib), out)
+		}
+	}
+}
+
 var profConvRe = regexp.MustCompile(`after (\d+) bucket calls, again (\d+) calls after the slowdown`)
 
 // checkLoop checks the closed-loop report: every size bucket converges and
@@ -187,24 +200,24 @@ func TestProfilerClosedLoopBundle(t *testing.T) {
 	t.Log(out)
 }
 
-var profBenchRe = regexp.MustCompile(`bench (\w+): .* ([0-9.]+) ns/call, ([0-9.]+) ns/collective`)
+var profBenchRe = regexp.MustCompile(`bench ratio ebpf/native: ([0-9.]+)`)
 
 // TestProfilerBenchmark measures the cost per profiler event with
 // latency_stats JIT-compiled in libncclbpf.so against the same bookkeeping
-// with latency_stats compiled natively (ratio logged; the goal is <= 1.5x,
-// not asserted: shared CI machines are too noisy).
+// with latency_stats compiled natively, in one process, alternating the
+// program in the slot (best of 5 rounds each). The ratio is logged; the goal
+// (<= 1.5x) is not asserted: shared CI machines are too noisy.
 func TestProfilerBenchmark(t *testing.T) {
 	profArtifacts(t)
 	obj := filepath.Join(profRoot(t), "policies", "latency_stats", "latency_stats.bpf.o")
-	nat, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "bench", profArt.lib, "native")
-	ebpf, code := profHost(t, []string{"NCCLBPF_POLICY=" + obj}, 3, "bench", profArt.lib)
-	t.Log(nat)
-	skipIfPipelineMissing(t, ebpf, code)
-	a, b := profBenchRe.FindStringSubmatch(nat), profBenchRe.FindStringSubmatch(ebpf)
-	if a == nil || b == nil {
-		t.Fatalf("bench output:\n%s\n%s", nat, ebpf)
+	out, code := profHost(t, []string{"NCCLBPF_POLICY=" + obj}, 3, "bench", profArt.lib)
+	skipIfPipelineMissing(t, out, code)
+	m := profBenchRe.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("bench output has no ratio:\n%s", out)
 	}
-	n, _ := strconv.ParseFloat(a[2], 64)
-	e, _ := strconv.ParseFloat(b[2], 64)
-	t.Logf("%s\nratio ebpf/native: %.2f", ebpf, e/n)
+	if r, err := strconv.ParseFloat(m[1], 64); err != nil || r <= 0 {
+		t.Fatalf("bench ratio %q", m[1])
+	}
+	t.Log(out)
 }

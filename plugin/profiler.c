@@ -85,6 +85,11 @@ struct pctx {
 	struct pev *pool;
 	_Atomic uint64_t head; /* tag << 32 | (index + 1) */
 	_Atomic int reclaiming;
+	_Atomic uint32_t reclaim_cursor;
+	_Atomic uint32_t tick;
+	_Atomic int kch_seen;            /* a kernel channel event arrived on this context */
+	_Atomic int kch_absent;          /* concluded that NCCL sends none here */
+	_Atomic uint64_t first_wait_ns;  /* first task stop that waited for channels, while none seen */
 	_Atomic uint64_t local_seq[NCCLBPF_PROF_NUM_HOOKS];
 	_Atomic uint64_t dropped, forced, orphans;
 	struct pctx *next_ctx; /* registry, under g_reg_lock */
@@ -117,11 +122,20 @@ static int *_Atomic g_mask_ptr;
 static _Atomic int g_version;
 static _Atomic int g_mask_stored;
 static uint64_t g_reclaim_ns = 1000000000ull;
+static uint64_t g_kch_wait_ns = 5000000000ull;
 static int g_membarrier; /* 1 registered, -1 unavailable */
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pctx *g_ctxs;
 static uint64_t g_done_dropped, g_done_forced, g_done_orphans;
+
+/* Build with -DNBP_TRACE to print the first events NCCL sends (diagnosis on a real system). */
+#ifdef NBP_TRACE
+static _Atomic int trace_n;
+#define TRACE(...) do { if (atomic_fetch_add(&trace_n, 1) < NBP_TRACE) fprintf(stderr, "ncclbpf-trace: " __VA_ARGS__); } while (0)
+#else
+#define TRACE(...) do { } while (0)
+#endif
 
 static inline uint64_t now_ns(void) {
 	struct timespec ts;
@@ -328,17 +342,18 @@ static void ev_free(struct pctx *pc, struct pev *e) {
 
 static void complete(struct pctx *pc, struct pev *e, uint32_t gen);
 
-/* reclaim completes tasks that NCCL stopped long ago and that only wait for kernel channels which
- * never came (no live child). Runs only when the pool is empty; one thread at a time. */
-static void reclaim(struct pctx *pc) {
+/* sweep completes tasks among pool entries [from, from+count) that NCCL stopped at least min_age ns
+ * ago and that only wait for kernel channels which have not come (no live child), marking them
+ * with flag. One thread at a time; others skip. */
+static void sweep(struct pctx *pc, uint32_t from, uint32_t count, uint64_t min_age, uint32_t flag) {
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(&pc->reclaiming, &expect, 1)) return;
 	uint64_t t = now_ns();
-	for (uint32_t i = 0; i < pc->n; i++) {
-		struct pev *e = &pc->pool[i];
+	for (uint32_t j = 0; j < count && j < pc->n; j++) {
+		struct pev *e = &pc->pool[(from + j) % pc->n];
 		uint64_t s = atomic_load(&e->st);
 		if ((uint32_t)s == 0 || e->kind != K_TASK) continue;
-		if (!(atomic_load(&e->flags) & EVF_STOPPED) || t - e->start_ns < g_reclaim_ns) continue;
+		if (!(atomic_load(&e->flags) & EVF_STOPPED) || t - e->start_ns < min_age) continue;
 		/* Stopped, so pending = unstarted expected channels + 2 per live expected channel + 1 per
 		 * other live child: it equals the unstarted channels exactly when no child is live. */
 		uint32_t ks = atomic_load(&e->kch_started);
@@ -346,12 +361,38 @@ static void reclaim(struct pctx *pc) {
 		if ((uint32_t)s != unstarted) continue;
 		uint32_t gen = (uint32_t)(s >> 32);
 		if (atomic_compare_exchange_strong(&e->st, &s, (uint64_t)gen << 32)) {
-			atomic_fetch_or(&e->flags, NCCLBPF_PROF_F_FORCED);
-			atomic_fetch_add_explicit(&pc->forced, 1, memory_order_relaxed);
+			atomic_fetch_or(&e->flags, flag);
+			if (flag & NCCLBPF_PROF_F_FORCED) atomic_fetch_add_explicit(&pc->forced, 1, memory_order_relaxed);
 			complete(pc, e, gen);
 		}
 	}
+	atomic_store(&pc->reclaim_cursor, (from + count) % pc->n);
 	atomic_store(&pc->reclaiming, 0);
+}
+
+/* reclaim runs when the pool is empty: a full sweep of tasks stopped more than the reclaim age ago. */
+static void reclaim(struct pctx *pc) { sweep(pc, 0, pc->n, g_reclaim_ns, NCCLBPF_PROF_F_FORCED); }
+
+/* maintain runs at each task start (NCCL's user thread):
+ *  - if this context has never seen a kernel channel although a task waited for some for longer
+ *    than NCCLBPF_PROF_KCH_WAIT_MS (default 5 s: NCCL's first collectives may set up connections),
+ *    NCCL does not send them here: tasks stop waiting for them (they end at their stop, with
+ *    NCCLBPF_PROF_F_HOST_ONLY). A later kernel channel turns waiting back on for new tasks;
+ *  - every 16 task starts, 256 pool entries are swept for tasks stuck longer than the reclaim age
+ *    (a channel NCCL announced but never reported), so stuck events never pile up. */
+static void maintain(struct pctx *pc) {
+	if (!atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
+	    !atomic_load_explicit(&pc->kch_absent, memory_order_relaxed)) {
+		uint64_t f = atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed);
+		if (f && now_ns() - f > g_kch_wait_ns) {
+			atomic_store(&pc->kch_absent, 1);
+			sweep(pc, 0, pc->n, 0, NCCLBPF_PROF_F_HOST_ONLY);
+		}
+	}
+	uint32_t tick = atomic_load_explicit(&pc->tick, memory_order_relaxed) + 1;
+	atomic_store_explicit(&pc->tick, tick, memory_order_relaxed);
+	if ((tick & 15) == 0) sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 256, g_reclaim_ns,
+	                            NCCLBPF_PROF_F_FORCED);
 }
 
 /* ev_alloc takes a free event and makes it live with `pending` units; *gen receives its generation. */
@@ -416,6 +457,7 @@ static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_pr
 	c->channel_id = e->id.channel;
 	c->start_ns = e->start_ns;
 	c->end_ns = atomic_load_explicit(&e->end_ns, memory_order_relaxed);
+	if (!c->start_ns) c->start_ns = c->end_ns; /* started while its hook had no program */
 	if (c->end_ns < c->start_ns) c->end_ns = c->start_ns;
 	c->duration_ns = c->end_ns - c->start_ns;
 	uint64_t gs = atomic_load_explicit(&e->gpu_start, memory_order_relaxed);
@@ -583,6 +625,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 	switch (v->type) {
 	case NBP_EV_COLL:
 	case NBP_EV_P2P: {
+		maintain(pc);
 		e = ev_alloc(pc, K_TASK, &gen);
 		if (!e) return;
 		e->id = v->id;
@@ -591,8 +634,10 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		int mask = 0;
 		int *mp = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
 		if (mp) mask = __atomic_load_n(mp, __ATOMIC_RELAXED);
-		e->expected = (pc->version >= 3 && (mask & NBP_EV_KERNEL_CH)) ? v->nch : 0;
-		if (pc->version <= 2) atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_HOST_ONLY, memory_order_relaxed);
+		int absent = atomic_load_explicit(&pc->kch_absent, memory_order_relaxed);
+		e->expected = (pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent) ? v->nch : 0;
+		if (pc->version <= 2 || (absent && v->nch))
+			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_HOST_ONLY, memory_order_relaxed);
 		publish_live(e, gen, 1 + e->expected);
 		*eHandle = handle_of(e, gen);
 		return;
@@ -600,9 +645,14 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 	case NBP_EV_KERNEL_CH:
 	case NBP_EV_PROXY_OP: {
 		int kch = v->type == NBP_EV_KERNEL_CH;
+		if (kch && !atomic_load_explicit(&pc->kch_seen, memory_order_relaxed)) {
+			atomic_store(&pc->kch_seen, 1);
+			atomic_store(&pc->kch_absent, 0);
+		}
 		e = ev_alloc(pc, kch ? K_KCH : K_PROXY_OP, &gen);
 		if (!e) return;
-		e->start_ns = now_ns();
+		/* A child's start time is only seen by its own hook: no clock read without a program. */
+		e->start_ns = slot_set(kch ? NCCLBPF_PROF_KERNEL_CH_END : NCCLBPF_PROF_PROXY_OP_END) ? now_ns() : 0;
 		p = NULL;
 		if (v->parent && (!v->has_pid || v->pid == pc->pid)) {
 			p = from_handle(pc, v->parent, &tag);
@@ -655,7 +705,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		}
 		e->parent = p;
 		e->parent_gen = pgen;
-		e->start_ns = now_ns();
+		e->start_ns = 0; /* steps have no hook: their times only extend the proxy op */
 		publish_live(e, gen, 1);
 		*eHandle = handle_of(e, gen);
 		return;
@@ -677,16 +727,27 @@ static inline struct pev *handle_event(void *handle, uint32_t *gen) {
 }
 
 static nbp_result_t stop_event(void *handle) {
+	TRACE("stop %p\n", handle);
 	uint32_t gen;
 	struct pev *e = handle_event(handle, &gen);
 	if (!e) return NBP_SUCCESS;
-	amax(&e->end_ns, now_ns());
-	if (e->kind == K_TASK) atomic_fetch_or(&e->flags, EVF_STOPPED);
+	uint64_t t = now_ns();
+	amax(&e->end_ns, t);
+	if (e->kind == K_TASK) {
+		atomic_fetch_or(&e->flags, EVF_STOPPED);
+		struct pctx *pc = e->pc;
+		if (e->expected && !atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
+		    !atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed)) {
+			uint64_t z = 0;
+			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, t);
+		}
+	}
 	if (release(e, gen, 1)) complete(e->pc, e, gen);
 	return NBP_SUCCESS;
 }
 
 static void record_common(void *handle, nbp_state_t st, uint64_t arg, int has_arg) {
+	TRACE("record %p state %d arg %#llx\n", handle, st, (unsigned long long)arg);
 	uint32_t gen;
 	struct pev *e = handle_event(handle, &gen);
 	if (!e) return;
@@ -729,6 +790,10 @@ static nbp_result_t init_common(void **context, int version, uint64_t comm_id, i
 	pc->log = log;
 	pc->n = env_u32("NCCLBPF_PROF_POOL", 4096, 16, 1u << 22);
 	g_reclaim_ns = (uint64_t)env_u32("NCCLBPF_PROF_RECLAIM_MS", 1000, 1, 3600000) * 1000000ull;
+	g_kch_wait_ns = (uint64_t)env_u32("NCCLBPF_PROF_KCH_WAIT_MS", 5000, 1, 3600000) * 1000000ull;
+	/* NCCL creates no kernel-channel events on a 1-rank communicator (seen with 2.28.9: send/recv
+	 * to self gives P2p events only): do not wait for them there. */
+	if (nranks == 1) atomic_store(&pc->kch_absent, 1);
 	pc->pool = aligned_alloc(NBP_ALIGN, sizeof(struct pev) * pc->n);
 	if (!pc->pool) {
 		free(pc);
@@ -782,6 +847,7 @@ static nbp_result_t start_v56(void *context, void **eHandle, nbp_descr_v6_t *d) 
 	if (!eHandle) return NBP_SUCCESS;
 	*eHandle = NULL;
 	if (!pc || !d) return NBP_SUCCESS;
+	TRACE("start type %#llx parent %p rank %d\n", (unsigned long long)d->type, d->parentObj, d->rank);
 	struct dview v;
 	memset(&v, 0, sizeof v);
 	v.type = d->type;

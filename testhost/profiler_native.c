@@ -33,7 +33,7 @@ static inline void ls_insert(const struct ls_key *k, const struct ls_val *v) {
 
 uint64_t latency_native_prog(void *ctx) {
 	const struct ncclbpf_prof_ctx *c = ctx;
-	uint64_t ns = (c->flags & NCCLBPF_PROF_F_GPU_TIMED) ? c->gpu_duration_ns : c->duration_ns;
+	uint64_t ns = ncclbpf_prof_latency_ns(c);
 	ls_update((uint32_t)c->func, c->bytes, ns);
 	return 0;
 }
@@ -101,7 +101,7 @@ _Static_assert(ADAPTIVE_NCAND == ADAPTIVE_NCAND_HOST, "candidate count");
 uint64_t adaptive_native_prof(void *ctx) {
 	const struct ncclbpf_prof_ctx *c = ctx;
 	if (c->flags & (NCCLBPF_PROF_F_FORCED | NCCLBPF_PROF_F_HOST_ONLY)) return 0;
-	uint64_t ns = (c->flags & NCCLBPF_PROF_F_GPU_TIMED) ? c->gpu_duration_ns : c->duration_ns;
+	uint64_t ns = ncclbpf_prof_latency_ns(c);
 	adaptive_record(c->comm_id, c->func, c->bytes, c->algorithm, c->protocol, c->n_channels, ns);
 	return 0;
 }

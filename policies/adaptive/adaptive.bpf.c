@@ -58,7 +58,7 @@ int adaptive_measure(struct ncclbpf_prof_ctx *ctx)
 {
 	if (ctx->flags & (NCCLBPF_PROF_F_FORCED | NCCLBPF_PROF_F_HOST_ONLY))
 		return 0; /* incomplete measurement */
-	__u64 ns = (ctx->flags & NCCLBPF_PROF_F_GPU_TIMED) ? ctx->gpu_duration_ns : ctx->duration_ns;
+	__u64 ns = ncclbpf_prof_latency_ns(ctx);
 	adaptive_record(ctx->comm_id, ctx->func, ctx->bytes, ctx->algorithm, ctx->protocol, ctx->n_channels, ns);
 	return 0;
 }

@@ -26,7 +26,7 @@ struct {
 SEC("profiler/coll_end")
 int latency_stats(struct ncclbpf_prof_ctx *ctx)
 {
-	__u64 ns = (ctx->flags & NCCLBPF_PROF_F_GPU_TIMED) ? ctx->gpu_duration_ns : ctx->duration_ns;
+	__u64 ns = ncclbpf_prof_latency_ns(ctx);
 	ls_update((__u32)ctx->func, ctx->bytes, ns);
 	return 0;
 }
