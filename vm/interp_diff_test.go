@@ -7,13 +7,16 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/vm"
+	"github.com/ncclbpf/ncclbpf/vm/internal/testhelpers"
 )
 
 // Differential tests: random programs that cannot fault or loop (ALU,
-// forward jumps, stack loads, stores and atomics) must return the same r0
-// and leave the same stack on the interpreter and on the JIT.
+// forward jumps, stack loads, stores and atomics, helper calls by id and
+// callx, BPF-to-BPF calls) must return the same r0 and leave the same stack
+// on the interpreter and on the JIT.
 
 // gen builds random safe programs from a byte stream (fuzzing) or a PRNG.
 type gen struct {
@@ -112,49 +115,132 @@ func (g *gen) mem() asm.Instruction {
 	}
 }
 
-// program: every register and stack byte initialized, a body of n random
-// instructions with forward jumps only, then r0 = xor of all registers and
-// of 8 stack words.
-func (g *gen) program(n int) []asm.Instruction {
-	for r := asm.R0; r <= asm.R9; r++ {
+// item is one step of a generated body: instructions, and for a jump the
+// index of the item it targets (the offset is fixed at layout).
+type item struct {
+	insns  []asm.Instruction
+	target int // -1: not a jump
+	callFn int // -1: not a local call; else the function called
+}
+
+const (
+	idSum    = helpers.ID(1001)
+	idUnwind = helpers.ID(5)
+)
+
+// diffHelpers are pure native helpers, callable by both engines.
+var diffHelpers = vm.HelperTable{
+	idSum:    {ID: idSum, Addr: testhelpers.Sum},
+	idUnwind: {ID: idUnwind, Addr: testhelpers.Unwind, UnwindOnZero: true},
+}
+
+// reinit sets r1-r5 to fresh values: they are undefined after a helper call
+// (the JIT's helpers clobber them; the interpreter keeps them).
+func (g *gen) reinit() []asm.Instruction {
+	var out []asm.Instruction
+	for r := asm.R1; r <= asm.R5; r++ {
 		pair := asm.LdImm64(r, g.value())
-		g.emit(pair[0], pair[1])
+		out = append(out, pair[0], pair[1])
 	}
-	for off := -asm.StackSize; off < 0; off += 8 {
-		g.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassSTX, asm.ModeMEM, asm.SizeDW), Dst: asm.R10, Src: asm.Register(g.n(10)), Off: int16(off)})
-	}
+	return out
+}
+
+// body returns n random items of function fn (of nfn functions).
+func (g *gen) body(n, fn, nfn int) []item {
+	items := make([]item, 0, n)
 	for i := 0; i < n; i++ {
-		switch k := g.n(10); {
-		case k < 6:
-			g.emit(g.alu())
-		case k < 8:
-			g.emit(g.mem())
-		default:
+		it := item{target: -1, callFn: -1}
+		switch k := g.n(20); {
+		case k < 11:
+			it.insns = []asm.Instruction{g.alu()}
+		case k < 15:
+			it.insns = []asm.Instruction{g.mem()}
+		case k < 18:
 			class := asm.ClassJMP
 			if g.n(2) == 0 {
 				class = asm.ClassJMP32
 			}
 			op := jumpOps[g.n(len(jumpOps))]
-			left := n - 1 - i // instructions after this one in the body
-			j := asm.Instruction{Dst: g.reg(), Off: int16(g.n(left + 1))}
+			j := asm.Instruction{Dst: g.reg()}
 			if g.n(2) == 0 {
 				j.Op, j.Src = asm.JumpOpCode(class, op, asm.SourceX), g.reg()
 			} else {
 				j.Op, j.Imm = asm.JumpOpCode(class, op, asm.SourceK), int32(g.value())
 			}
 			if g.n(8) == 0 {
-				j = asm.Instruction{Op: asm.OpJa, Off: j.Off}
+				j = asm.Instruction{Op: asm.OpJa}
 			}
-			g.emit(j)
+			it.insns = []asm.Instruction{j}
+			it.target = i + 1 + g.n(n-i) // an item after this one, or the end
+		case k == 18 && fn+1 < nfn:
+			it.insns = []asm.Instruction{{Op: asm.OpCall, Src: asm.PseudoCall}}
+			it.callFn = fn + 1 + g.n(nfn-fn-1)
+		default: // a helper, by id or through callx
+			id := idSum
+			if g.n(3) == 0 {
+				id = idUnwind
+			}
+			if g.n(2) == 0 {
+				r := asm.Register(g.n(10))
+				it.insns = []asm.Instruction{{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUMov, asm.SourceK), Dst: r, Imm: int32(id)}, {Op: asm.OpCallX, Dst: r}}
+			} else {
+				it.insns = []asm.Instruction{{Op: asm.OpCall, Imm: int32(id)}}
+			}
+			it.insns = append(it.insns, g.reinit()...)
 		}
+		items = append(items, it)
 	}
-	for range 8 { // fold part of the stack into r1..r8
-		g.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassLDX, asm.ModeMEM, asm.SizeDW), Dst: asm.Register(1 + g.n(8)), Src: asm.R10, Off: int16(-8 * (1 + g.n(64)))})
+	return items
+}
+
+// program: a main function and up to two subprograms. Each function
+// initializes all of its stack (main also every register), runs a body of
+// n random items with forward jumps only, then returns r0 = xor of all
+// registers and of 8 stack words.
+func (g *gen) program(n int) []asm.Instruction {
+	nfn := 1 + g.n(3)
+	starts := make([]int, nfn)
+	type fixup struct{ pc, fn int }
+	var calls []fixup
+	for fn := range nfn {
+		starts[fn] = len(g.insns)
+		if fn == 0 {
+			for r := asm.R0; r <= asm.R9; r++ {
+				pair := asm.LdImm64(r, g.value())
+				g.emit(pair[0], pair[1])
+			}
+		}
+		for off := -asm.StackSize; off < 0; off += 8 {
+			g.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassSTX, asm.ModeMEM, asm.SizeDW), Dst: asm.R10, Src: asm.Register(g.n(10)), Off: int16(off)})
+		}
+		items := g.body(n, fn, nfn)
+		pcs := make([]int, len(items)+1) // pc of each item, and of the end
+		pc := len(g.insns)
+		for i, it := range items {
+			pcs[i] = pc
+			pc += len(it.insns)
+		}
+		pcs[len(items)] = pc
+		for i, it := range items {
+			if it.target >= 0 {
+				it.insns[0].Off = int16(pcs[it.target] - pcs[i] - 1)
+			}
+			if it.callFn >= 0 {
+				calls = append(calls, fixup{pcs[i], it.callFn})
+			}
+			g.emit(it.insns...)
+		}
+		for range 8 { // fold part of the stack into r1..r8
+			g.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassLDX, asm.ModeMEM, asm.SizeDW), Dst: asm.Register(1 + g.n(8)), Src: asm.R10, Off: int16(-8 * (1 + g.n(64)))})
+		}
+		for r := asm.R1; r <= asm.R9; r++ {
+			g.emit(asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUXor, asm.SourceX), Dst: asm.R0, Src: r})
+		}
+		g.emit(asm.Instruction{Op: asm.OpExit})
 	}
-	for r := asm.R1; r <= asm.R9; r++ {
-		g.emit(asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUXor, asm.SourceX), Dst: asm.R0, Src: r})
+	for _, c := range calls {
+		g.insns[c.pc].Imm = int32(starts[c.fn] - c.pc - 1)
 	}
-	g.emit(asm.Instruction{Op: asm.OpExit})
 	return g.insns
 }
 
@@ -163,7 +249,7 @@ func diff(t *testing.T, insns []asm.Instruction) {
 	t.Helper()
 	results := make([]string, 2)
 	for i, e := range []vm.Engine{vm.NewInterpreter(), amd64.New()} {
-		p := &vm.Program{Name: "diff", Insns: insns}
+		p := &vm.Program{Name: "diff", Insns: insns, Helpers: diffHelpers}
 		x, err := e.Compile(p)
 		if err != nil {
 			t.Fatalf("%s: compile: %v\n%s", e.Name(), err, listing(insns))
