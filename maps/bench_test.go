@@ -14,7 +14,7 @@ import (
 //
 //	go test ./maps/ -run '^$' -bench Native -benchtime 20000000x
 func BenchmarkNative(b *testing.B) {
-	env, _ := hammerEnv(&testing.T{}, 1, 1024)
+	env, _ := hammerEnv(b, 1, 1024)
 	b.ResetTimer()
 	ns := ctest.Bench(env, uint64(b.N))
 	b.StopTimer()

@@ -27,7 +27,9 @@
 //     (per-bucket sequence numbers), updates and deletes under a per-bucket
 //     spinlock. A full Hash map refuses inserts (E2BIG); an LRU map evicts
 //     its least recently used element (exactly for maps of up to 256
-//     entries, among 256 consecutive elements for larger ones).
+//     entries, among 256 consecutive elements for larger ones). Program
+//     lookups and updates count as uses; Go lookups do not (as in Linux,
+//     so that dumping a map does not reorder it).
 //   - RingBuf (27): MaxEntries bytes (a power of two, page multiple); any
 //     number of threads may reserve/submit records; one consumer
 //     ([Map.ReadRing]).

@@ -32,7 +32,7 @@ func hammerDuration(t *testing.T) time.Duration {
 	return 1500 * time.Millisecond
 }
 
-func hammerEnv(t *testing.T, threads int, lruEntries uint32) (*ctest.Env, map[string]*maps.Map) {
+func hammerEnv(t testing.TB, threads int, lruEntries uint32) (*ctest.Env, map[string]*maps.Map) {
 	n := uint32(ctest.Shared + threads*ctest.KeysPerThread)
 	ms := map[string]*maps.Map{
 		"array":  mustNew(t, maps.Spec{Name: "array", Type: maps.Array, KeySize: 4, ValueSize: 16, MaxEntries: max(n, 1024)}),

@@ -213,13 +213,13 @@ void nbpf_htab_free(struct nbpf_map *m) {
   m->htab = NULL;
 }
 
-void *nbpf_htab_lookup(struct nbpf_map *m, const void *key) {
+void *nbpf_htab_lookup(struct nbpf_map *m, const void *key, int touch) {
   struct nbpf_htab *h = m->htab;
   uint64_t kw[NBPF_MAX_KEY_SIZE / 8];
   load_key(m, key, kw);
   struct htab_elem *e = find_lockless(m, kw, key_hash(h, kw));
   if (e == NULL) return NULL;
-  if (m->type == NBPF_MAP_LRU_HASH) lru_touch(h, e);
+  if (touch && m->type == NBPF_MAP_LRU_HASH) lru_touch(h, e);
   return elem_value(h, e);
 }
 

@@ -86,7 +86,7 @@ uint64_t nbpf_h_map_lookup_elem(uint64_t map, uint64_t key, uint64_t a3, uint64_
   }
   case NBPF_MAP_HASH:
   case NBPF_MAP_LRU_HASH:
-    return (uint64_t)(uintptr_t)nbpf_htab_lookup(m, (const void *)(uintptr_t)key);
+    return (uint64_t)(uintptr_t)nbpf_htab_lookup(m, (const void *)(uintptr_t)key, 1);
   default:
     return 0;
   }

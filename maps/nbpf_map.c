@@ -110,7 +110,7 @@ int nbpf_map_lookup_copy(struct nbpf_map *m, const void *key, void *out) {
     return 0;
   }
   if (is_hash(m)) {
-    void *v = nbpf_htab_lookup(m, key);
+    void *v = nbpf_htab_lookup(m, key, 0);
     if (v == NULL) return -ENOENT;
     memcpy(out, v, m->value_size);
     return 0;

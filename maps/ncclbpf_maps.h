@@ -69,11 +69,12 @@ int nbpf_map_create(uint32_t type, uint32_t key_size, uint32_t value_size,
 /* nbpf_map_free releases all memory of m. No thread may use m afterwards. */
 void nbpf_map_free(struct nbpf_map *m);
 
-/* nbpf_map_value_size returns the number of bytes nbpf_map_lookup_copy
+/* nbpf_map_value_buf_size returns the number of bytes nbpf_map_lookup_copy
  * writes and nbpf_map_update_all reads: value_size, or for per-CPU arrays
  * NBPF_PERCPU_SLOTS * stride. */
 size_t nbpf_map_value_buf_size(const struct nbpf_map *m);
-/* nbpf_map_lookup_copy copies the value of key into out. 0 or -ENOENT. */
+/* nbpf_map_lookup_copy copies the value of key into out. 0 or -ENOENT.
+ * It does not count as a use for LRU maps (like Linux's syscall lookups). */
 int nbpf_map_lookup_copy(struct nbpf_map *m, const void *key, void *out);
 /* nbpf_map_update_all stores value (for per-CPU arrays, one value per slot,
  * each `stride` bytes apart) under key. 0 or -EEXIST, -ENOENT, -E2BIG,
