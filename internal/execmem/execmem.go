@@ -136,8 +136,7 @@ func (b *Block) Seal(code []byte) error {
 	case len(code) > len(b.mem):
 		return fmt.Errorf("execmem: seal: %d bytes of code do not fit in %d reserved", len(code), len(b.mem))
 	}
-	copy(b.mem, code)
-	clear(b.mem[len(code):]) // already zero; keeps the tail deterministic if reused
+	copy(b.mem, code) // the rest of the mapping is still the kernel's zero pages
 	keep := roundPage(len(code))
 	if keep < len(b.mem) {
 		if err := unix.MunmapPtr(unsafe.Pointer(&b.mem[keep]), uintptr(len(b.mem)-keep)); err != nil {
