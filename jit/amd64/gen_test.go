@@ -44,8 +44,11 @@ type genFunc struct {
 }
 
 func (f *genFunc) emit(ins ...asm.Instruction) { f.insns = append(f.insns, ins...) }
-func (f *genFunc) newLabel() genLabel          { f.labels = append(f.labels, -1); return genLabel(len(f.labels) - 1) }
-func (f *genFunc) bind(l genLabel)             { f.labels[l] = len(f.insns) }
+func (f *genFunc) newLabel() genLabel {
+	f.labels = append(f.labels, -1)
+	return genLabel(len(f.labels) - 1)
+}
+func (f *genFunc) bind(l genLabel) { f.labels[l] = len(f.insns) }
 
 // jumpTo emits ins with its offset (Off, or Imm for gotol) resolved to l later.
 func (f *genFunc) jumpTo(ins asm.Instruction, l genLabel) {
