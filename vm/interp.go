@@ -2,9 +2,11 @@ package vm
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/hook"
 )
 
 // DefaultBudget is the number of instructions one Run may execute before
@@ -35,7 +37,8 @@ type Region struct {
 
 // MemRange is a part of the mem buffer given to Run. When a layout is set
 // with WithMemLayout, every access to mem must lie entirely inside one
-// range, and a store needs a Writable range.
+// range, a load needs a Readable range and a store a Writable one. Ranges
+// may not overlap.
 type MemRange struct {
 	Offset   int
 	Size     int
@@ -69,6 +72,22 @@ func WithMemLayout(ranges ...MemRange) InterpOption {
 		c.memLayout = append([]MemRange(nil), ranges...)
 		c.hasLayout = true
 	}
+}
+
+// ContextLayout returns the mem layout of a hook context: one range per
+// field (per element of an array field) with the field's access rights, so
+// that an access must lie inside one field element, as the verifier
+// requires (hook.Context.FieldAt).
+func ContextLayout(c *hook.Context) []MemRange {
+	var out []MemRange
+	for _, f := range c.Fields {
+		n := max(f.Array, 1)
+		for i := range n {
+			out = append(out, MemRange{Offset: f.Offset + i*f.Size, Size: f.Size,
+				Readable: f.Access&hook.Read != 0, Writable: f.Access&hook.Write != 0})
+		}
+	}
+	return out
 }
 
 // Interpreter is the reference engine: it executes instructions one by one
@@ -121,11 +140,15 @@ func (it *Interpreter) Compile(p *Program) (Executable, error) {
 	}
 	if it.cfg.hasLayout {
 		x.hasLayout = true
-		for _, m := range it.cfg.memLayout {
+		x.layout = slices.Clone(it.cfg.memLayout)
+		slices.SortFunc(x.layout, func(a, b MemRange) int { return a.Offset - b.Offset })
+		for i, m := range x.layout {
 			if m.Offset < 0 || m.Size <= 0 {
 				return nil, fmt.Errorf("interp: program %q: mem range at %d size %d is empty or negative: %w", p.Name, m.Offset, m.Size, ErrInvalidProgram)
 			}
-			x.layout = append(x.layout, m)
+			if i > 0 && x.layout[i-1].Offset+x.layout[i-1].Size > m.Offset {
+				return nil, fmt.Errorf("interp: program %q: mem ranges at %d and %d overlap: %w", p.Name, x.layout[i-1].Offset, m.Offset, ErrInvalidProgram)
+			}
 		}
 	}
 	x.pool.New = func() any { return new(machine) }

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"sort"
 	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/asm"
@@ -88,21 +89,25 @@ func (r *region) pointer(addr uint64, write bool) (unsafe.Pointer, error) {
 	return unsafe.Add(r.base, addr-r.start), nil
 }
 
-// checkLayout applies WithMemLayout to an access at offset off of mem.
+// checkLayout applies WithMemLayout to an access at offset off of mem: the
+// range that contains off is the last one starting at or before it (the
+// ranges are sorted and disjoint).
 func (x *interpExec) checkLayout(off, size uint64, write bool) error {
-	for _, r := range x.layout {
-		ro := off - uint64(r.Offset)
-		if ro < uint64(r.Size) && uint64(r.Size)-ro >= size {
-			switch {
-			case write && !r.Writable:
-				return ErrReadOnly
-			case !write && !r.Readable:
-				return fmt.Errorf("read of write-only memory: %w", ErrMemory)
-			}
-			return nil
-		}
+	i := sort.Search(len(x.layout), func(i int) bool { return uint64(x.layout[i].Offset) > off }) - 1
+	if i < 0 {
+		return fmt.Errorf("no field there: %w", ErrMemory)
 	}
-	return ErrMemory
+	r := &x.layout[i]
+	if ro := off - uint64(r.Offset); ro >= uint64(r.Size) || uint64(r.Size)-ro < size {
+		return fmt.Errorf("not inside one field: %w", ErrMemory)
+	}
+	switch {
+	case write && !r.Writable:
+		return ErrReadOnly
+	case !write && !r.Readable:
+		return fmt.Errorf("read of write-only memory: %w", ErrMemory)
+	}
+	return nil
 }
 
 // addRegion records memory a helper returned. Identical regions are kept

@@ -3,11 +3,13 @@ package vm
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"testing"
 	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/vm/internal/testhelpers"
 )
 
@@ -89,6 +91,62 @@ func TestMemLayout(t *testing.T) {
 		{name: "stack unaffected", insns: prog(st(B, r10, -1, 3), ldx(B, r0, r10, -1), exit()), mem: make([]byte, 24), want: 3},
 	}
 	runTable(t, cases, Program{}, layout)
+}
+
+func TestContextLayout(t *testing.T) {
+	c := &hook.Context{Name: "ctx", Size: 32, Fields: []hook.Field{
+		{Name: "in", Offset: 0, Size: 8, Access: hook.Read},
+		{Name: "costs", Offset: 8, Size: 4, Access: hook.Read, Array: 3},
+		{Name: "out", Offset: 24, Size: 4, Access: hook.Read | hook.Write},
+		{Name: "wo", Offset: 28, Size: 4, Access: hook.Write},
+	}}
+	layout := WithMemLayout(ContextLayout(c)...)
+	mem := func() []byte { return make([]byte, 32) }
+	cases := []runCase{
+		{name: "read field", insns: prog(ldx(DW, r0, r1, 0), exit()), mem: mem(), want: 0},
+		{name: "read part of field", insns: prog(ldx(B, r0, r1, 3), exit()), mem: mem(), want: 0},
+		{name: "read array element", insns: prog(ldx(W, r0, r1, 16), exit()), mem: mem(), want: 0},
+		{name: "read across elements", insns: prog(ldx(DW, r0, r1, 12), exit()), mem: mem(), err: ErrMemory},
+		{name: "write read-only field", insns: prog(st(W, r1, 8, 1), exit()), mem: mem(), err: ErrReadOnly},
+		{name: "write output", insns: prog(st(W, r1, 24, 2), ldx(W, r0, r1, 24), exit()), mem: mem(), want: 2},
+		{name: "read write-only", insns: prog(ldx(W, r0, r1, 28), exit()), mem: mem(), err: ErrMemory},
+		{name: "write write-only", insns: prog(st(W, r1, 28, 2), mov(r0, 1), exit()), mem: mem(), want: 1},
+		{name: "past the context", insns: prog(ldx(B, r0, r1, 32), exit()), mem: mem(), err: ErrMemory},
+	}
+	runTable(t, cases, Program{}, layout)
+	if _, err := NewInterpreter(WithMemLayout(MemRange{Offset: 0, Size: 8}, MemRange{Offset: 4, Size: 8})).Compile(&Program{Insns: prog(exit())}); !errors.Is(err, ErrInvalidProgram) {
+		t.Fatalf("overlapping ranges: %v", err)
+	}
+}
+
+// TestContextLayoutAgreesWithFieldAt: for every registered hook, every
+// access the layout allows is one hook.Context.FieldAt accepts with the
+// same rights, and the other way round.
+func TestContextLayoutAgreesWithFieldAt(t *testing.T) {
+	hooks := hook.All()
+	if len(hooks) == 0 {
+		t.Skip("no hooks registered")
+	}
+	for _, h := range hooks {
+		c := &h.Context
+		x, err := NewInterpreter(WithMemLayout(ContextLayout(c)...)).Compile(&Program{Insns: prog(exit())})
+		if err != nil {
+			t.Fatalf("hook %s: %v", h.Name, err)
+		}
+		ix := x.(*interpExec)
+		for off := 0; off < c.Size+8; off++ {
+			for _, size := range []int{1, 2, 4, 8} {
+				for _, write := range []bool{false, true} {
+					f, _ := c.FieldAt(off, size)
+					want := f != nil && off+size <= c.Size && ((write && f.Access&hook.Write != 0) || (!write && f.Access&hook.Read != 0))
+					got := ix.checkLayout(uint64(off), uint64(size), write) == nil
+					if got != want {
+						t.Errorf("hook %s: access of %d bytes at %d (write %v): layout allows %v, FieldAt %v", h.Name, size, off, write, got, want)
+					}
+				}
+			}
+		}
+	}
 }
 
 func TestExtraRegion(t *testing.T) {
