@@ -47,6 +47,7 @@ type MemRange struct {
 }
 
 type interpConfig struct {
+	trace     func(*TraceState)
 	budget    uint64
 	regions   []Region
 	memLayout []MemRange
@@ -57,6 +58,29 @@ type interpConfig struct {
 // DefaultBudget: the interpreter never runs unbounded).
 func WithBudget(n uint64) InterpOption {
 	return func(c *interpConfig) { c.budget = n }
+}
+
+// TraceState is the machine state shown to a trace function: valid only
+// during the call, and not to be modified.
+type TraceState struct {
+	// PC is the instruction about to execute.
+	PC int
+	// Depth is the current frame: 0 in the main program, 1 in a function
+	// it called, ...
+	Depth int
+	// Regs are r0-r10.
+	Regs *[asm.NumRegisters]uint64
+	// Stack is the current frame's stack: Stack[len(Stack)-1] is the byte
+	// at r10-1.
+	Stack []byte
+}
+
+// WithTrace calls fn before every instruction, with the state about to be
+// used (a soundness oracle can check it against the verifier's invariant
+// at that pc). fn must not retain the state. Tracing slows the interpreter
+// down; without it, the cost is one predictable branch per instruction.
+func WithTrace(fn func(*TraceState)) InterpOption {
+	return func(c *interpConfig) { c.trace = fn }
 }
 
 // WithRegion adds native memory that programs may access in every Run.
@@ -123,6 +147,7 @@ func (it *Interpreter) Compile(p *Program) (Executable, error) {
 	x := &interpExec{
 		name:   p.Name,
 		budget: it.cfg.budget,
+		trace:  it.cfg.trace,
 		maps:   append([]MapRef(nil), p.Maps...),
 	}
 	if err := x.decode(p); err != nil {
@@ -167,6 +192,7 @@ type interpExec struct {
 	layout    []MemRange
 	hasLayout bool
 	budget    uint64
+	trace     func(*TraceState)
 	pool      sync.Pool
 }
 

@@ -52,6 +52,33 @@ func TestLocalCalls(t *testing.T) {
 	runTable(t, cases, Program{})
 }
 
+func TestTrace(t *testing.T) {
+	type step struct {
+		pc, depth  int
+		r0, fpByte uint64
+	}
+	var steps []step
+	trace := WithTrace(func(s *TraceState) {
+		steps = append(steps, step{s.PC, s.Depth, s.Regs[0], uint64(s.Stack[len(s.Stack)-1])})
+	})
+	x := compile(t, Program{Insns: prog(
+		st(B, r10, -1, 9), mov(r0, 1), callLocal(1), exit(),
+		st(B, r10, -1, 5), mov(r0, 2), exit(),
+	)}, trace)
+	if got, err := x.Run(nil); err != nil || got != 2 {
+		t.Fatalf("Run = %d, %v", got, err)
+	}
+	want := []step{{0, 0, 0, 0}, {1, 0, 0, 9}, {2, 0, 1, 9}, {4, 1, 1, 0}, {5, 1, 1, 5}, {6, 1, 2, 5}, {3, 0, 2, 9}}
+	if len(steps) != len(want) {
+		t.Fatalf("trace = %v, want %v", steps, want)
+	}
+	for i := range want {
+		if steps[i] != want[i] {
+			t.Fatalf("step %d = %+v, want %+v (trace %v)", i, steps[i], want[i], steps)
+		}
+	}
+}
+
 func TestBudget(t *testing.T) {
 	loop := prog(mov(r0, 0), ja(-1), exit())
 	x := compile(t, Program{Insns: loop}, WithBudget(1000))

@@ -19,6 +19,7 @@ type machine struct {
 	memStart uint64
 	memLen   uint64
 	memBase  unsafe.Pointer
+	ts       TraceState // what WithTrace functions see
 	// stack holds the frames from the top down: frame k occupies the
 	// asm.StackSize bytes that end (k * asm.StackSize) bytes below the
 	// end of the array, so the live frames are contiguous.
@@ -43,6 +44,13 @@ func (m *machine) enterFrame(k int) uint64 {
 	end := len(m.stack) - k*asm.StackSize
 	clear(m.stack[end-asm.StackSize : end])
 	return m.stackTop() - uint64(k*asm.StackSize)
+}
+
+// traceState calls the trace function with the state at pc.
+func (m *machine) traceState(x *interpExec, pc int) {
+	end := len(m.stack) - m.depth*asm.StackSize
+	m.ts = TraceState{PC: pc, Depth: m.depth, Regs: &m.regs, Stack: m.stack[end-asm.StackSize : end : end]}
+	x.trace(&m.ts)
 }
 
 // Run executes the program on mem (r1 = &mem[0] or 0, r2 = len(mem)).
@@ -87,6 +95,9 @@ func (m *machine) run(x *interpExec) (uint64, error) {
 			return 0, &Fault{Program: x.name, PC: pc, Detail: fmt.Sprintf("executed %d instructions without exiting", x.budget), Err: ErrBudget}
 		}
 		budget--
+		if x.trace != nil {
+			m.traceState(x, pc)
+		}
 		in := &code[pc]
 		switch in.op.Class() {
 		case asm.ClassALU64:
