@@ -175,6 +175,41 @@ func TestProfilerClosedLoopNative(t *testing.T) {
 	t.Log(out)
 }
 
+var profRanksRe = regexp.MustCompile(`: (\d+) of (\d+) calls decided differently`)
+
+// TestProfilerRankConsistency: 4 ranks in separate processes (separate maps,
+// as on a cluster) run the closed loop on the same collective sequence with
+// independent +-10% measurement noise; decisions that differ across ranks
+// would hang NCCL. The policy's margin keeps them equal here (at most 1% of
+// calls allowed, for thread-timing variation of when measurements land);
+// +-20% is logged (see policies/adaptive/README.md).
+func TestProfilerRankConsistency(t *testing.T) {
+	profArtifacts(t)
+	obj := filepath.Join(profRoot(t), "policies", "adaptive", "adaptive.bpf.o")
+	for _, c := range []struct {
+		lib, mode string
+		env       []string
+	}{
+		{profArt.standalone, "native", nil},
+		{profArt.lib, "ebpf", []string{"NCCLBPF_POLICY=" + obj}},
+	} {
+		for _, noise := range []string{"10", "20"} {
+			out, code := profHost(t, c.env, 3, "ranks", c.lib, c.mode, "4", noise)
+			skipIfPipelineMissing(t, out, code)
+			m := profRanksRe.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("ranks output:\n%s", out)
+			}
+			differ, _ := strconv.Atoi(m[1])
+			total, _ := strconv.Atoi(m[2])
+			if noise == "10" && differ*100 > total {
+				t.Errorf("%s, +-%s%% noise: %d of %d decisions differ across ranks", c.mode, noise, differ, total)
+			}
+			t.Log(strings.TrimSpace(out))
+		}
+	}
+}
+
 // skipIfPipelineMissing skips when the library says its eBPF pipeline is not
 // built in yet (the host exits 3 with the load message); any other reason
 // for a bundle's profiler programs not to load fails.

@@ -17,8 +17,12 @@
  *                                     communicator): tasks must complete all the same
  *   profiler_host loop LIB [native]   closed loop (profiler v5 + tuner v5): the bundle's adaptive
  *                                     policy (NCCLBPF_POLICY) or, with "native", the C version of it
- *   profiler_host bench LIB [native]  ns per profiler event, with latency_stats (the bundle's, or
- *                                     the native C version with "native")
+ *   profiler_host bench LIB [native]  ns per profiler event, with latency_stats: the bundle's
+ *                                     (skipped with "native"), the native C version, no program
+ *   profiler_host ranks LIB native|ebpf N NOISE
+ *                                     N ranks in separate processes run the closed loop with
+ *                                     independent +-NOISE % measurement noise: counts the calls
+ *                                     where their decisions differ (rank inconsistency)
  *
  * Exit status 0 when every check passed; failures are printed as "FAIL: ...".
  */
@@ -30,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../include/ncclbpf_profiler.h"
@@ -739,6 +745,12 @@ static void drain(struct comm *c) {
 	}
 }
 
+/* Options of run_loop for the rank-consistency scenario: measured times get independent noise of
+ * +-noise_pct % per rank (seeded by the rank), the decision of every call is written to fd as 3
+ * bytes (algorithm, protocol, channels), and the convergence bounds are reported, not enforced. */
+static int loop_noise_pct, loop_fd = -1;
+static unsigned loop_seed = 1;
+
 static int run_loop(const char *lib, int native) {
 	struct plug p;
 	if (plug_open(&p, lib, 5) != 0) return 2;
@@ -813,8 +825,17 @@ static int run_loop(const char *lib, int native) {
 		} else if (t != tb)
 			explore_wrong++;
 		n_b[b]++;
+		uint64_t measured = t;
+		if (loop_noise_pct) {
+			int64_t r = (int64_t)(rand_r(&loop_seed) % (2 * loop_noise_pct * 100 + 1)) - loop_noise_pct * 100; /* 1e-4 units */
+			measured = (uint64_t)((int64_t)t + (int64_t)t * r / 10000);
+		}
+		if (loop_fd >= 0) {
+			unsigned char dec[3] = {(unsigned char)algo, (unsigned char)proto, (unsigned char)nch};
+			if (write(loop_fd, dec, 3) != 3) return 2;
+		}
 		struct task tk = {.seq = (uint64_t)i, .func = 4, .algo = algo, .proto = proto, .nch = nch,
-		                  .count = bytes / 4, .gpu_ns = t, .net = 0, .nsteps = 0};
+		                  .count = bytes / 4, .gpu_ns = measured, .net = 0, .nsteps = 0};
 		emit_task(&c, &tk);
 		if (i % 64 == 63) drain(&c); /* as a stream synchronize would: bounds the measurement lag */
 	}
@@ -836,6 +857,7 @@ static int run_loop(const char *lib, int native) {
 		cand_of(b1, &a, &q, &n);
 		printf(" then %s/%s/%d; exploiting correctly after %d bucket calls, again %d calls after the slowdown\n",
 		       algo_names[a], proto_names[q], n, conv, rec);
+		if (loop_fd >= 0) continue;
 		CHECK(conv <= LOOP_CONVERGE_BOUND, "loop: bucket %llu B converged only after %d bucket calls (bound %d)",
 		      (unsigned long long)loop_bytes[b], conv, LOOP_CONVERGE_BOUND);
 		CHECK(rec <= LOOP_RECOVER_BOUND, "loop: bucket %llu B recovered only %d bucket calls after the slowdown (bound %d)",
@@ -843,6 +865,65 @@ static int run_loop(const char *lib, int native) {
 	}
 	printf("  modelled time %.2f ms vs oracle %.2f ms (+%.1f%%, exploration included); %d exploiting calls\n",
 	       total_ns / 1e6, best_ns / 1e6, 100.0 * ((double)total_ns - (double)best_ns) / (double)best_ns, exploit_calls);
+	return failures ? 1 : 0;
+}
+
+/* ---- scenario: rank consistency ------------------------------------------------------------------ */
+
+/* Several ranks, each in its own process with its own copy of the library and of the bundle's maps
+ * (as on a real cluster), run the closed loop on the same collective sequence but measure with
+ * independent noise. Every call where their decisions differ would be a rank-inconsistent choice
+ * (a hang or corruption in NCCL): they are counted. */
+static int run_ranks(const char *lib, int native, int nranks, int noise) {
+	enum { MAXR = 8 };
+	if (nranks < 2 || nranks > MAXR) return 2;
+	int fds[MAXR];
+	pid_t pids[MAXR];
+	for (int r = 0; r < nranks; r++) {
+		int pf[2];
+		if (pipe(pf) != 0) return 2;
+		pid_t pid = fork();
+		if (pid < 0) return 2;
+		if (pid == 0) {
+			close(pf[0]);
+			int devnull = open("/dev/null", O_WRONLY);
+			if (devnull >= 0) dup2(devnull, 1);
+			loop_noise_pct = noise;
+			loop_seed = 12345u + 7919u * (unsigned)r;
+			loop_fd = pf[1];
+			_exit(run_loop(lib, native));
+		}
+		close(pf[1]);
+		fds[r] = pf[0];
+		pids[r] = pid;
+	}
+	static unsigned char dec[MAXR][LOOP_CALLS * 3];
+	for (int r = 0; r < nranks; r++) {
+		size_t got = 0;
+		while (got < sizeof dec[r]) {
+			ssize_t k = read(fds[r], dec[r] + got, sizeof dec[r] - got);
+			if (k <= 0) break;
+			got += (size_t)k;
+		}
+		close(fds[r]);
+		int st = 0;
+		waitpid(pids[r], &st, 0);
+		CHECK(got == sizeof dec[r] && WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1),
+		      "ranks: rank %d gave %zu bytes, status %#x", r, got, st);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 3) return 3;
+	}
+	int differ = 0, first = -1, after_slow = 0;
+	for (int i = 0; i < LOOP_CALLS; i++)
+		for (int r = 1; r < nranks; r++)
+			if (memcmp(dec[0] + 3 * i, dec[r] + 3 * i, 3) != 0) {
+				differ++;
+				if (first < 0) first = i;
+				if (i >= LOOP_CALLS / 2) after_slow++;
+				break;
+			}
+	printf("ranks (%s): %d ranks in separate processes, +-%d%% independent measurement noise: "
+	       "%d of %d calls decided differently across ranks (%d after the slowdown, first at call %d)\n",
+	       native ? "native C policy" : "eBPF bundle", nranks, noise, differ, LOOP_CALLS, after_slow, first);
 	return failures ? 1 : 0;
 }
 
@@ -937,7 +1018,8 @@ static int run_bench(const char *lib, int native) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s events|mask|loop|bench LIB [native]\n", argv[0]);
+		fprintf(stderr, "usage: %s events|mask|nokch|loop|bench LIB [native|ebpf]\n"
+		                "       %s ranks LIB native|ebpf NRANKS NOISE_PCT\n", argv[0], argv[0]);
 		return 2;
 	}
 	int native = argc > 3 && !strcmp(argv[3], "native");
@@ -950,6 +1032,8 @@ int main(int argc, char **argv) {
 		rc = run_nokch(argv[2]);
 	else if (!strcmp(argv[1], "loop"))
 		rc = run_loop(argv[2], native);
+	else if (!strcmp(argv[1], "ranks"))
+		rc = run_ranks(argv[2], native, argc > 4 ? atoi(argv[4]) : 2, argc > 5 ? atoi(argv[5]) : 5);
 	else if (!strcmp(argv[1], "bench"))
 		rc = run_bench(argv[2], native);
 	else {

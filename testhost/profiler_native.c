@@ -94,6 +94,7 @@ HT_FUNCS(ms, ht_stats, struct adaptive_mkey, struct adaptive_stat)
 #define ADAPTIVE_ROUNDS ADAPTIVE_ROUNDS_HOST
 #define ADAPTIVE_PERIOD ADAPTIVE_PERIOD_HOST
 #define ADAPTIVE_CHECK ADAPTIVE_CHECK_HOST
+#define ADAPTIVE_MARGIN ADAPTIVE_MARGIN_HOST
 #include "../policies/adaptive/adaptive.h"
 
 _Static_assert(ADAPTIVE_NCAND == ADAPTIVE_NCAND_HOST, "candidate count");
@@ -110,5 +111,5 @@ int adaptive_native_tune(uint64_t comm_id, uint32_t coll, uint64_t bytes, uint32
 	uint32_t b[6];
 	memcpy(b, cost, sizeof b); /* the TREE and RING rows: cells 0..5 */
 	uint32_t explore = adaptive_plausible(b[0], b[1], b[2], b[3], b[4], b[5], avail_mask, ADAPTIVE_PRUNE_HOST);
-	return adaptive_decide(comm_id, coll, bytes, avail_mask, explore);
+	return adaptive_decide(comm_id, coll, bytes, avail_mask, explore, b);
 }

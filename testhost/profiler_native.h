@@ -16,6 +16,7 @@
 #define ADAPTIVE_PERIOD_HOST 2048
 #define ADAPTIVE_CHECK_HOST 16
 #define ADAPTIVE_PRUNE_HOST 2
+#define ADAPTIVE_MARGIN_HOST 8
 #define ADAPTIVE_NCAND ADAPTIVE_NCAND_HOST
 
 struct adaptive_native; /* opaque */

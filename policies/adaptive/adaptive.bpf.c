@@ -6,13 +6,14 @@
 //                             time when NCCL provides it, host time otherwise) into `stats`;
 //   SEC("tuner")              explores the 12 candidates on a schedule that depends only on
 //                             rank-uniform inputs (the per-bucket call count), then keeps the best,
-//                             re-evaluated at rank-uniform checkpoints with hysteresis, and
-//                             explores again every `period` calls of the bucket.
+//                             re-evaluated at rank-uniform checkpoints: among the candidates measured
+//                             within `margin`/64 of the fastest, the one NCCL's cost table ranks
+//                             first; explores again every `period` calls of the bucket.
 //
 // Both programs share the maps below: that sharing is the closed loop. See README.md in this
 // directory for what rank-consistency risk remains and how the policy limits it.
 //
-// Tunables (NCCLBPF_POLICY_CONFIG="rounds=4,period=2048,check=16,prune=2"):
+// Tunables (NCCLBPF_POLICY_CONFIG="rounds=4,period=2048,check=16,prune=2,margin=8"):
 #include "ncclbpf.h"
 #include "ncclbpf_profiler.h"
 
@@ -24,10 +25,12 @@ volatile const __u32 rounds = 4;   /* samples of each candidate per exploration 
 volatile const __u32 period = 2048; /* bucket calls between the starts of exploration windows */
 volatile const __u32 check = 16;   /* bucket calls between re-evaluations of the choice */
 volatile const __u32 prune = 2;    /* explore only cells NCCL estimates within 2^prune of its best */
+volatile const __u32 margin = 8;   /* measured latencies within margin/64 of the best count as tied */
 
 #define ADAPTIVE_ROUNDS (rounds ? rounds : 1)
 #define ADAPTIVE_PERIOD (period > ADAPTIVE_NCAND * ADAPTIVE_ROUNDS ? period : ADAPTIVE_NCAND * ADAPTIVE_ROUNDS + 1)
 #define ADAPTIVE_CHECK (check ? check : 1)
+#define ADAPTIVE_MARGIN ((__u64)(margin < 64 ? margin : 64))
 
 #include "adaptive.h"
 
@@ -68,7 +71,8 @@ int adaptive_tune(struct ncclbpf_tuner_ctx *ctx)
 {
 	__u32 explore = adaptive_plausible(ctx->cost[0][0], ctx->cost[0][1], ctx->cost[0][2], ctx->cost[1][0],
 					   ctx->cost[1][1], ctx->cost[1][2], ctx->avail_mask, prune);
-	int c = adaptive_decide(ctx->comm_id, ctx->coll_type, ctx->n_bytes, ctx->avail_mask, explore);
+	__u32 cost[6] = {ctx->cost[0][0], ctx->cost[0][1], ctx->cost[0][2], ctx->cost[1][0], ctx->cost[1][1], ctx->cost[1][2]};
+	int c = adaptive_decide(ctx->comm_id, ctx->coll_type, ctx->n_bytes, ctx->avail_mask, explore, cost);
 	if (c < 0)
 		return NCCLBPF_TUNER_DEFAULT;
 	ctx->algorithm = adaptive_cand_algo(c);

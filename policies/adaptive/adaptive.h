@@ -10,15 +10,16 @@
  *   ADAPTIVE_STAT_INSERT(k, v)   insert if absent
  *   ADAPTIVE_ATOMIC_ADD(p, v)    atomic *p += v on a __u64
  *
- * and the tunables ADAPTIVE_ROUNDS, ADAPTIVE_PERIOD, ADAPTIVE_CHECK (see adaptive.bpf.c).
+ * and the tunables ADAPTIVE_ROUNDS, ADAPTIVE_PERIOD, ADAPTIVE_CHECK, ADAPTIVE_MARGIN (adaptive.bpf.c).
  *
  * Schedule (per communicator, collective and size bucket; n = tuner calls of that bucket so far,
  * which every rank counts alike because ranks issue the same collectives in the same order):
  *   n % PERIOD <  NCAND*ROUNDS : explore candidate (n % PERIOD) % NCAND (the first from there whose
  *                                (algorithm, protocol) NCCL's cost table does not rule out)
- *   otherwise                  : exploit the latched choice; the choice is re-evaluated only when
- *                                n % PERIOD == NCAND*ROUNDS or n % CHECK == 0, and changes only to a
- *                                candidate whose EWMA latency is more than 1/8 lower (hysteresis).
+ *   otherwise                  : exploit the latched choice, re-evaluated only when
+ *                                n % PERIOD == NCAND*ROUNDS or n % CHECK == 0: among the candidates
+ *                                whose EWMA latency is within MARGIN/64 of the lowest, the one NCCL's
+ *                                cost table ranks first (fewer channels first on a tie).
  */
 #ifndef NCCLBPF_POLICY_ADAPTIVE_TYPES
 #define NCCLBPF_POLICY_ADAPTIVE_TYPES
@@ -146,9 +147,10 @@ static __always_inline __u32 adaptive_plausible(__u32 c0, __u32 c1, __u32 c2, __
 }
 
 /* ---- tuner side: returns the candidate to run, or -1 to leave the decision to NCCL ----
- * avail_mask: the cells NCCL may choose; explore_mask: those worth exploring (adaptive_plausible). */
+ * avail_mask: the cells NCCL may choose; explore_mask: those worth exploring (adaptive_plausible);
+ * cost: the float bits of NCCL's costs of cells 0..5 (TREE and RING rows), rank-uniform. */
 static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 bytes, __u32 avail_mask,
-					   __u32 explore_mask)
+					   __u32 explore_mask, const __u32 *cost)
 {
 	__u32 b = adaptive_bucket(bytes);
 	struct adaptive_skey sk = {.comm_id = comm_id, .coll = coll, .bucket = b};
@@ -179,29 +181,39 @@ static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 byte
 		return -1;
 	}
 	if (cyc == explore || n % ADAPTIVE_CHECK == 0 || !st->valid) {
-		__u32 best = 0;
-		__u64 best_ns = 0;
+		/* The measured-best set: candidates within MARGIN/64 of the lowest EWMA. From it, take
+		 * the one NCCL's own (rank-uniform) cost model ranks first, fewer channels first on a tie.
+		 * Ranks whose measurements differ by less than the margin thus pick the same candidate;
+		 * the choice is recomputed from scratch at every checkpoint (no memory that could keep
+		 * ranks apart once their measurements agree again). */
+		__u64 e[ADAPTIVE_NCAND];
+		__u64 lo = 0;
 #if defined(__clang__)
 #pragma unroll
 #endif
 		for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
-			if (!adaptive_available(avail_mask, c))
-				continue;
-			__u64 e = adaptive_ewma(comm_id, coll, b, c);
-			if (e && (best_ns == 0 || e < best_ns)) {
-				best = c;
-				best_ns = e;
-			}
+			e[c] = adaptive_available(avail_mask, c) ? adaptive_ewma(comm_id, coll, b, c) : 0;
+			if (e[c] && (lo == 0 || e[c] < lo))
+				lo = e[c];
 		}
-		if (best_ns) {
-			if (!st->valid) {
-				st->choice = best;
+		if (lo) {
+			__u64 lim = lo + (lo * ADAPTIVE_MARGIN) / 64;
+			__u32 pick = ADAPTIVE_NCAND, pick_cost = 0xffffffffu;
+#if defined(__clang__)
+#pragma unroll
+#endif
+			for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
+				if (!e[c] || e[c] > lim)
+					continue;
+				__u32 k = cost[adaptive_cand_algo(c) * 3 + adaptive_cand_proto(c)];
+				if (k < pick_cost) {
+					pick = c;
+					pick_cost = k;
+				}
+			}
+			if (pick < ADAPTIVE_NCAND) {
+				st->choice = pick;
 				st->valid = 1;
-			} else if (best != st->choice) {
-				__u64 cur = adaptive_ewma(comm_id, coll, b, st->choice);
-				/* hysteresis: switch only for a gain above 1/8 */
-				if (cur == 0 || best_ns * 8 < cur * 7)
-					st->choice = best;
 			}
 		}
 	}
