@@ -116,7 +116,32 @@ func ContextLayout(c *hook.Context) []MemRange {
 
 // Interpreter is the reference engine: it executes instructions one by one
 // with the semantics of RFC 9669 and traps every memory access outside the
-// regions it knows of.
+// regions it knows of (see interp_mem.go). The choices the RFC leaves open,
+// or that only matter for programs the verifier rejects:
+//
+//   - Division by zero gives 0; modulo by zero leaves dst (32-bit forms:
+//     its low half, zero-extended); signed INT_MIN / -1 gives INT_MIN and
+//     INT_MIN % -1 gives 0. Shift amounts are masked to 31 or 63.
+//   - Byte swaps assume a little-endian host (le16/le32 truncate, be*
+//     swap). ncclbpf runs on x86-64.
+//   - Every frame's stack is zeroed when the frame is entered. The JIT
+//     leaves it as it finds it; verified programs never read stack bytes
+//     they did not write.
+//   - After a helper call r1-r5 keep their values (the JIT's native
+//     helpers clobber them; verified programs never read them).
+//   - A BPF-to-BPF call passes r1-r5, keeps r6-r9 visible to the callee
+//     and restores them, with r10, when the callee exits. Recursion is
+//     allowed up to MaxCallDepth frames (the verifier forbids it).
+//   - callx (JMP|CALL|X) calls the helper whose id is the value of the
+//     register in Dst (Src and Imm are 0), as the bpf_conformance
+//     assembler encodes `call %rN`.
+//   - Atomics use sync/atomic on the target address, so programs that share
+//     maps across threads see real atomic operations; they must be
+//     naturally aligned (ErrMisaligned), plain loads and stores need not.
+//   - Compile rejects what Linux rejects structurally: unknown opcodes,
+//     reserved fields that are set, writes to r10, jumps out of the
+//     program, into an LD_IMM64 or across subprograms, subprograms that
+//     fall through, calls to helpers not in the table.
 type Interpreter struct {
 	cfg interpConfig
 }

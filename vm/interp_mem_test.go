@@ -271,3 +271,15 @@ func compile(t testing.TB, p Program, opts ...InterpOption) Executable {
 func nativeU64(a uintptr) uint64 {
 	return binary.LittleEndian.Uint64(unsafe.Slice((*byte)(addrPointer(uint64(a))), 8))
 }
+
+// The stack must be 8-byte aligned so that aligned offsets from r10 are
+// aligned addresses (atomics require it).
+func TestStackAligned(t *testing.T) {
+	var m machine
+	if a := uintptr(unsafe.Pointer(&m.stack[0])); a%8 != 0 {
+		t.Fatalf("stack at %#x is not 8-byte aligned", a)
+	}
+	if m.stackTop()%8 != 0 {
+		t.Fatal("r10 is not 8-byte aligned")
+	}
+}
