@@ -3,6 +3,7 @@ package maps_test
 import (
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/maps/internal/ctest"
 )
 
@@ -14,7 +15,7 @@ import (
 //
 //	go test ./maps/ -run '^$' -bench Native -benchtime 20000000x
 func BenchmarkNative(b *testing.B) {
-	env, _ := hammerEnv(b, 1, 1024)
+	env := benchEnv(b)
 	b.ResetTimer()
 	ns := ctest.Bench(env, uint64(b.N))
 	b.StopTimer()
@@ -23,9 +24,30 @@ func BenchmarkNative(b *testing.B) {
 	}
 }
 
-func TestBenchNames(t *testing.T) {
-	env, _ := hammerEnv(t, 1, 1024)
+// benchEnv makes maps of 1024 entries (keys 0..1023 are all present
+// during the benchmark: every lookup hits, every update replaces).
+func benchEnv(tb testing.TB) *ctest.Env {
+	env, _ := hammerEnv(tb, 1, 1024)
+	h := mustNew(tb, maps.Spec{Name: "bench_hash", Type: maps.Hash, KeySize: 8, ValueSize: 16, MaxEntries: 1024})
+	env.Hash = h.Handle()
+	return env
+}
+
+func TestBenchSetup(t *testing.T) {
+	env := benchEnv(t)
 	if ns := ctest.Bench(env, 1000); len(ns) != len(ctest.BenchNames) {
 		t.Fatalf("%d results, %d names", len(ns), len(ctest.BenchNames))
+	}
+	// Every map got all 1024 keys.
+	for name, h := range map[string]uintptr{"hash": env.Hash, "lru": env.LRU} {
+		key := ctest.Alloc(8, nil)
+		for k := uint64(0); k < 1024; k++ {
+			le.PutUint64(key.B, k)
+			if ctest.Call(env.Lookup, uint64(h), key.Addr, 0, 0, 0) == 0 {
+				t.Errorf("%s: key %d missing after the benchmark setup", name, k)
+				break
+			}
+		}
+		key.Free()
 	}
 }

@@ -41,10 +41,9 @@
 
 struct htab_elem {
   struct htab_elem *next; /* atomic */
-  uint64_t hash;          /* atomic */
   uint64_t stamp;         /* atomic; LRU clock value of the last use */
+  uint32_t hash;          /* atomic; low 32 bits of the key's hash */
   uint32_t in_use;        /* atomic; 1 while linked, 2 when claimed for eviction */
-  uint32_t pad_;
   uint64_t key[];         /* key words (zero padded), then the value */
 };
 
@@ -79,35 +78,55 @@ static inline uint8_t *elem_value(struct nbpf_htab *h, struct htab_elem *e) {
 
 /* Hash of the padded key words: multiply-rotate rounds, then a final mix
  * so that the low bits (the bucket index) depend on every input bit. */
-static uint64_t key_hash(const struct nbpf_htab *h, const uint64_t *kw) {
+static inline uint32_t key_hash(const struct nbpf_htab *h, const uint64_t *kw) {
   const uint64_t k1 = 0x9e3779b97f4a7c15ull, k2 = 0xd6e8feb86659fd93ull;
   uint64_t x = h->seed ^ ((uint64_t)h->key_words * k2);
-  for (uint32_t i = 0; i < h->key_words; i++) {
-    x ^= kw[i];
+  if (h->key_words == 1) { /* keys of up to 8 bytes: no loop */
+    x ^= kw[0];
     x *= k1;
     x = (x << 29) | (x >> 35);
+  } else {
+    for (uint32_t i = 0; i < h->key_words; i++) {
+      x ^= kw[i];
+      x *= k1;
+      x = (x << 29) | (x >> 35);
+    }
   }
   x ^= x >> 31;
   x *= k2;
-  x ^= x >> 29;
-  return x;
+  return (uint32_t)(x ^ (x >> 29));
 }
 
 /* Copies key_size bytes of key into zero-padded words. */
 static inline void load_key(const struct nbpf_map *m, const void *key, uint64_t *kw) {
-  struct nbpf_htab *h = m->htab;
-  kw[h->key_words - 1] = 0;
-  nbpf_copy(kw, key, m->key_size);
+  if (m->key_size == 8) {
+    memcpy(kw, key, 8);
+  } else if (m->key_size == 4) {
+    uint32_t k;
+    memcpy(&k, key, 4);
+    kw[0] = k;
+  } else {
+    kw[m->htab->key_words - 1] = 0;
+    memcpy(kw, key, m->key_size);
+  }
 }
 
-static int key_equal(const struct nbpf_htab *h, const struct htab_elem *e, const uint64_t *kw) {
+static inline int key_equal(const struct nbpf_htab *h, const struct htab_elem *e, const uint64_t *kw) {
   for (uint32_t i = 0; i < h->key_words; i++)
     if (LOAD_RLX(&e->key[i]) != kw[i]) return 0;
   return 1;
 }
 
+/* Whether e holds the key kw with hash hv (keys of one word are compared
+ * directly, which is as cheap as comparing hashes). */
+static inline int elem_matches(const struct nbpf_htab *h, const struct htab_elem *e,
+                               const uint64_t *kw, uint32_t hv) {
+  if (h->key_words == 1) return LOAD_RLX(&e->key[0]) == kw[0];
+  return LOAD_RLX(&e->hash) == hv && key_equal(h, e, kw);
+}
+
 /* Lock-free chain walk; see the file comment. */
-static struct htab_elem *find_lockless(struct nbpf_map *m, const uint64_t *kw, uint64_t hv) {
+static struct htab_elem *find_lockless(struct nbpf_map *m, const uint64_t *kw, uint32_t hv) {
   struct nbpf_htab *h = m->htab;
   struct htab_bucket *b = &h->buckets[hv & h->mask];
   for (;;) {
@@ -115,7 +134,7 @@ static struct htab_elem *find_lockless(struct nbpf_map *m, const uint64_t *kw, u
     struct htab_elem *e = LOAD_ACQ(&b->head), *found = NULL;
     uint32_t steps = 0;
     while (e != NULL && steps++ <= m->max_entries) {
-      if (LOAD_RLX(&e->hash) == hv && key_equal(h, e, kw)) {
+      if (elem_matches(h, e, kw, hv)) {
         found = e;
         break;
       }
@@ -130,11 +149,11 @@ static struct htab_elem *find_lockless(struct nbpf_map *m, const uint64_t *kw, u
 /* Chain walk under the bucket lock; returns the link that points to the
  * element in *link_out. */
 static struct htab_elem *find_locked(struct nbpf_htab *h, struct htab_bucket *b,
-                                     const uint64_t *kw, uint64_t hv,
+                                     const uint64_t *kw, uint32_t hv,
                                      struct htab_elem ***link_out) {
   struct htab_elem **link = &b->head;
   for (struct htab_elem *e = *link; e != NULL; link = &e->next, e = *link) {
-    if (e->hash == hv && key_equal(h, e, kw)) {
+    if (elem_matches(h, e, kw, hv)) {
       if (link_out) *link_out = link;
       return e;
     }
@@ -290,7 +309,7 @@ int nbpf_htab_update(struct nbpf_map *m, const void *key, const void *value, uin
   if (flags > NBPF_EXIST) return -EINVAL;
   uint64_t kw[NBPF_MAX_KEY_SIZE / 8];
   load_key(m, key, kw);
-  uint64_t hv = key_hash(h, kw);
+  uint32_t hv = key_hash(h, kw);
   struct htab_bucket *b = &h->buckets[hv & h->mask];
   struct htab_elem *spare = NULL;
   int err = 0;
@@ -338,7 +357,7 @@ int nbpf_htab_delete(struct nbpf_map *m, const void *key) {
   struct nbpf_htab *h = m->htab;
   uint64_t kw[NBPF_MAX_KEY_SIZE / 8];
   load_key(m, key, kw);
-  uint64_t hv = key_hash(h, kw);
+  uint32_t hv = key_hash(h, kw);
   struct htab_bucket *b = &h->buckets[hv & h->mask];
   struct htab_elem **link;
   nbpf_spin_lock(&b->lock);
@@ -356,7 +375,7 @@ int nbpf_htab_next_key(struct nbpf_map *m, const void *key, void *next) {
   if (key != NULL) {
     uint64_t kw[NBPF_MAX_KEY_SIZE / 8];
     load_key(m, key, kw);
-    uint64_t hv = key_hash(h, kw);
+    uint32_t hv = key_hash(h, kw);
     struct htab_bucket *b = &h->buckets[hv & h->mask];
     nbpf_spin_lock(&b->lock);
     struct htab_elem *e = find_locked(h, b, kw, hv, NULL);
