@@ -73,6 +73,30 @@ func TestProfilerContextMatchesHeader(t *testing.T) {
 	}
 }
 
+// TestProfilerHookIDsMatchShim checks that the C shim numbers the profiler
+// hooks (ncclbpf_prof_hook_id in plugin/profiler.c, ids 1..4) in the order of
+// ProfilerHookNames, which the control plane publishes programs by.
+func TestProfilerHookIDsMatchShim(t *testing.T) {
+	src, err := os.ReadFile("../plugin/profiler.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	i := strings.Index(s, "int ncclbpf_prof_hook_id(")
+	if i < 0 {
+		t.Fatal("plugin/profiler.c has no ncclbpf_prof_hook_id")
+	}
+	var names []string
+	for _, part := range strings.Split(s[i:i+strings.Index(s[i:], "};")], "\"")[1:] {
+		if strings.HasPrefix(part, "profiler/") {
+			names = append(names, part)
+		}
+	}
+	if strings.Join(names, ",") != strings.Join(ProfilerHookNames, ",") {
+		t.Errorf("shim hook ids %v, hook package %v", names, ProfilerHookNames)
+	}
+}
+
 // TestProfilerHooksRegistered checks that every profiler section resolves to
 // its hook, with a read-only context and the documented helpers.
 func TestProfilerHooksRegistered(t *testing.T) {

@@ -145,6 +145,18 @@ func TestProfilerWithoutKernelChannels(t *testing.T) {
 	}
 }
 
+// TestProfilerMaskFromBundle: a bundle with a coll_end program sets the mask
+// at the first profiler init, which NCCL runs before the tuner's init.
+func TestProfilerMaskFromBundle(t *testing.T) {
+	profArtifacts(t)
+	obj := filepath.Join(profRoot(t), "policies", "latency_stats", "latency_stats.bpf.o")
+	out, code := profHost(t, []string{"NCCLBPF_POLICY=" + obj}, 3, "maskon", profArt.lib)
+	skipIfPipelineMissing(t, out, code)
+	if strings.Count(out, "at the first profiler init") != 6 {
+		t.Errorf("maskon:\n%s", out)
+	}
+}
+
 var profConvRe = regexp.MustCompile(`after (\d+) bucket calls, again (\d+) calls after the slowdown`)
 
 // checkLoop checks the closed-loop report: every size bucket converges and

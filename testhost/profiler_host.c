@@ -13,6 +13,8 @@
  *                                     hooks running recording programs published by the host:
  *                                     checks pairing, identity, hierarchy, times, counters
  *   profiler_host mask LIB            no program published: init must leave the mask at 0
+ *   profiler_host maskon LIB          the library's bundle has a coll_end program: the first profiler
+ *                                     init (before any tuner init, as in NCCL) sets the mask
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
  *   profiler_host loop LIB [native]   closed loop (profiler v5 + tuner v5): the bundle's adaptive
@@ -657,6 +659,24 @@ static int not_loaded(struct plug *p, int mask) {
 	return 3;
 }
 
+/* maskon: the library's bundle (NCCLBPF_POLICY) has a coll_end program; NCCL initialises the
+ * profiler before the tuner, so the profiler's first init must load the bundle and set the mask. */
+static int run_maskon(const char *lib) {
+	for (int v = 6; v >= 1; v--) {
+		struct plug p;
+		if (plug_open(&p, lib, v) != 0) return 2;
+		int mask = 0;
+		void *ctx = NULL;
+		CHECK(plug_init(&p, &ctx, 0x6000, &mask, 2, 0) == 0 && ctx != NULL, "v%d: init failed", v);
+		if (!(mask & NBP_EV_COLL)) return not_loaded(&p, mask);
+		int want = NBP_EV_COLL | (v >= 3 ? NBP_EV_KERNEL_CH : 0);
+		CHECK(mask == want, "v%d: mask %#x at the first profiler init, want %#x", v, mask, want);
+		p.finalize(ctx);
+		printf("v%d: mask %#x at the first profiler init (coll_end program)\n", v, mask);
+	}
+	return failures ? 1 : 0;
+}
+
 /* ---- scenario: no kernel channels ---------------------------------------------------------------- */
 
 /* NCCL sends no KernelCh events for a 1-rank communicator (send/recv to self), although the mask
@@ -1028,6 +1048,8 @@ int main(int argc, char **argv) {
 		rc = run_events(argv[2]);
 	else if (!strcmp(argv[1], "mask"))
 		rc = run_mask(argv[2]);
+	else if (!strcmp(argv[1], "maskon"))
+		rc = run_maskon(argv[2]);
 	else if (!strcmp(argv[1], "nokch"))
 		rc = run_nokch(argv[2]);
 	else if (!strcmp(argv[1], "loop"))
