@@ -29,3 +29,22 @@ func benchProgram(b *testing.B, obj, name string) {
 func BenchmarkComplexityLimit(b *testing.B) {
 	benchProgram(b, "../testdata/verifier/loops.o", "bad_loop_unbounded_count")
 }
+
+// BenchmarkVerifyPolicies measures the shipped example policies; the
+// largest (adaptive_tune, 761 slots) must verify in under 1 ms.
+func BenchmarkVerifyPolicies(b *testing.B) {
+	for _, bc := range []struct{ obj, name string }{
+		{"../policies/adaptive/adaptive.bpf.o", "adaptive_tune"},
+		{"../policies/adaptive/adaptive.bpf.o", "adaptive_measure"},
+		{"../policies/rules.bpf.o", "rules"},
+		{"../policies/latency_stats/latency_stats.bpf.o", "latency_stats"},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchProgram(b, bc.obj, bc.name) })
+	}
+}
+
+// BenchmarkVerifyCorpusSafe measures a realistic C policy with
+// subprograms and loops.
+func BenchmarkVerifyCorpusSafe(b *testing.B) {
+	benchProgram(b, "../testdata/verifier/safe.o", "ok_cached_decision")
+}

@@ -99,11 +99,7 @@ func (ck *checker) setScalar(st *state, r asm.Register, s Scalar) {
 		return
 	}
 	id := v.id
-	st.forEach(func(x *value) {
-		if x.k == kScalar && x.id == id {
-			x.s = s
-		}
-	})
+	st.update(func(x value) bool { return x.k == kScalar && x.id == id }, func(x *value) { x.s = s })
 }
 
 func cmp32(op asm.JumpOp, a, b uint32) bool {
@@ -290,15 +286,12 @@ func (ck *checker) setNull(st *state, p value, isNull bool) {
 	if isNull && p.k == kAllocOrNull {
 		st.dropRef(p.id)
 	}
-	st.forEach(func(v *value) {
-		if !v.isNullable() || v.id != p.id {
-			return
-		}
+	st.update(func(v value) bool { return v.isNullable() && v.id == p.id }, func(v *value) {
 		switch {
 		case isNull:
 			*v = constVal(0)
 		case v.k == kMapValueOrNull:
-			v.k = kMapValue
+			v.k, v.id = kMapValue, 0
 		default:
 			v.k = kAlloc
 		}

@@ -109,11 +109,8 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 	}
 	for _, id := range released {
 		st.dropRef(id)
-		st.forEach(func(v *value) {
-			if (v.k == kAlloc || v.k == kAllocOrNull) && v.id == id {
-				*v = scalarVal(unknownScalar())
-			}
-		})
+		st.update(func(v value) bool { return (v.k == kAlloc || v.k == kAllocOrNull) && v.id == id },
+			func(v *value) { *v = scalarVal(unknownScalar()) })
 	}
 	for r := asm.R1; r <= asm.R5; r++ {
 		f.regs[r] = value{}

@@ -174,9 +174,10 @@ func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error
 			return false, ck.errorf(InfiniteLoop, ck.loopJump(pc), "the loop at pc %d comes back to its head in the same state (%s): it never terminates", pc, st.describe(ck))
 		}
 	}
+	replace := -1
 	if ck.joinAfter > 0 && len(list) >= ck.joinAfter {
 		// too many different states here: continue with one that covers
-		// st and the latest finished state
+		// st and the latest finished state, which it then replaces
 		for i := len(list) - 1; i >= 0; i-- {
 			if !list[i].done {
 				continue
@@ -188,11 +189,15 @@ func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error
 				ck.joined++
 				*st = *js
 				cl = ck.clean(st, pc)
+				replace = i
 			}
 			break
 		}
 	}
 	slot := len(list)
+	if replace >= 0 {
+		slot = replace
+	}
 	if slot >= maxStoredPerPC {
 		// replace a finished state; when all are in progress keep the
 		// list as it is (pruning is only an optimization)
@@ -241,8 +246,9 @@ func (ck *checker) clean(st *state, pc int) *state {
 			}
 		}
 	}
-	n.forEach(func(v *value) {
-		if v.k != kScalar || v.id == 0 {
+	linked := func(v value) bool { return v.k == kScalar && v.id != 0 }
+	n.each(func(v value) {
+		if !linked(v) {
 			return
 		}
 		for i := 0; i < nids; i++ {
@@ -254,20 +260,20 @@ func (ck *checker) clean(st *state, pc int) *state {
 		if nids < len(ids) {
 			ids[nids], cnt[nids] = v.id, 1
 			nids++
-		} else {
-			v.id = 0 // too many links to track: forget this one
 		}
 	})
-	n.forEach(func(v *value) {
-		if v.k != kScalar || v.id == 0 {
-			return
+	single := func(v value) bool {
+		if !linked(v) {
+			return false
 		}
 		for i := 0; i < nids; i++ {
-			if ids[i] == v.id && cnt[i] < 2 {
-				v.id = 0
+			if ids[i] == v.id {
+				return cnt[i] < 2
 			}
 		}
-	})
+		return true // beyond the ids tracked: forget the link
+	}
+	n.update(single, func(v *value) { v.id = 0 })
 	return n
 }
 

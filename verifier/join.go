@@ -1,5 +1,10 @@
 package verifier
 
+import (
+	"math"
+	"math/bits"
+)
+
 // Joining states: when many different states reach the same prune point,
 // the path-sensitive exploration would otherwise enumerate every
 // combination of earlier branches. Past a threshold, the new state is
@@ -10,7 +15,7 @@ package verifier
 
 // joinAfter is the number of states stored at a pc before new states are
 // joined instead of explored separately.
-const joinAfter = 8
+const joinAfter = 4
 
 // joiner maps pairs of ids of the two joined states to ids of the result.
 type joiner struct {
@@ -43,6 +48,52 @@ func joinScalar(a, b Scalar) Scalar {
 	return Scalar{min(a.smin, b.smin), max(a.smax, b.smax), min(a.umin, b.umin), max(a.umax, b.umax), joinTnum(a.t, b.t)}
 }
 
+// pow2m1 rounds x up to the next 2^k-1.
+func pow2m1(x uint64) uint64 {
+	if x == 0 {
+		return 0
+	}
+	return math.MaxUint64 >> bits.LeadingZeros64(x)
+}
+
+// widenScalar covers old and cur, moving every bound that cur exceeds to
+// the next power of two (minus one), so that repeated joins at one pc
+// converge in a few steps instead of one per new value.
+func widenScalar(old, cur Scalar) Scalar {
+	if old.contains(cur) {
+		return old
+	}
+	j := joinScalar(old, cur)
+	if j.umax > old.umax {
+		j.umax = pow2m1(j.umax)
+	}
+	if j.umin < old.umin {
+		j.umin = 0
+	}
+	if j.smax > old.smax {
+		if j.smax >= 0 {
+			j.smax = int64(pow2m1(uint64(j.smax)))
+		} else {
+			j.smax = -1
+		}
+	}
+	if j.smin < old.smin {
+		if j.smin < 0 {
+			j.smin = -int64(pow2m1(uint64(-(j.smin + 1)))) - 1
+		} else {
+			j.smin = 0
+		}
+	}
+	if j.t != old.t {
+		j.t = tnumUnknown
+	}
+	r, ok := j.sync()
+	if !ok {
+		return joinScalar(old, cur)
+	}
+	return r
+}
+
 func isNull(v value) bool { return v.k == kScalar && v.s.isConst() && v.s.constVal() == 0 }
 
 // joinValue returns a value that covers both a and b; uninitialized when
@@ -57,7 +108,7 @@ func (j *joiner) joinValue(a, b value) value {
 		if a.id != 0 && b.id != 0 {
 			id = j.id(a.id, b.id)
 		}
-		return value{k: kScalar, id: id, s: joinScalar(a.s, b.s)}
+		return value{k: kScalar, id: id, s: widenScalar(a.s, b.s)}
 	}
 	// a map value pointer or null on one side, a null or a map value
 	// pointer on the other

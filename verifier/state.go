@@ -91,21 +91,35 @@ func (st *state) clone() *state {
 	return n
 }
 
-// forEach calls f for every register and spilled slot of every frame.
-func (st *state) forEach(f func(v *value)) {
+// update calls f on every register and spilled slot of every frame for
+// which match is true; stack slots are copied (copy on write) only when
+// one matches.
+func (st *state) update(match func(v value) bool, f func(v *value)) {
 	for fi := range st.frames {
 		fr := &st.frames[fi]
 		for r := range fr.regs {
-			f(&fr.regs[r])
-		}
-		if fr.stk.spill == 0 {
-			continue
-		}
-		slots := fr.stk.mut()
-		for i := 0; i < stackSlots; i++ {
-			if fr.stk.spilled(i) {
-				f(&slots[i])
+			if match(fr.regs[r]) {
+				f(&fr.regs[r])
 			}
+		}
+		for bitsLeft := fr.stk.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
+			i := bits.TrailingZeros64(bitsLeft)
+			if match(fr.stk.slots[i]) {
+				f(&fr.stk.mut()[i])
+			}
+		}
+	}
+}
+
+// each calls f on every register and spilled slot, read-only.
+func (st *state) each(f func(v value)) {
+	for fi := range st.frames {
+		fr := &st.frames[fi]
+		for r := range fr.regs {
+			f(fr.regs[r])
+		}
+		for bitsLeft := fr.stk.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
+			f(fr.stk.slots[bits.TrailingZeros64(bitsLeft)])
 		}
 	}
 }
