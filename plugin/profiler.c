@@ -378,7 +378,7 @@ static void reclaim(struct pctx *pc) { sweep(pc, 0, pc->n, g_reclaim_ns, NCCLBPF
  *    than NCCLBPF_PROF_KCH_WAIT_MS (default 5 s: NCCL's first collectives may set up connections),
  *    NCCL does not send them here: tasks stop waiting for them (they end at their stop, with
  *    NCCLBPF_PROF_F_HOST_ONLY). A later kernel channel turns waiting back on for new tasks;
- *  - every 16 task starts, 256 pool entries are swept for tasks stuck longer than the reclaim age
+ *  - every 64 task starts, 64 pool entries are swept for tasks stuck longer than the reclaim age
  *    (a channel NCCL announced but never reported), so stuck events never pile up. */
 static void maintain(struct pctx *pc) {
 	if (!atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
@@ -391,7 +391,7 @@ static void maintain(struct pctx *pc) {
 	}
 	uint32_t tick = atomic_load_explicit(&pc->tick, memory_order_relaxed) + 1;
 	atomic_store_explicit(&pc->tick, tick, memory_order_relaxed);
-	if ((tick & 15) == 0) sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 256, g_reclaim_ns,
+	if ((tick & 63) == 0) sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 64, g_reclaim_ns,
 	                            NCCLBPF_PROF_F_FORCED);
 }
 
@@ -526,6 +526,37 @@ static void complete(struct pctx *pc, struct pev *e, uint32_t gen) {
 /* ------------------------------------------------------------------------------------------------
  * Descriptor decoding */
 
+/* NCCL passes its names as pointers to static strings: decoded names are cached by address in a
+ * small direct-mapped table (one 64-bit word per entry: address << 16 | kind << 8 | value + 1), so
+ * that the string compares run once per distinct string. Lock-free: a torn race only costs a miss. */
+enum { SC_FUNC = 1, SC_ALGO, SC_PROTO, SC_TYPE };
+static _Atomic uint64_t g_strcache[256];
+
+static inline int sc_get(const char *s, int kind, int32_t *v) {
+	uintptr_t u = (uintptr_t)s;
+	uint64_t e = atomic_load_explicit(&g_strcache[(u >> 3) & 255], memory_order_relaxed);
+	if ((e >> 16) != (uint64_t)u || ((e >> 8) & 0xff) != (uint64_t)kind) return 0;
+	*v = (int32_t)(e & 0xff) - 1;
+	return 1;
+}
+
+static inline void sc_put(const char *s, int kind, int32_t v) {
+	uintptr_t u = (uintptr_t)s;
+	if ((uint64_t)u >> 47 || v < -1 || v > 254) return;
+	atomic_store_explicit(&g_strcache[(u >> 3) & 255], (uint64_t)u << 16 | (uint64_t)kind << 8 | (uint64_t)(v + 1),
+	                      memory_order_relaxed);
+}
+
+#define CACHED(KIND, FN)                                   \
+	static int32_t FN##_c(const char *s) {                 \
+		int32_t v;                                         \
+		if (!s) return FN(s);                              \
+		if (sc_get(s, KIND, &v)) return v;                 \
+		v = FN(s);                                         \
+		sc_put(s, KIND, v);                                \
+		return v;                                          \
+	}
+
 static int32_t func_id(const char *s) {
 	if (!s) return NCCLBPF_PROF_FUNC_UNKNOWN;
 	switch (s[0]) {
@@ -592,6 +623,12 @@ static uint32_t type_size(const char *s) {
 	if (d[1] == '8') return 1;
 	return 0;
 }
+
+static int32_t type_size_i(const char *s) { return (int32_t)type_size(s); }
+CACHED(SC_FUNC, func_id)
+CACHED(SC_ALGO, algo_id)
+CACHED(SC_PROTO, proto_id)
+CACHED(SC_TYPE, type_size_i)
 
 static const uint8_t v1_type_size[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
@@ -857,18 +894,18 @@ static nbp_result_t start_v56(void *context, void **eHandle, nbp_descr_v6_t *d) 
 	case NBP_EV_COLL:
 		v.id.hook = NCCLBPF_PROF_COLL_END;
 		v.id.seq = d->coll.seqNumber;
-		v.id.func = func_id(d->coll.func);
-		v.id.bytes = (uint64_t)d->coll.count * type_size(d->coll.datatype);
-		v.id.algo = algo_id(d->coll.algo);
-		v.id.proto = proto_id(d->coll.proto);
+		v.id.func = func_id_c(d->coll.func);
+		v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);
+		v.id.algo = algo_id_c(d->coll.algo);
+		v.id.proto = proto_id_c(d->coll.proto);
 		v.id.nchannels = d->coll.nChannels;
 		v.nch = d->coll.nChannels;
 		task_common(pc, &v);
 		break;
 	case NBP_EV_P2P:
 		v.id.hook = NCCLBPF_PROF_P2P_END;
-		v.id.func = func_id(d->p2p.func);
-		v.id.bytes = (uint64_t)d->p2p.count * type_size(d->p2p.datatype);
+		v.id.func = func_id_c(d->p2p.func);
+		v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);
 		v.id.algo = v.id.proto = -1;
 		v.id.nchannels = d->p2p.nChannels;
 		v.nch = d->p2p.nChannels;
@@ -909,17 +946,17 @@ static nbp_result_t start_v4(void *context, void **eHandle, nbp_descr_v4_t *d) {
 	case NBP_EV_COLL:
 		v.id.hook = NCCLBPF_PROF_COLL_END;
 		v.id.seq = d->coll.seqNumber;
-		v.id.func = func_id(d->coll.func);
-		v.id.bytes = (uint64_t)d->coll.count * type_size(d->coll.datatype);
-		v.id.algo = algo_id(d->coll.algo);
-		v.id.proto = proto_id(d->coll.proto);
+		v.id.func = func_id_c(d->coll.func);
+		v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);
+		v.id.algo = algo_id_c(d->coll.algo);
+		v.id.proto = proto_id_c(d->coll.proto);
 		v.id.nchannels = v.nch = d->coll.nChannels;
 		task_common(pc, &v);
 		break;
 	case NBP_EV_P2P:
 		v.id.hook = NCCLBPF_PROF_P2P_END;
-		v.id.func = func_id(d->p2p.func);
-		v.id.bytes = (uint64_t)d->p2p.count * type_size(d->p2p.datatype);
+		v.id.func = func_id_c(d->p2p.func);
+		v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);
 		v.id.algo = v.id.proto = -1;
 		v.id.nchannels = v.nch = d->p2p.nChannels;
 		task_common(pc, &v);
@@ -961,17 +998,17 @@ static nbp_result_t start_v4(void *context, void **eHandle, nbp_descr_v4_t *d) {
 		case NBP_EV_COLL:                                                                 \
 			v.id.hook = NCCLBPF_PROF_COLL_END;                                            \
 			v.id.seq = d->coll.seqNumber;                                                 \
-			v.id.func = func_id(d->coll.func);                                            \
-			v.id.bytes = (uint64_t)d->coll.count * type_size(d->coll.datatype);           \
-			v.id.algo = algo_id(d->coll.algo);                                            \
-			v.id.proto = proto_id(d->coll.proto);                                         \
+			v.id.func = func_id_c(d->coll.func);                                            \
+			v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);           \
+			v.id.algo = algo_id_c(d->coll.algo);                                            \
+			v.id.proto = proto_id_c(d->coll.proto);                                         \
 			v.id.nchannels = v.nch = d->coll.nMaxChannels;                                \
 			task_common(pc, &v);                                                          \
 			break;                                                                        \
 		case NBP_EV_P2P:                                                                  \
 			v.id.hook = NCCLBPF_PROF_P2P_END;                                             \
-			v.id.func = func_id(d->p2p.func);                                             \
-			v.id.bytes = (uint64_t)d->p2p.count * type_size(d->p2p.datatype);             \
+			v.id.func = func_id_c(d->p2p.func);                                             \
+			v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);             \
 			v.id.algo = v.id.proto = -1;                                                  \
 			task_common(pc, &v);                                                          \
 			v.id.peer = d->p2p.peer;                                                      \
