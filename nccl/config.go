@@ -145,23 +145,3 @@ func ParseInt(s string) (uint64, error) {
 	}
 	return v, nil
 }
-
-// Encode returns v as size little-endian bytes, checking that the value
-// fits (as signed or unsigned) in size bytes (1, 2, 4 or 8).
-func (v Var) Encode(size int) ([]byte, error) {
-	if size != 1 && size != 2 && size != 4 && size != 8 {
-		return nil, fmt.Errorf("variable %s: size %d is not an integer width", v.Name, size)
-	}
-	if size < 8 {
-		bits := uint(size * 8)
-		s := int64(v.Value)
-		if v.Value >= 1<<bits && (s < -(1<<(bits-1)) || s >= 0) {
-			return nil, fmt.Errorf("variable %s: value %d does not fit in %d bytes", v.Name, s, size)
-		}
-	}
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = byte(v.Value >> (8 * i))
-	}
-	return b, nil
-}

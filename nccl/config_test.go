@@ -34,27 +34,3 @@ func TestConfigFromEnv(t *testing.T) {
 		}
 	}
 }
-
-func TestVarEncode(t *testing.T) {
-	for _, tc := range []struct {
-		v    uint64
-		size int
-		want []byte
-		ok   bool
-	}{
-		{1, 1, []byte{1}, true},
-		{255, 1, []byte{255}, true},
-		{256, 1, nil, false},
-		{^uint64(0), 1, []byte{255}, true}, // -1
-		{^uint64(0) - 200, 1, nil, false},  // -201
-		{0x12345678, 4, []byte{0x78, 0x56, 0x34, 0x12}, true},
-		{1 << 32, 4, nil, false},
-		{1 << 40, 8, []byte{0, 0, 0, 0, 0, 1, 0, 0}, true},
-		{1, 3, nil, false},
-	} {
-		b, err := Var{"x", tc.v}.Encode(tc.size)
-		if (err == nil) != tc.ok || (tc.ok && string(b) != string(tc.want)) {
-			t.Errorf("Encode(%#x, %d) = %v, %v", tc.v, tc.size, b, err)
-		}
-	}
-}

@@ -273,3 +273,140 @@ func TestNativeSizeAwareGrid(t *testing.T) {
 }
 
 func fbits(f float32) uint32 { return math.Float32bits(f) }
+
+// TestPolicyGrids runs the embedded noop and size_aware policies, JIT-
+// compiled in libncclbpf.so, over the host's grid of collectives, sizes,
+// ranks, nodes and tables for every tuner ABI version, and compares each
+// result with the expected decision (size_aware: the native C logic).
+func TestPolicyGrids(t *testing.T) {
+	artifacts(t)
+	for _, pol := range []string{"noop", "size_aware"} {
+		for v := 2; v <= 6; v++ {
+			out := host(t, []string{"NCCLBPF_POLICY=builtin:" + pol}, "", "policy", art.lib, strconv.Itoa(v), pol)
+			if !strings.Contains(out, fmt.Sprintf("policy %s v%d: ok", pol, v)) {
+				t.Errorf("%s v%d:\n%s", pol, v, out)
+			}
+		}
+	}
+	// The tunables reach the program: with size_lo above every grid size
+	// and size_hi at the top, size_aware never fires, which the grid
+	// reports as a mismatch against the default thresholds.
+	cmd := exec.Command(art.host, "policy", art.lib, "5", "size_aware")
+	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_POLICY_CONFIG=size_lo=1G")
+	if out, err := cmd.Output(); err == nil {
+		t.Errorf("size_lo=1G did not change size_aware's decisions:\n%s", out)
+	}
+}
+
+// expectTable applies a decision to a cost table the way the shim does.
+func expectTable(tbl [21]float32, a, p, ch int) ([21]float32, int) {
+	switch {
+	case a >= 0 && p >= 0:
+		tbl[a*3+p] = 0
+	case a >= 0 || p >= 0:
+		for i := 0; i < 21; i++ {
+			in := (a >= 0 && i/3 == a) || (p >= 0 && i%3 == p)
+			if !in && tbl[i] >= 0 {
+				tbl[i] = -1
+			}
+		}
+	}
+	return tbl, ch
+}
+
+// TestPolicyRules checks the rules policy, with its table built from a
+// rules file, against Decide (the example tuner's first-match semantics)
+// over a grid of collectives, sizes, topologies and availability.
+func TestPolicyRules(t *testing.T) {
+	artifacts(t)
+	dir := t.TempDir()
+	const conf = `# rules for the test
+allreduce,0,65535,tree,ll,-1,-1,-1
+allreduce,65536,1048575,ring,ll128,8,1,-1
+allreduce,1048576,4194303,-1,simple,-1,-1,4
+allreduce,0,18446744073709551615,ring,simple,-1,-1,-1
+allgather,1024,4096,default,simple,2,-1,8,1,0
+allgather,0,1000000,ring,-1,16,-1,-1
+reducescatter,0,100,nvls,-1,-1,-1,-1,-1
+broadcast,10,20000,pat,ll,-1,2,16,-1
+broadcast,0,18446744073709551615,-1,-1,3,-1,-1
+`
+	path := filepath.Join(dir, "rules.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := ParseRules(strings.NewReader(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type topo struct{ nodes, ranks int }
+	topos := []topo{{1, 4}, {1, 8}, {2, 16}, {4, 32}}
+	var script strings.Builder
+	for i, tp := range topos {
+		fmt.Fprintf(&script, "init %d %d %d %d %d %d %d\n", i, 50+i, tp.ranks, tp.nodes, tp.nodes, tp.ranks/tp.nodes, tp.ranks/tp.nodes)
+	}
+	type want struct {
+		tbl [21]float32
+		nch int
+		why string
+	}
+	var wants []want
+	sizes := []uint64{0, 9, 10, 100, 101, 1023, 1024, 4096, 4097, 20000, 20001, 65535, 65536, 1 << 20, 4194303, 4194304, 1 << 40}
+	for ci, tp := range topos {
+		for coll := 0; coll < NumColls; coll++ {
+			for _, s := range sizes {
+				for variant := 0; variant < 4; variant++ {
+					var tbl [21]float32
+					for k := range tbl {
+						tbl[k] = float32(5 + k + int(s%7))
+					}
+					switch variant {
+					case 1: // no tree, no PAT
+						tbl[0], tbl[1], tbl[2], tbl[18], tbl[19], tbl[20] = -1, -1, -1, -1, -1, -1
+					case 2: // no LL128, no NVLS
+						for a := 0; a < 7; a++ {
+							tbl[a*3+1] = -1
+						}
+						tbl[12], tbl[13], tbl[14] = -1, -1, -1
+					case 3: // only ring/LL
+						for k := range tbl {
+							if k != 3 {
+								tbl[k] = -1
+							}
+						}
+					}
+					for _, reg := range []int{0, 1} {
+						c := call{comm: ci, coll: coll, nBytes: s, pipeOps: 1, regBuff: reg, table: tbl}
+						script.WriteString(c.String() + "\n")
+						a, p, ch := Decide(rules, coll, s, tp.nodes, tp.ranks, 1, reg, func(a, p int) bool { return tbl[a*3+p] >= 0 })
+						wt, wch := expectTable(tbl, a, p, ch)
+						wants = append(wants, want{wt, wch, fmt.Sprintf("%s nodes %d ranks %d reg %d variant %d: rule gives %d/%d/%d",
+							collNames[coll], tp.nodes, tp.ranks, reg, variant, a, p, ch) + fmt.Sprintf(" size %d", s)})
+					}
+				}
+			}
+		}
+	}
+	script.WriteString("stats\n")
+	for _, v := range []string{"5", "6", "4"} {
+		out := host(t, []string{"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + path}, script.String(), "run", art.lib, v)
+		got := parseResults(t, out)
+		if len(got) != len(wants) {
+			t.Fatalf("v%s: %d results for %d calls", v, len(got), len(wants))
+		}
+		bad := 0
+		for i, w := range wants {
+			ok := got[i].nch == w.nch
+			for k := range w.tbl {
+				ok = ok && got[i].table[k] == fbits(w.tbl[k])
+			}
+			if !ok && bad < 10 {
+				bad++
+				t.Errorf("v%s call %d (%s): got nch %d table %x, want nch %d", v, i, w.why, got[i].nch, got[i].table, w.nch)
+			}
+		}
+		if s := lineWith(out, "stats"); len(s) != 6 || s[3] != "0" || s[5] != "0" {
+			t.Errorf("v%s: stats %v: want no rejections and load status 0", v, s)
+		}
+	}
+}

@@ -151,33 +151,66 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 }
 
 // Layout of the rule table the rules policy reads (the global variable
-// `ncclbpf_rules` in policies/rules.bpf.c; keep the two in step):
+// `ncclbpf_rules` in policies/src/rules.bpf.c; keep the two in step):
 //
-//	struct rule  { __s32 n_nodes, n_ranks, num_pipe_ops, reg_buff, algorithm, protocol, n_channels; __u32 line; };
-//	struct ivl   { __u32 n; __u32 pad; struct rule r[RulesMaxCand]; };
-//	struct table { __u64 lo[NumColls][RulesMaxIvl]; struct ivl ivl[NumColls][RulesMaxIvl]; };
+//	struct rule  { __u64 key1, mask1, key2, mask2; __u32 need; __s32 algorithm, protocol, n_channels; };
+//	struct table { __u64 lo[NumColls][RulesMaxIvl]; struct rule r[NumColls][RulesMaxIvl][RulesMaxCand]; };
 //
-// For each collective the size axis is cut into intervals at every rule
-// boundary; lo[c][i] is the first size of interval i (lo[c][0] = 0, unused
-// entries = 2^64-1, so a fixed-step binary search needs no count) and
-// ivl[c][i] lists, in file order, the rules whose size range covers it. A
-// lookup is log2(RulesMaxIvl) comparisons and a scan of at most
-// RulesMaxCand rules, however many rules the file has.
+// For each collective the size axis is cut into ranges at every rule
+// boundary; lo[c][i] is the first size of range i (lo[c][0] = 0, unused
+// entries = 2^63, above every capped size, so a fixed-step binary search
+// needs no count) and r[c][i] lists, in file order, the rules whose size
+// range covers it. A rule matches when
+// ((key1 ^ nodes<<32|ranks) & mask1) | ((key2 ^ pipeOps<<32|regBuff) & mask2)
+// is 0 (a wildcard clears its mask bits) and NCCL has one of the cells in
+// need available; need = 0 marks an unused slot. A lookup costs
+// log2(RulesMaxIvl) steps and at most RulesMaxCand tests, however many
+// rules the file has.
 const (
 	RulesVar       = "ncclbpf_rules"
 	RulesMaxIvl    = 512
 	RulesMaxCand   = 8
-	RuleSize       = 32
-	RulesIvlSize   = 8 + RulesMaxCand*RuleSize
-	RulesTableSize = NumColls*RulesMaxIvl*8 + NumColls*RulesMaxIvl*RulesIvlSize
+	RuleSize       = 48
+	RulesTableSize = NumColls*RulesMaxIvl*8 + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
 )
 
 // RulesMaxBytes caps sizes in the rules policy: larger call sizes and rule
-// bounds count as RulesMaxBytes, so that the table's unused entries
-// (2^64-1) are never at or below a size.
+// bounds count as RulesMaxBytes.
 const RulesMaxBytes = math.MaxInt64
 
+const rulesUnusedLo = 1 << 63
+
 func capBytes(n uint64) uint64 { return min(n, RulesMaxBytes) }
+
+// columnCells are the cells (a, 0) of every algorithm; shifted left by p
+// they are protocol p's column.
+const columnCells = 0x49249
+
+// need returns the cost cells of which NCCL must have one available for r
+// to apply.
+func (r Rule) need() uint32 {
+	switch {
+	case r.Algorithm >= 0 && r.Protocol >= 0:
+		return 1 << (r.Algorithm*3 + r.Protocol)
+	case r.Algorithm >= 0:
+		return 7 << (r.Algorithm * 3)
+	case r.Protocol >= 0:
+		return columnCells << r.Protocol
+	}
+	return 1<<21 - 1
+}
+
+func keyMask(hi, lo int) (key, mask uint64) {
+	if hi != -1 {
+		key |= uint64(uint32(hi)) << 32
+		mask |= 0xffffffff << 32
+	}
+	if lo != -1 {
+		key |= uint64(uint32(lo))
+		mask |= 0xffffffff
+	}
+	return key, mask
+}
 
 // RulesTable builds the bytes of the rule table for rules.
 func RulesTable(rules []Rule) ([]byte, error) {
@@ -203,7 +236,7 @@ func RulesTable(rules []Rule) ([]byte, error) {
 			starts = append(starts, v)
 		}
 		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
-		// Candidates per elementary interval; merge neighbours with equal lists.
+		// Candidates per elementary range; merge neighbours with equal lists.
 		var los []uint64
 		var cands [][]Rule
 		for _, lo := range starts {
@@ -224,9 +257,8 @@ func RulesTable(rules []Rule) ([]byte, error) {
 				collNames[c], len(los), RulesMaxIvl)
 		}
 		loBase := c * RulesMaxIvl * 8
-		ivlBase := NumColls*RulesMaxIvl*8 + c*RulesMaxIvl*RulesIvlSize
 		for i := 0; i < RulesMaxIvl; i++ {
-			lo := uint64(math.MaxUint64)
+			lo := uint64(rulesUnusedLo)
 			if i < len(los) {
 				lo = los[i]
 			}
@@ -245,16 +277,22 @@ func RulesTable(rules []Rule) ([]byte, error) {
 				return nil, fmt.Errorf("collective %s, sizes %d..%d: %d rules overlap (lines %s); at most %d may",
 					collNames[c], los[i], hi, len(cs), strings.Join(lines, ","), RulesMaxCand)
 			}
-			o := ivlBase + i*RulesIvlSize
-			le.PutUint32(b[o:], uint32(len(cs)))
 			for k, r := range cs {
-				p := o + 8 + k*RuleSize
-				for j, v := range []int{r.Nodes, r.Ranks, r.PipeOps, r.RegBuff, r.Algorithm, r.Protocol, r.Channels, r.Line} {
-					if j == 6 && v == -1 {
-						v = 0 // channels: 0 is the context's "leave it to NCCL"
-					}
-					le.PutUint32(b[p+4*j:], uint32(int32(v)))
+				p := NumColls*RulesMaxIvl*8 + ((c*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
+				k1, m1 := keyMask(r.Nodes, r.Ranks)
+				k2, m2 := keyMask(r.PipeOps, r.RegBuff)
+				le.PutUint64(b[p:], k1)
+				le.PutUint64(b[p+8:], m1)
+				le.PutUint64(b[p+16:], k2)
+				le.PutUint64(b[p+24:], m2)
+				le.PutUint32(b[p+32:], r.need())
+				ch := r.Channels
+				if ch == -1 {
+					ch = 0 // the context's "leave it to NCCL"
 				}
+				le.PutUint32(b[p+36:], uint32(int32(r.Algorithm)))
+				le.PutUint32(b[p+40:], uint32(int32(r.Protocol)))
+				le.PutUint32(b[p+44:], uint32(int32(ch)))
 			}
 		}
 	}

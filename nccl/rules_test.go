@@ -58,7 +58,7 @@ func TestParseRules(t *testing.T) {
 }
 
 // lookupTable is the rules policy's algorithm in Go over the bytes RulesTable
-// builds: the binary search and candidate scan of policies/rules.bpf.c.
+// builds: the binary search and candidate tests of policies/src/rules.bpf.c.
 func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe, reg int, avail func(a, p int) bool) (int, int, int) {
 	le := binary.LittleEndian
 	lo := func(i int) uint64 { return le.Uint64(b[(coll*RulesMaxIvl+i)*8:]) }
@@ -69,19 +69,22 @@ func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe, reg int, avai
 			i += step
 		}
 	}
-	o := NumColls*RulesMaxIvl*8 + (coll*RulesMaxIvl+i)*RulesIvlSize
-	cnt := int(le.Uint32(b[o:]))
-	for k := 0; k < cnt; k++ {
-		p := o + 8 + k*RuleSize
-		f := func(j int) int { return int(int32(le.Uint32(b[p+4*j:]))) }
-		if (f(0) != -1 && f(0) != nodes) || (f(1) != -1 && f(1) != ranks) || (f(2) != -1 && f(2) != pipe) || (f(3) != -1 && f(3) != reg) {
+	var mask uint32
+	for c := 0; c < 21; c++ {
+		if avail(c/3, c%3) {
+			mask |= 1 << c
+		}
+	}
+	k1 := uint64(uint32(nodes))<<32 | uint64(uint32(ranks))
+	k2 := uint64(uint32(pipe))<<32 | uint64(uint32(reg))
+	for k := 0; k < RulesMaxCand; k++ {
+		p := NumColls*RulesMaxIvl*8 + ((coll*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
+		u := func(o int) uint64 { return le.Uint64(b[p+o:]) }
+		if ((u(0)^k1)&u(8))|((u(16)^k2)&u(24)) != 0 || le.Uint32(b[p+32:])&mask == 0 {
 			continue
 		}
-		r := Rule{Algorithm: f(4), Protocol: f(5)}
-		if !ruleAvailable(r, avail) {
-			continue
-		}
-		return f(4), f(5), f(6)
+		f := func(o int) int { return int(int32(le.Uint32(b[p+o:]))) }
+		return f(36), f(40), f(44)
 	}
 	return -1, -1, 0
 }

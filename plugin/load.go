@@ -1,10 +1,34 @@
 package main
 
+/*
+#include <stdlib.h>
+#include "shim.h"
+#include "profiler.h"
+*/
+import "C"
+
 import (
 	"fmt"
 	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
 
+	"github.com/ncclbpf/ncclbpf/bundle"
+	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/policies"
+)
+
+var (
+	// mu guards current; the hot path never takes it.
+	mu sync.Mutex
+	// current is the bundle whose code the slots point at. It stays
+	// referenced (its code mapped) for as long as it may run.
+	current *bundle.Bundle
 )
 
 // loadPolicy reads the configuration, loads the policy and publishes its
@@ -16,12 +40,99 @@ func loadPolicy() (status int, msg string) {
 			status, msg = -1, fmt.Sprintf("ncclbpf: internal error while loading the policy: %v; NCCL's default tuning stays in effect", r)
 		}
 	}()
-	cfg, err := nccl.ConfigFromEnv(os.Getenv)
+	cfg, err := nccl.ConfigFromEnv(cGetenv)
 	if err != nil {
 		return -1, fmt.Sprintf("ncclbpf: %v; NCCL's default tuning stays in effect", err)
 	}
 	if cfg.Policy == "" {
 		return 1, "ncclbpf: no policy (" + nccl.EnvPolicy + "=none): NCCL's default tuning"
 	}
-	return -1, fmt.Sprintf("ncclbpf: policy %s: the eBPF pipeline is not built into this library yet; NCCL's default tuning stays in effect", cfg.Policy)
+	start := time.Now()
+	b, err := loadBundle(cfg)
+	if err != nil {
+		return -1, fmt.Sprintf("ncclbpf: %s=%s: %v; NCCL's default tuning stays in effect", nccl.EnvPolicy, cfg.Policy, err)
+	}
+	attached := publishBundle(b)
+	return 0, fmt.Sprintf("ncclbpf: policy %s loaded in %.1f ms: %s", cfg.Policy,
+		float64(time.Since(start).Microseconds())/1000, attached)
+}
+
+// cGetenv reads the C environment. os.Getenv would not do: a c-shared Go
+// runtime copies the environment once, when the library is loaded, and
+// misses variables the process sets afterwards (Python's os.environ in a
+// PyTorch job, a launcher's setenv before NCCL's init).
+func cGetenv(name string) string {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	v := C.getenv(cname)
+	if v == nil {
+		return ""
+	}
+	return C.GoString(v)
+}
+
+// loadBundle reads, verifies and compiles the configured policy.
+func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
+	var obj []byte
+	if name := cfg.Builtin(); name != "" {
+		o, ok := policies.Object(name)
+		if !ok {
+			return nil, fmt.Errorf("no builtin policy %q (have: %s)", name, strings.Join(policies.Names(), ", "))
+		}
+		obj = o
+	} else {
+		o, err := os.ReadFile(cfg.Policy)
+		if err != nil {
+			return nil, err
+		}
+		obj = o
+	}
+	opts := bundle.Options{Name: cfg.Policy, RequireNative: true, Data: map[string][]byte{}}
+	for _, v := range cfg.Vars {
+		opts.Vars = append(opts.Vars, bundle.Var{Name: v.Name, Value: v.Value})
+	}
+	if cfg.RulesFile != "" {
+		rules, err := nccl.ParseRulesFile(cfg.RulesFile)
+		if err != nil {
+			return nil, err
+		}
+		table, err := nccl.RulesTable(rules)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", nccl.EnvRulesFile, cfg.RulesFile, err)
+		}
+		opts.Data[nccl.RulesVar] = table
+	}
+	return bundle.Load(obj, opts)
+}
+
+// publishBundle points the shim's slots at b's programs and describes what
+// it attached. Hooks b has no program for are emptied.
+func publishBundle(b *bundle.Bundle) string {
+	mu.Lock()
+	defer mu.Unlock()
+	var parts []string
+	tunerEntry := func(h string) uintptr {
+		e, _ := b.Entry(h)
+		return e
+	}
+	publish(slotTuner, tunerEntry(hook.Tuner))
+	publish(slotChunkSize, tunerEntry(hook.TunerChunkSize))
+	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
+		C.ncclbpf_prof_publish(C.int(id), 0)
+	}
+	for _, p := range b.Programs {
+		cname := C.CString(p.Hook.Name)
+		id := C.ncclbpf_prof_hook_id(cname)
+		C.free(unsafe.Pointer(cname))
+		if id >= 0 {
+			C.ncclbpf_prof_publish(id, C.uintptr_t(p.Entry()))
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", p.Hook.Name, p.Name))
+	}
+	C.ncclbpf_prof_refresh_mask()
+	// bpf_printk lines go to NCCL's logger (rate-limited by package maps).
+	maps.SetLogSinkC(uintptr(C.ncclbpf_printk_sink()), 0)
+	current = b
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }

@@ -63,6 +63,13 @@ const char *ncclbpf_load_message(void);
 void ncclbpf_ensure_loaded(void);
 
 /*
+ * ncclbpf_printk_sink returns the address of a `void fn(void *ctx, const char *line, uint32_t len)`
+ * (package maps' log sink) that passes bpf_printk lines to NCCL's logger (INFO, NCCL_TUNING) of
+ * the first communicator.
+ */
+uintptr_t ncclbpf_printk_sink(void);
+
+/*
  * ncclbpf_testing_set_program installs a native C function as the program of a slot, for tests and
  * benchmarks of the shim without the eBPF pipeline. It runs the policy load first (as the first
  * init would) so that the load does not overwrite it afterwards.

@@ -88,9 +88,23 @@ static atomic_int nb_load_rc = 2; /* see ncclbpf_tuner_stats.load_status */
 static char nb_load_msg[1024];
 static atomic_int nb_load_reported;
 
+/*
+ * Go code may return to C with the upper halves of the YMM registers dirty (AVX used without a
+ * final VZEROUPPER). Until they are cleared, every legacy-SSE instruction on this thread, in NCCL
+ * and in the shim, pays a state-merge penalty (measured: +7 ns per getCollInfo). Clear them after
+ * every call into Go.
+ */
+static void nb_clean_upper_state(void) {
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx"))
+		__asm__ volatile("vzeroupper" ::: "memory");
+#endif
+}
+
 static void nb_do_load(void) {
 	int rc = ncclbpfGoLoad(nb_load_msg, sizeof nb_load_msg);
 	nb_load_msg[sizeof nb_load_msg - 1] = 0;
+	nb_clean_upper_state();
 	atomic_store(&nb_load_rc, rc);
 }
 
@@ -99,7 +113,23 @@ static void nb_log(nb_logger_t log, int level, unsigned long flags, int line, co
 		log(level, flags, __FILE__, line, "%s", msg); /* "%s": messages may contain '%' */
 }
 
+/* NCCL's logger of the first init, for bpf_printk lines (the logger is process-wide in NCCL). */
+static _Atomic(nb_logger_t) nb_first_log;
+
+static void nb_printk(void *ctx, const char *line, uint32_t len) {
+	(void)ctx;
+	(void)len;
+	nb_logger_t log = atomic_load_explicit(&nb_first_log, memory_order_acquire);
+	if (log)
+		log(NB_LOG_INFO, NB_SUBSYS_TUNING, __FILE__, __LINE__, "ncclbpf printk: %s", line);
+}
+
+uintptr_t ncclbpf_printk_sink(void) { return (uintptr_t)nb_printk; }
+
 static void nb_ensure_loaded(nb_logger_t log) {
+	nb_logger_t none = NULL;
+	if (log)
+		atomic_compare_exchange_strong(&nb_first_log, &none, log);
 	pthread_once(&nb_load_once, nb_do_load);
 	if (atomic_exchange(&nb_load_reported, 1) == 0) {
 		if (nb_load_rc < 0)
@@ -206,78 +236,10 @@ __attribute__((cold, noinline)) static void nb_reject_log(struct nb_comm *c, int
 	nb_log(c->log, NB_LOG_WARN, NB_SUBSYS_TUNING, __LINE__, msg);
 }
 
-/* Sign bits of the 21 cost cells: bit NCCLBPF_CELL(a,p) set if the cell is negative. */
-static inline uint32_t nb_neg_mask(const uint32_t *cost) {
-#if defined(__SSE2__)
-	uint32_t m = 0;
-	for (int i = 0; i < 20; i += 4)
-		m |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(cost + i)))) << i;
-	return m | (cost[20] >> 31) << 20;
-#else
-	uint32_t m = 0;
-	for (int i = 0; i < 21; i++)
-		m |= (cost[i] >> 31) << i;
-	return m;
-#endif
-}
-
-/*
- * nb_tune runs the tuner program for one call and applies its decision to table (numAlgo x
- * numProto floats, contiguous). v2 says whether the caller is tuner v2 (table is virtual; a decision
- * must name both algorithm and protocol); *chosen gets the (algo, proto) cell made cheapest, or
- * stays {-1,-1}.
- */
-static inline void nb_tune(struct nb_comm *c, int coll, size_t n_bytes, int pipe_ops, float *table, int numAlgo,
-                           int numProto, int reg_buff, int *nChannels, int v2, int chosen[2]) {
-	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-	atomic_store_explicit(&c->seq, seq + 1, memory_order_relaxed);
-	if (atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_relaxed) == 0)
-		return; /* no program: NCCL decides (checked again under the in-flight mark below) */
-	if (table == NULL || numAlgo <= 0 || numProto <= 0)
-		return;
-
-	struct ncclbpf_tuner_ctx x;
-	x.comm_id = c->comm_id;
-	x.call_seq = seq;
-	x.n_bytes = n_bytes;
-	x.coll_type = (uint32_t)coll;
-	x.num_pipe_ops = pipe_ops;
-	x.reg_buff = reg_buff;
-	x.n_ranks = c->n_ranks;
-	x.n_nodes = c->n_nodes;
-	x.n_nvl_domains = c->nvl_domains;
-	x.min_ranks_per_nvl_domain = c->nvl_min;
-	x.max_ranks_per_nvl_domain = c->nvl_max;
-	x.abi_version = c->abi;
-	if (__builtin_expect(numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS, 1)) {
-		memcpy(x.cost, table, sizeof x.cost); /* 84 bytes: the float bits as they are */
-	} else {
-		for (int a = 0; a < NCCLBPF_NUM_ALGORITHMS; a++)
-			for (int p = 0; p < NCCLBPF_NUM_PROTOCOLS; p++) {
-				uint32_t bits = NCCLBPF_COST_UNAVAILABLE_BITS;
-				if (a < numAlgo && p < numProto)
-					memcpy(&bits, &table[a * numProto + p], sizeof bits);
-				x.cost[a][p] = bits;
-			}
-	}
-	x.avail_mask = ~nb_neg_mask(&x.cost[0][0]) & ((1u << 21) - 1);
-	x.algorithm = NCCLBPF_ALGO_UNDEF;
-	x.protocol = NCCLBPF_PROTO_UNDEF;
-	x.n_channels = 0;
-
-	uint64_t in = nb_enter(c);
-	ncclbpf_prog_fn fn =
-	    (ncclbpf_prog_fn)atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_acquire);
-	uint64_t rc = fn ? fn(&x) : NCCLBPF_TUNER_DEFAULT;
-	nb_leave(c, in);
-	nb_inc(&c->policy_calls);
-
-	if (rc != NCCLBPF_TUNER_APPLY)
-		return;
-	int a = x.algorithm, p = x.protocol, ch = x.n_channels;
-	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)
-		return; /* "leave it all to NCCL" */
-
+/* The decision of a program that NCCL cannot take as such: partial choices, clamping, rejections. */
+__attribute__((noinline)) static void nb_apply_slow(struct nb_comm *c, int coll, size_t n_bytes, float *table,
+                                                    int numAlgo, int numProto, int *nChannels, int v2, int chosen[2],
+                                                    int a, int p, int ch) {
 	int why;
 	if (a < -1 || a >= numAlgo || p < -1 || p >= numProto) {
 		why = NB_WHY_RANGE;
@@ -329,6 +291,103 @@ static inline void nb_tune(struct nb_comm *c, int coll, size_t n_bytes, int pipe
 reject:
 	nb_inc(&c->rejected);
 	nb_reject_log(c, why, coll, n_bytes, a, p, ch);
+}
+
+/* Sign bits of the 21 cost cells: bit NCCLBPF_CELL(a,p) set if the cell is negative. */
+static inline uint32_t nb_neg_mask(const uint32_t *cost) {
+#if defined(__SSE2__)
+	uint32_t m = 0;
+	for (int i = 0; i < 20; i += 4)
+		m |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(cost + i)))) << i;
+	return m | (cost[20] >> 31) << 20;
+#else
+	uint32_t m = 0;
+	for (int i = 0; i < 21; i++)
+		m |= (cost[i] >> 31) << i;
+	return m;
+#endif
+}
+
+/* Copies a numAlgo x numProto table into the context's 7 x 3 (cells outside it: unavailable). */
+__attribute__((noinline)) static void nb_copy_odd_table(struct ncclbpf_tuner_ctx *x, const float *table, int numAlgo,
+                                                        int numProto) {
+	for (int a = 0; a < NCCLBPF_NUM_ALGORITHMS; a++)
+		for (int p = 0; p < NCCLBPF_NUM_PROTOCOLS; p++) {
+			uint32_t bits = NCCLBPF_COST_UNAVAILABLE_BITS;
+			if (a < numAlgo && p < numProto)
+				memcpy(&bits, &table[a * numProto + p], sizeof bits);
+			x->cost[a][p] = bits;
+		}
+}
+
+/*
+ * nb_tune runs the tuner program for one call and applies its decision to table (numAlgo x
+ * numProto floats, contiguous). v2 says whether the caller is tuner v2 (table is virtual; a decision
+ * must name both algorithm and protocol); *chosen gets the (algo, proto) cell made cheapest, or
+ * stays {-1,-1}. Inlined into each entry point; the rare cases are out of line.
+ */
+static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int coll, size_t n_bytes, int pipe_ops,
+                                                          float *table, int numAlgo, int numProto, int reg_buff,
+                                                          int *nChannels, int v2, int chosen[2]) {
+	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	atomic_store_explicit(&c->seq, seq + 1, memory_order_relaxed);
+	if (atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_relaxed) == 0)
+		return; /* no program: NCCL decides (checked again under the in-flight mark below) */
+	if (__builtin_expect(table == NULL || numAlgo <= 0 || numProto <= 0, 0))
+		return;
+
+	struct ncclbpf_tuner_ctx x;
+	x.comm_id = c->comm_id;
+	x.call_seq = seq;
+	x.n_bytes = n_bytes;
+	x.coll_type = (uint32_t)coll;
+	x.num_pipe_ops = pipe_ops;
+	x.reg_buff = reg_buff;
+	x.n_ranks = c->n_ranks;
+	x.n_nodes = c->n_nodes;
+	x.n_nvl_domains = c->nvl_domains;
+	x.min_ranks_per_nvl_domain = c->nvl_min;
+	x.max_ranks_per_nvl_domain = c->nvl_max;
+	x.abi_version = c->abi;
+	uint32_t neg = 0;
+	if (__builtin_expect(numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS, 1)) {
+		/* 84 bytes, the float bits as they are; the sign bits give the unavailable cells. */
+		memcpy(x.cost, table, sizeof x.cost);
+		neg = nb_neg_mask(&x.cost[0][0]);
+	} else {
+		nb_copy_odd_table(&x, table, numAlgo, numProto);
+		for (int i = 0; i < NCCLBPF_NUM_ALGORITHMS * NCCLBPF_NUM_PROTOCOLS; i++)
+			neg |= ((&x.cost[0][0])[i] >> 31) << i;
+	}
+	x.avail_mask = ~neg & ((1u << 21) - 1);
+	x.algorithm = NCCLBPF_ALGO_UNDEF;
+	x.protocol = NCCLBPF_PROTO_UNDEF;
+	x.n_channels = 0;
+
+	uint64_t in = nb_enter(c);
+	ncclbpf_prog_fn fn =
+	    (ncclbpf_prog_fn)atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_acquire);
+	uint64_t rc = fn ? fn(&x) : NCCLBPF_TUNER_DEFAULT;
+	nb_leave(c, in);
+	nb_inc(&c->policy_calls);
+
+	if (rc != NCCLBPF_TUNER_APPLY)
+		return;
+	int a = x.algorithm, p = x.protocol, ch = x.n_channels;
+	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)
+		return; /* "leave it all to NCCL" */
+	/* The common decision: a full cell that NCCL has available, channels left or in range. */
+	if ((unsigned)a < (unsigned)numAlgo && (unsigned)p < (unsigned)numProto &&
+	    (unsigned)ch <= NCCLBPF_MAX_CHANNELS && table[a * numProto + p] >= 0.0f) {
+		table[a * numProto + p] = 0.0f;
+		chosen[0] = a;
+		chosen[1] = p;
+		if (ch && nChannels)
+			*nChannels = ch;
+		nb_inc(&c->applied);
+		return;
+	}
+	nb_apply_slow(c, coll, n_bytes, table, numAlgo, numProto, nChannels, v2, chosen, a, p, ch);
 }
 
 static int nb_get_coll_info(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,

@@ -712,6 +712,29 @@ struct bench_case {
 	float table[NA][NP];
 };
 
+/* size_aware as a native program behind the ncclbpf shim (isolates the shim's cost from the JIT's). */
+static uint64_t p_sa_native(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	if (x->coll_type != NCCLBPF_COLL_ALLREDUCE || x->n_ranks < 2 || x->n_ranks > SA_MAX_RANKS || x->n_nodes != 1 ||
+	    x->n_nvl_domains > 1 || x->n_bytes < SA_SIZE_LO || x->n_bytes > SA_SIZE_HI ||
+	    !(x->avail_mask & (1u << NCCLBPF_CELL(NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE))))
+		return NCCLBPF_TUNER_DEFAULT;
+	x->algorithm = NCCLBPF_ALGO_RING;
+	x->protocol = NCCLBPF_PROTO_SIMPLE;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t p_noop_native(void *vctx) { return NCCLBPF_TUNER_APPLY; }
+
+struct init_args {
+	struct tuner *t;
+	void *c;
+};
+static void *init_thread(void *arg) {
+	struct init_args *a = arg;
+	a->c = t_init(a->t, 99, 8, 1, 1, 8, 8);
+	return NULL;
+}
+
 /* Runs in a child: loads the configuration, returns the median ns per call. */
 static double bench_one(const char *spec) {
 	char buf[1024];
@@ -733,7 +756,29 @@ static double bench_one(const char *spec) {
 	int none = strcmp(lib, "none") == 0;
 	if (!none && open_tuner(&t, lib, 5) != 0)
 		return -1;
-	void *c = none ? NULL : t_init(&t, 99, 8, 1, 1, 8, 8);
+	void *c = NULL;
+	if (getenv("HOST_BENCH_OTHER_INIT")) { /* experiment: init another library first */
+		struct tuner o;
+		if (open_tuner(&o, getenv("HOST_BENCH_OTHER_INIT"), 5) == 0)
+			t_init(&o, 1, 2, 1, 1, 2, 2);
+	}
+	if (!none && getenv("HOST_BENCH_INIT_THREAD")) { /* init (and the policy load) on another thread */
+		struct init_args ia = {&t, NULL};
+		pthread_t th;
+		pthread_create(&th, NULL, init_thread, &ia);
+		pthread_join(th, NULL);
+		c = ia.c;
+	} else if (!none) {
+		c = t_init(&t, 99, 8, 1, 1, 8, 8);
+	}
+	const char *np = getenv("HOST_BENCH_NATIVE_PROGRAM"); /* "noop" or "size_aware": a C function in the slot */
+	if (!none && np) {
+		set_program_fn set = (set_program_fn)dlsym(t.lib, "ncclbpf_testing_set_program");
+		if (set)
+			set(0, (uintptr_t)(strcmp(np, "noop") == 0 ? p_noop_native : p_sa_native));
+	}
+	if (getenv("HOST_BENCH_SLEEP_MS")) /* let background threads of the library settle */
+		usleep((useconds_t)atoi(getenv("HOST_BENCH_SLEEP_MS")) * 1000);
 	/* a mix of collectives and sizes from 1 KiB to 1 GiB, AllReduce-heavy as in training */
 	static struct bench_case cases[BENCH_CASES];
 	for (int i = 0; i < BENCH_CASES; i++) {
@@ -741,6 +786,8 @@ static double bench_one(const char *spec) {
 		cases[i].n_bytes = (size_t)1024 << (i % 21);
 		model_table(cases[i].table, cases[i].coll, cases[i].n_bytes, 8, 1, i % 2 ? TBL_NVLS : 0);
 	}
+	if (getenv("HOST_BENCH_VZU"))
+		__asm__ volatile("vzeroupper" ::: "memory");
 	double *med = calloc(BENCH_REPS, sizeof *med);
 	volatile float sink = 0;
 	for (int rep = -20; rep < BENCH_REPS; rep++) {
@@ -762,6 +809,11 @@ static double bench_one(const char *spec) {
 	qsort(med, BENCH_REPS, sizeof *med, cmp_double);
 	double m = med[BENCH_REPS / 2];
 	free(med);
+	if (!none && getenv("HOST_VERBOSE") && dlsym(t.lib, "ncclbpf_tuner_get_stats")) {
+		struct ncclbpf_tuner_stats_host st = get_stats(&t);
+		fprintf(stderr, "%s: calls %llu policy_calls %llu applied %llu load %d\n", spec, (unsigned long long)st.calls,
+		        (unsigned long long)st.policy_calls, (unsigned long long)st.applied, st.load_status);
+	}
 	if (!none)
 		t_fin(&t, c);
 	return m;

@@ -14,77 +14,58 @@
 #define MAX_CAND 8               /* rules covering one range (nccl.RulesMaxCand) */
 #define MAX_BYTES 0x7fffffffffffffffull /* sizes are capped here (nccl.RulesMaxBytes) */
 
+/*
+ * One candidate rule, precomputed by the host so that matching is two tests:
+ *   ((key1 ^ k1) & mask1) | ((key2 ^ k2) & mask2) == 0  with k1 = nodes << 32 | ranks and
+ *   k2 = (u32)pipe_ops << 32 | (u32)reg_buff (wildcards have their mask bits clear), and
+ *   avail_mask & need != 0 (the cells NCCL must have available; need == 0 marks an unused slot).
+ */
 struct rule {
-	__s32 n_nodes, n_ranks, num_pipe_ops, reg_buff; /* -1: any */
-	__s32 algorithm, protocol, n_channels;          /* -1, -1, 0: NCCL's choice */
-	__u32 line;                                     /* in the rules file */
-};
-
-struct ivl {
-	__u32 n;
-	__u32 pad;
-	struct rule r[MAX_CAND];
+	__u64 key1, mask1, key2, mask2;
+	__u32 need;
+	__s32 algorithm, protocol, n_channels; /* -1, -1, 0: NCCL's choice */
 };
 
 struct table {
-	__u64 lo[NCCLBPF_NUM_COLLS][MAX_IVL]; /* first size of each range; unused: ~0 */
-	struct ivl ivl[NCCLBPF_NUM_COLLS][MAX_IVL];
+	__u64 lo[NCCLBPF_NUM_COLLS][MAX_IVL]; /* first size of each range; unused: 2^63 */
+	struct rule r[NCCLBPF_NUM_COLLS][MAX_IVL][MAX_CAND];
 };
 
 /* Filled by the host at load time (nccl.RulesTable); all-empty without a rules file. */
 struct table ncclbpf_rules;
-
-#define COLUMN_MASK 0x49249u /* cells (a, 0) for every a: shift left by p for column p */
-
-/* Applies rule r if it matches the call and NCCL can take it; returns 1 if it did. */
-static __always_inline int try_rule(struct ncclbpf_tuner_ctx *ctx, const struct rule *r, __u32 avail)
-{
-	if (r->n_nodes != -1 && r->n_nodes != (__s32)ctx->n_nodes)
-		return 0;
-	if (r->n_ranks != -1 && r->n_ranks != (__s32)ctx->n_ranks)
-		return 0;
-	if (r->num_pipe_ops != -1 && r->num_pipe_ops != ctx->num_pipe_ops)
-		return 0;
-	if (r->reg_buff != -1 && r->reg_buff != ctx->reg_buff)
-		return 0;
-	__s32 a = r->algorithm, p = r->protocol;
-	__u32 need;
-	if (a >= 0 && p >= 0)
-		need = 1u << ((a * NCCLBPF_NUM_PROTOCOLS + p) & 31);
-	else if (a >= 0)
-		need = 7u << ((a * NCCLBPF_NUM_PROTOCOLS) & 31);
-	else if (p >= 0)
-		need = COLUMN_MASK << (p & 31);
-	else
-		need = ~0u;
-	if (!(avail & need))
-		return 0; /* NCCL cannot take it here: try the next rule, as the example does */
-	ctx->algorithm = a;
-	ctx->protocol = p;
-	ctx->n_channels = r->n_channels;
-	return 1;
-}
 
 SEC("tuner")
 int rules(struct ncclbpf_tuner_ctx *ctx)
 {
 	__u32 coll = ctx->coll_type;
 	__u64 n = ctx->n_bytes;
-	__u32 i = 0;
+	__u64 i = 0;
 
 	if (coll >= NCCLBPF_NUM_COLLS)
 		return NCCLBPF_TUNER_DEFAULT;
 	if (n > MAX_BYTES)
-		n = MAX_BYTES; /* unused lo[] entries are ~0: never at or below n */
+		n = MAX_BYTES;
 	const __u64 *lo = ncclbpf_rules.lo[coll];
-	/* Largest i with lo[i] <= n (lo[0] == 0): IVL_BITS fixed steps. */
-#define STEP(s) if (lo[(i + (s)) & (MAX_IVL - 1)] <= n) i += (s);
+	/*
+	 * Largest i with lo[i] <= n (lo[0] == 0), in IVL_BITS branch-free steps: lo and n are at most
+	 * 2^63, so lo <= n exactly when n - lo has bit 63 clear, and ((n - lo) >> 63) - 1 is then all
+	 * ones. No branches means one path for the verifier and no mispredictions.
+	 */
+#define STEP(s) i += (s) & (((n - lo[(i + (s)) & (MAX_IVL - 1)]) >> 63) - 1);
 	STEP(256) STEP(128) STEP(64) STEP(32) STEP(16) STEP(8) STEP(4) STEP(2) STEP(1)
 #undef STEP
-	const struct ivl *v = &ncclbpf_rules.ivl[coll][i & (MAX_IVL - 1)];
-	__u32 cnt = v->n;
+	const struct rule *r = ncclbpf_rules.r[coll][i & (MAX_IVL - 1)];
+	__u64 k1 = ((__u64)ctx->n_nodes << 32) | ctx->n_ranks;
+	__u64 k2 = ((__u64)(__u32)ctx->num_pipe_ops << 32) | (__u32)ctx->reg_buff;
 	__u32 avail = ctx->avail_mask;
-#define TRY(k) if ((k) < cnt && try_rule(ctx, &v->r[k], avail)) return NCCLBPF_TUNER_APPLY;
+	/* The first candidate (file order) that matches and that NCCL can take wins. */
+#define TRY(k)                                                                                                         \
+	if (!(((r[k].key1 ^ k1) & r[k].mask1) | ((r[k].key2 ^ k2) & r[k].mask2)) && (r[k].need & avail)) {            \
+		ctx->algorithm = r[k].algorithm;                                                                       \
+		ctx->protocol = r[k].protocol;                                                                         \
+		ctx->n_channels = r[k].n_channels;                                                                     \
+		return NCCLBPF_TUNER_APPLY;                                                                            \
+	}
 	TRY(0) TRY(1) TRY(2) TRY(3) TRY(4) TRY(5) TRY(6) TRY(7)
 #undef TRY
 	return NCCLBPF_TUNER_APPLY;
@@ -92,5 +73,6 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 
 _Static_assert(MAX_IVL == 512, "STEP list above assumes 512 ranges");
 _Static_assert(MAX_CAND == 8, "TRY list above assumes 8 candidates");
+_Static_assert(sizeof(struct rule) == 48, "nccl.RuleSize");
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

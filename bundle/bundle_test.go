@@ -1,0 +1,128 @@
+package bundle
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/policies"
+	"github.com/ncclbpf/ncclbpf/vm"
+)
+
+func TestEncodeInt(t *testing.T) {
+	for _, tc := range []struct {
+		v    uint64
+		size int
+		want []byte
+		ok   bool
+	}{
+		{1, 1, []byte{1}, true},
+		{255, 1, []byte{255}, true},
+		{256, 1, nil, false},
+		{^uint64(0), 1, []byte{255}, true}, // -1
+		{^uint64(0) - 200, 1, nil, false},  // -201
+		{0x12345678, 4, []byte{0x78, 0x56, 0x34, 0x12}, true},
+		{1 << 32, 4, nil, false},
+		{1 << 40, 8, []byte{0, 0, 0, 0, 0, 1, 0, 0}, true},
+		{1, 3, nil, false},
+	} {
+		b, err := EncodeInt(tc.v, tc.size)
+		if (err == nil) != tc.ok || (tc.ok && string(b) != string(tc.want)) {
+			t.Errorf("EncodeInt(%#x, %d) = %v, %v", tc.v, tc.size, b, err)
+		}
+	}
+}
+
+func tunerCtx(coll uint32, nBytes uint64, ranks, nodes uint32, avail uint32) []byte {
+	b := make([]byte, hook.TunerCtxSize)
+	le := binary.LittleEndian
+	le.PutUint64(b[16:], nBytes)
+	le.PutUint32(b[24:], coll)
+	le.PutUint32(b[28:], 1)
+	le.PutUint32(b[36:], ranks)
+	le.PutUint32(b[40:], nodes)
+	le.PutUint32(b[44:], nodes)
+	le.PutUint32(b[60:], avail)
+	le.PutUint32(b[148:], 0xffffffff) // algorithm -1
+	le.PutUint32(b[152:], 0xffffffff) // protocol -1
+	return b
+}
+
+// TestEmbeddedPolicies loads every embedded policy with both engines and
+// runs size_aware on a few contexts: the JIT and the interpreter agree with
+// the policy's C source.
+func TestEmbeddedPolicies(t *testing.T) {
+	for _, engine := range []vm.Engine{nil, vm.NewInterpreter()} {
+		for _, name := range policies.Names() {
+			obj, _ := policies.Object(name)
+			b, err := Load(obj, Options{Name: name, Engine: engine})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			p := b.Program(hook.Tuner)
+			if p == nil {
+				t.Fatalf("%s: no tuner program", name)
+			}
+			if name == "size_aware" {
+				all := uint32(1<<21 - 1)
+				for _, tc := range []struct {
+					coll         uint32
+					n            uint64
+					ranks, nodes uint32
+					avail        uint32
+					ret          uint64
+					algo, proto  int32
+				}{
+					{4, 8 << 20, 8, 1, all, 0, 1, 2},
+					{4, 8 << 20, 9, 1, all, 1, -1, -1},
+					{4, 8 << 20, 8, 2, all, 1, -1, -1},
+					{4, 1 << 20, 8, 1, all, 1, -1, -1},
+					{2, 8 << 20, 8, 1, all, 1, -1, -1},
+					{4, 8 << 20, 8, 1, all &^ (1 << 5), 1, -1, -1},
+				} {
+					ctx := tunerCtx(tc.coll, tc.n, tc.ranks, tc.nodes, tc.avail)
+					r, err := p.Exec.Run(ctx)
+					a := int32(binary.LittleEndian.Uint32(ctx[148:]))
+					pr := int32(binary.LittleEndian.Uint32(ctx[152:]))
+					if err != nil || r != tc.ret || a != tc.algo || pr != tc.proto {
+						t.Errorf("size_aware %+v: ret %d, %v, algo %d proto %d", tc, r, err, a, pr)
+					}
+				}
+			}
+			if err := b.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	obj, _ := policies.Object("size_aware")
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Vars: []Var{{"nope", 1}}}, "no such global variable"},
+		{Options{Vars: []Var{{"max_ranks", 1 << 40}}}, "does not fit"},
+		{Options{Data: map[string][]byte{"size_lo": {1, 2}}}, "2 bytes given"},
+	} {
+		_, err := Load(obj, tc.opts)
+		if err == nil || !errors.Is(err, ErrVariable) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+	if _, err := Load([]byte("not an ELF"), Options{Name: "junk"}); err == nil || !strings.HasPrefix(err.Error(), "junk: ") {
+		t.Errorf("junk: %v", err)
+	}
+	b, err := Load(obj, Options{Vars: []Var{{"size_lo", 1}, {"max_ranks", 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := tunerCtx(4, 2, 4, 1, 1<<21-1)
+	if r, _ := b.Program(hook.Tuner).Exec.Run(ctx); r != 1 {
+		t.Errorf("max_ranks=2 did not reach the program: 4 ranks gave %d", r)
+	}
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const verifyObj = "../../testdata/verifier/tuner.o"
+
+func TestVerifyCommand(t *testing.T) {
+	code, stdout, stderr := runCLI("verify", verifyObj)
+	if code != 1 || stderr != "" {
+		t.Fatalf("verify tuner.o: exit %d, stderr %q; want 1 and nothing on stderr", code, stderr)
+	}
+	for _, want := range []string{
+		"FAIL bad_tuner_null (tuner, hook tuner):\n  ./tuner.c:31:19: E012 null-deref: read through r0, which may be null",
+		"      ctx->algorithm = *algo; /* ERROR E012 */\n      pc 9: ldxw %r1, [%r0]\n",
+		"./tuner.c:38:15: E016 ctx-access-denied: field n_ranks of hook \"tuner\" is read-only",
+		"PASS ok_tuner_cached (tuner, hook tuner)",
+		"1 passed, 2 failed\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("verify output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code, stdout, _ := runCLI("verify", "--section", "ok_tuner_cached", verifyObj); code != 0 || !strings.HasSuffix(stdout, "1 passed, 0 failed\n") {
+		t.Errorf("verify --section ok_tuner_cached: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runCLI("verify", "--json", "--section", "bad_tuner_write_input", verifyObj)
+	var reports []verifyReport
+	if err := json.Unmarshal([]byte(stdout), &reports); err != nil || code != 1 || len(reports) != 1 {
+		t.Fatalf("verify --json: exit %d, %v, %q", code, err, stdout)
+	}
+	if e := reports[0].Error; e == nil || e.Code != "E016" || e.Name != "ctx-access-denied" || e.Line != 38 || e.PC != 1 {
+		t.Errorf("verify --json: error %+v", e)
+	}
+	if code, _, stderr := runCLI("verify", "--hook", "nope", verifyObj); code != 2 || !strings.Contains(stderr, `unknown hook "nope"`) {
+		t.Errorf("verify --hook nope: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runCLI("verify", "--section", "nope", verifyObj); code != 1 || !strings.Contains(stderr, `no program in section "nope"`) {
+		t.Errorf("verify --section nope: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, _ := runCLI("verify"); code != 2 {
+		t.Errorf("verify without object: exit %d, want 2", code)
+	}
+}
