@@ -414,3 +414,22 @@ func (m *Map) Close() error {
 	}
 	return nil
 }
+
+// Compatible reports whether a map created from s would have the same
+// shape as m (type, key and value size, max entries, flags), so that a
+// reloaded bundle may keep using m and its contents instead. The error
+// says what differs.
+func (m *Map) Compatible(s Spec) error {
+	o := m.spec
+	switch {
+	case s.Type != o.Type:
+		return fmt.Errorf("map %q: type %s, was %s", s.Name, s.Type, o.Type)
+	case s.KeySize != o.KeySize || s.ValueSize != o.ValueSize:
+		return fmt.Errorf("map %q: key/value size %d/%d, was %d/%d", s.Name, s.KeySize, s.ValueSize, o.KeySize, o.ValueSize)
+	case s.MaxEntries != o.MaxEntries:
+		return fmt.Errorf("map %q: max_entries %d, was %d", s.Name, s.MaxEntries, o.MaxEntries)
+	case s.Flags != o.Flags:
+		return fmt.Errorf("map %q: flags %#x, was %#x", s.Name, s.Flags, o.Flags)
+	}
+	return nil
+}

@@ -409,6 +409,24 @@ func TestPerCPUArray(t *testing.T) {
 	}
 }
 
+func TestCompatible(t *testing.T) {
+	s := maps.Spec{Name: "c", Type: maps.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 16}
+	m := mustNew(t, s)
+	if err := m.Compatible(s); err != nil {
+		t.Error(err)
+	}
+	for _, o := range []maps.Spec{
+		{Name: "c", Type: maps.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 16},
+		{Name: "c", Type: maps.Hash, KeySize: 4, ValueSize: 16, MaxEntries: 16},
+		{Name: "c", Type: maps.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 32},
+		{Name: "c", Type: maps.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 16, Flags: maps.FlagRdonlyProg},
+	} {
+		if err := m.Compatible(o); err == nil {
+			t.Errorf("%+v compatible", o)
+		}
+	}
+}
+
 func TestClosed(t *testing.T) {
 	m, err := maps.New(maps.Spec{Name: "c", Type: maps.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 	if err != nil {
