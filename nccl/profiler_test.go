@@ -145,6 +145,19 @@ func TestProfilerWithoutKernelChannels(t *testing.T) {
 	}
 }
 
+// TestProfilerStuckTasks: tasks that announce channels NCCL never reports
+// are completed (flagged forced) by the periodic sweep; nothing leaks from a
+// 64-event pool.
+func TestProfilerStuckTasks(t *testing.T) {
+	profArtifacts(t)
+	for _, lib := range []string{profArt.standalone, profArt.lib} {
+		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "stuck", lib)
+		if !strings.Contains(out, "stuck: 20 tasks missing a channel completed as forced, 400 collectives") {
+			t.Errorf("%s:\n%s", filepath.Base(lib), out)
+		}
+	}
+}
+
 // TestProfilerMaskFromBundle: a bundle with a coll_end program sets the mask
 // at the first profiler init, which NCCL runs before the tuner's init.
 func TestProfilerMaskFromBundle(t *testing.T) {

@@ -18,12 +18,18 @@
  *    recognised instead of attaching a child to whatever reuses the slot.
  *  - A task (collective or p2p) ends when it was stopped ("enqueued", per NCCL) and all its kernel
  *    channels and proxy operations have completed; its end time is the latest of those.
- *  - If the pool runs dry, tasks that were stopped long ago and only wait for channels that never
- *    came are completed with NCCLBPF_PROF_F_FORCED, then the event is dropped (*eHandle = NULL),
- *    which NCCL handles.
+ *  - Tasks whose announced kernel channels never come do not pile up: a 1-rank communicator (NCCL
+ *    sends none there) or a context that never saw one within NCCLBPF_PROF_KCH_WAIT_MS stops
+ *    waiting for them (NCCLBPF_PROF_F_HOST_ONLY); a task stuck longer than NCCLBPF_PROF_RECLAIM_MS
+ *    is completed by a small periodic sweep, or when the pool runs dry (NCCLBPF_PROF_F_FORCED).
+ *    An event the pool cannot hold is dropped (*eHandle = NULL), which NCCL handles.
  *
- * Programs run through one slot per hook (see profiler.h): an atomically swapped entry point and an
- * in-flight counter that lets the control plane know when old code is no longer running.
+ * Programs run through one slot per hook (see profiler.h): an atomically swapped entry point, and
+ * per calling thread an odd/even word that gives the control plane a grace period before it frees
+ * old code (the protocol of plugin/slot.c, with the membarrier-based asymmetric fence).
+ *
+ * Environment (read by each init): NCCLBPF_PROF_POOL (events per communicator, default 4096),
+ * NCCLBPF_PROF_RECLAIM_MS (default 1000), NCCLBPF_PROF_KCH_WAIT_MS (default 5000).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -90,6 +96,8 @@ struct pctx {
 	_Atomic int kch_seen;            /* a kernel channel event arrived on this context */
 	_Atomic int kch_absent;          /* concluded that NCCL sends none here */
 	_Atomic uint64_t first_wait_ns;  /* first task stop that waited for channels, while none seen */
+	uint64_t reclaim_ns;             /* NCCLBPF_PROF_RECLAIM_MS: age of a stuck task (set by init) */
+	uint64_t kch_wait_ns;            /* NCCLBPF_PROF_KCH_WAIT_MS (set by init) */
 	_Atomic uint64_t local_seq[NCCLBPF_PROF_NUM_HOOKS];
 	_Atomic uint64_t dropped, forced, orphans;
 	struct pctx *next_ctx; /* registry, under g_reg_lock */
@@ -121,8 +129,6 @@ static __thread int t_rec_none;
 static int *_Atomic g_mask_ptr;
 static _Atomic int g_version;
 static _Atomic int g_mask_stored;
-static uint64_t g_reclaim_ns = 1000000000ull;
-static uint64_t g_kch_wait_ns = 5000000000ull;
 static int g_membarrier; /* 1 registered, -1 unavailable */
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -371,7 +377,7 @@ static void sweep(struct pctx *pc, uint32_t from, uint32_t count, uint64_t min_a
 }
 
 /* reclaim runs when the pool is empty: a full sweep of tasks stopped more than the reclaim age ago. */
-static void reclaim(struct pctx *pc) { sweep(pc, 0, pc->n, g_reclaim_ns, NCCLBPF_PROF_F_FORCED); }
+static void reclaim(struct pctx *pc) { sweep(pc, 0, pc->n, pc->reclaim_ns, NCCLBPF_PROF_F_FORCED); }
 
 /* maintain runs at each task start (NCCL's user thread):
  *  - if this context has never seen a kernel channel although a task waited for some for longer
@@ -384,14 +390,14 @@ static void maintain(struct pctx *pc) {
 	if (!atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 	    !atomic_load_explicit(&pc->kch_absent, memory_order_relaxed)) {
 		uint64_t f = atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed);
-		if (f && now_ns() - f > g_kch_wait_ns) {
+		if (f && now_ns() - f > pc->kch_wait_ns) {
 			atomic_store(&pc->kch_absent, 1);
 			sweep(pc, 0, pc->n, 0, NCCLBPF_PROF_F_HOST_ONLY);
 		}
 	}
 	uint32_t tick = atomic_load_explicit(&pc->tick, memory_order_relaxed) + 1;
 	atomic_store_explicit(&pc->tick, tick, memory_order_relaxed);
-	if ((tick & 63) == 0) sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 64, g_reclaim_ns,
+	if ((tick & 63) == 0) sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 64, pc->reclaim_ns,
 	                            NCCLBPF_PROF_F_FORCED);
 }
 
@@ -826,8 +832,8 @@ static nbp_result_t init_common(void **context, int version, uint64_t comm_id, i
 	pc->pid = getpid();
 	pc->log = log;
 	pc->n = env_u32("NCCLBPF_PROF_POOL", 4096, 16, 1u << 22);
-	g_reclaim_ns = (uint64_t)env_u32("NCCLBPF_PROF_RECLAIM_MS", 1000, 1, 3600000) * 1000000ull;
-	g_kch_wait_ns = (uint64_t)env_u32("NCCLBPF_PROF_KCH_WAIT_MS", 5000, 1, 3600000) * 1000000ull;
+	pc->reclaim_ns = (uint64_t)env_u32("NCCLBPF_PROF_RECLAIM_MS", 1000, 1, 3600000) * 1000000ull;
+	pc->kch_wait_ns = (uint64_t)env_u32("NCCLBPF_PROF_KCH_WAIT_MS", 5000, 1, 3600000) * 1000000ull;
 	/* NCCL creates no kernel-channel events on a 1-rank communicator (seen with 2.28.9: send/recv
 	 * to self gives P2p events only): do not wait for them there. */
 	if (nranks == 1) atomic_store(&pc->kch_absent, 1);

@@ -17,6 +17,8 @@
  *                                     init (before any tuner init, as in NCCL) sets the mask
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
+ *   profiler_host stuck LIB           tasks whose announced channels partly never come: completed
+ *                                     (forced) by the sweep, nothing leaks with a 64-event pool
  *   profiler_host loop LIB [native]   closed loop (profiler v5 + tuner v5): the bundle's adaptive
  *                                     policy (NCCLBPF_POLICY) or, with "native", the C version of it
  *   profiler_host bench LIB [native]  ns per profiler event, with latency_stats: the bundle's
@@ -276,6 +278,7 @@ struct comm {
 	int closing;
 	pthread_t proxy;
 	int no_kch;      /* behave like NCCL on a 1-rank communicator: no kernel-channel events */
+	int kch_max;     /* > 0: report at most this many of a task's channels (the others never come) */
 	uint64_t events; /* plugin calls made (start, stop, record) */
 	uint64_t proxy_events;
 	unsigned seed;
@@ -299,7 +302,7 @@ static void emit_proxy_side(struct comm *c, struct work *w) {
 	int nch = w->t.nch > 64 ? 64 : w->t.nch;
 	for (int ch = 0; ch < nch; ch++) {
 		kh[ch] = NULL;
-		if (v >= 3 && (c->mask & NBP_EV_KERNEL_CH) && !c->no_kch) {
+		if (v >= 3 && (c->mask & NBP_EV_KERNEL_CH) && !c->no_kch && !(c->kch_max > 0 && ch >= c->kch_max)) {
 			d_kch(v, &d, w->handle, ch, v >= 4 ? base + (uint64_t)ch * 10 : 0);
 			p->start(c->ctx, &kh[ch], &d);
 			c->proxy_events++;
@@ -720,6 +723,65 @@ static int run_nokch(const char *lib) {
 	return failures ? 1 : 0;
 }
 
+static void drain(struct comm *c) {
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		int empty = c->head == c->tail;
+		pthread_mutex_unlock(&c->mu);
+		if (empty) return;
+		usleep(20);
+	}
+}
+
+/* ---- scenario: stuck tasks ---------------------------------------------------------------------- */
+
+/* A task announces channels of which NCCL reports only some (as could happen if a version counts a
+ * send/recv pair's channels differently): the task must not leak. With a pool of 64 events and a
+ * reclaim age of 50 ms, such tasks are completed by the sweep/reclaim with NCCLBPF_PROF_F_FORCED
+ * and everything else keeps flowing. */
+static int run_stuck(const char *lib) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	setenv("NCCLBPF_PROF_POOL", "64", 1);
+	setenv("NCCLBPF_PROF_RECLAIM_MS", "50", 1);
+	int mask = 0;
+	struct comm c;
+	if (comm_open(&c, &p, 0x7000, 0, 2, &mask) != 0) return 2;
+	unsetenv("NCCLBPF_PROF_POOL");
+	unsetenv("NCCLBPF_PROF_RECLAIM_MS");
+	for (int h = NCCLBPF_PROF_FIRST_HOOK; h <= NCCLBPF_PROF_LAST_HOOK; h++) p.publish(h, (uintptr_t)rec_prog);
+	c.mask = mask = p.refresh();
+	rec_reset();
+	struct ncclbpf_prof_stats st0, st;
+	p.stats(&st0);
+	const int S = 20, N = 400;
+	c.kch_max = 1;
+	for (int i = 0; i < S; i++) {
+		struct task t = {.is_p2p = 1, .func = 6, .peer = 1, .nch = 2, .count = 1024, .gpu_ns = 1000};
+		emit_task(&c, &t);
+	}
+	drain(&c);
+	c.kch_max = 0;
+	usleep(100000);
+	for (int i = 0; i < N; i++) {
+		struct task t = {.seq = (uint64_t)i, .func = 4, .algo = 1, .proto = 2, .nch = 2, .count = 1024, .gpu_ns = 5000};
+		emit_task(&c, &t);
+		if (i % 8 == 7) drain(&c);
+	}
+	comm_close(&c);
+	p.stats(&st);
+	uint32_t np = rec_n[NCCLBPF_PROF_P2P_END], nc = rec_n[NCCLBPF_PROF_COLL_END];
+	int forced = 0;
+	for (uint32_t k = 0; k < np && k < REC_MAX; k++) forced += (rec[NCCLBPF_PROF_P2P_END][k].flags & NCCLBPF_PROF_F_FORCED) != 0;
+	CHECK(np == S && forced == S, "stuck: %u p2p_end (%d forced), want %d forced", np, forced, S);
+	CHECK(nc == N, "stuck: coll_end ran %u times, want %d", nc, N);
+	CHECK(st.events_forced - st0.events_forced == (uint64_t)S && st.events_dropped == st0.events_dropped,
+	      "stuck: forced %llu dropped %llu", (unsigned long long)(st.events_forced - st0.events_forced),
+	      (unsigned long long)(st.events_dropped - st0.events_dropped));
+	printf("stuck: %d tasks missing a channel completed as forced, %u collectives after them, pool of 64\n", forced, nc);
+	return failures ? 1 : 0;
+}
+
 /* ---- scenario: closed loop ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -754,16 +816,6 @@ static uint64_t best_time(const struct model *m, uint64_t bytes, int *best) {
 #define LOOP_CONVERGE_BOUND 96
 #define LOOP_RECOVER_BOUND 64
 static const uint64_t loop_bytes[LOOP_SIZES] = {1024, 8192, 65536, 16u << 20};
-
-static void drain(struct comm *c) {
-	for (;;) {
-		pthread_mutex_lock(&c->mu);
-		int empty = c->head == c->tail;
-		pthread_mutex_unlock(&c->mu);
-		if (empty) return;
-		usleep(20);
-	}
-}
 
 /* Options of run_loop for the rank-consistency scenario: measured times get independent noise of
  * +-noise_pct % per rank (seeded by the rank), the decision of every call is written to fd as 3
@@ -1050,6 +1102,8 @@ int main(int argc, char **argv) {
 		rc = run_mask(argv[2]);
 	else if (!strcmp(argv[1], "maskon"))
 		rc = run_maskon(argv[2]);
+	else if (!strcmp(argv[1], "stuck"))
+		rc = run_stuck(argv[2]);
 	else if (!strcmp(argv[1], "nokch"))
 		rc = run_nokch(argv[2]);
 	else if (!strcmp(argv[1], "loop"))
