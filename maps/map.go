@@ -185,6 +185,7 @@ func (m *Map) Ref() vm.MapRef {
 		KeySize:    m.spec.KeySize,
 		ValueSize:  m.spec.ValueSize,
 		MaxEntries: m.spec.MaxEntries,
+		ReadOnly:   m.spec.Flags&FlagRdonlyProg != 0,
 	}
 	if m.c != nil {
 		r.Handle = uintptr(unsafe.Pointer(m.c))

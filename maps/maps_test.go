@@ -188,7 +188,7 @@ func TestGlobalDataFrozen(t *testing.T) {
 	m := mustNew(t, maps.Spec{Name: ".rodata", Type: maps.Array, KeySize: 4, ValueSize: 9, MaxEntries: 1,
 		Flags: maps.FlagRdonlyProg | maps.FlagMmapable, Contents: []maps.KV{{Key: u32(0), Value: data}}, Freeze: true})
 	c := newCaller(t)
-	if !m.Frozen() || !m.ReadOnlyForPrograms() {
+	if !m.Frozen() || !m.ReadOnlyForPrograms() || !m.Ref().ReadOnly {
 		t.Error("not frozen / read-only")
 	}
 	if got := ctest.Bytes(uint64(m.Ref().ArrayBase), 9); string(got) != string(data) {
@@ -202,6 +202,9 @@ func TestGlobalDataFrozen(t *testing.T) {
 	}
 	// .data: writable by programs, Go may write until frozen.
 	d := mustNew(t, maps.Spec{Name: ".data", Type: maps.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if d.Ref().ReadOnly {
+		t.Error(".data read-only for programs")
+	}
 	if err := d.Update(u32(0), u32(7), 0); err != nil {
 		t.Fatal(err)
 	}
