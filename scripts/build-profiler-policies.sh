@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rebuild the committed profiler example bundles (policies/latency_stats,
-# policies/adaptive) from their C sources. Needs clang-19 and libbpf's
-# headers (scripts/setup.sh).
+# policies/adaptive) and the GPU-machine check bundle
+# (testhost/profiler_device_policy) from their C sources. Needs clang-19 and
+# libbpf's headers (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLANG=${CLANG:-/usr/bin/clang-19}
@@ -12,3 +13,6 @@ for dir in policies/latency_stats policies/adaptive; do
 	"$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include -I "$dir" -c "$src" -o "$obj"
 	echo "built $obj"
 done
+"$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include -c testhost/profiler_device_policy.bpf.c \
+	-o testhost/profiler_device_policy.bpf.o
+echo "built testhost/profiler_device_policy.bpf.o"

@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: MIT
-# profiler_device.py: drive real NCCL (PyTorch's) on one GPU with the profiler shim loaded:
+# profiler_device.py: drive real NCCL (PyTorch's) on one GPU with the profiler shim loaded, either
+# the shim with native summary programs (testhost/profiler_device.c):
 #   NCCL_PROFILER_PLUGIN=/path/libprofiler-device.so python testhost/profiler_device.py
+# or libncclbpf.so with an eBPF bundle (its bpf_printk lines appear in NCCL's INFO log):
+#   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,PROFILE NCCL_PROFILER_PLUGIN=$PWD/build/libncclbpf.so \
+#   NCCL_TUNER_PLUGIN=$PWD/build/libncclbpf.so NCCLBPF_POLICY=$PWD/testhost/profiler_device_policy.bpf.o \
+#   python testhost/profiler_device.py
 # With one GPU only p2p to self reaches the profiler (collectives on 1 rank are plain copies).
 import os, sys, time
 import torch
