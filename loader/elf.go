@@ -27,6 +27,8 @@ type objectFile struct {
 	// objects maps the name of each data symbol (maps, variables) to the
 	// name of its section, for error messages.
 	objects map[string]string
+	// hasBTF and hasBTFExt say whether the sections .BTF and .BTF.ext exist.
+	hasBTF, hasBTFExt bool
 }
 
 // openObject checks the ELF header (64-bit, little-endian, BPF machine)
@@ -50,11 +52,16 @@ func openObject(r io.ReaderAt) (*objectFile, error) {
 		return nil, fmt.Errorf("ELF type %s: want a relocatable object (ET_REL), as clang -c writes", f.Type)
 	}
 
+	obj := &objectFile{
+		funcs:     make(map[string]rawFunc),
+		objects:   make(map[string]string),
+		hasBTF:    f.Section(".BTF") != nil,
+		hasBTFExt: f.Section(".BTF.ext") != nil,
+	}
 	syms, err := f.Symbols()
 	if err != nil {
 		return nil, fmt.Errorf("reading symbol table: %w", err)
 	}
-	obj := &objectFile{funcs: make(map[string]rawFunc), objects: make(map[string]string)}
 	dup := make(map[string]bool)
 	for _, s := range syms {
 		if s.Name == "" || s.Section == elf.SHN_UNDEF || int(s.Section) >= len(f.Sections) {
