@@ -271,6 +271,16 @@ func (c *compiler) analyze() error {
 			return errAt(pc, ins, "jump target %d is in another function (starting at pc %d)", t, c.funcStart[c.funcOf[t]])
 		}
 	}
+	// Each function ends with exit or ja: no fall-through into the next.
+	for f := 1; f < len(c.funcStart); f++ {
+		last := int(c.funcStart[f]) - 1
+		if c.second[last] {
+			last--
+		}
+		if fallsThrough(c.insns[last]) {
+			return errAt(last, c.insns[last], "execution falls through into the function at pc %d (a function must end with exit or ja)", c.funcStart[f])
+		}
+	}
 	c.depthCheck = !callDepthOK(callees)
 	for id := range c.prog.Helpers {
 		c.helperIDs = append(c.helperIDs, int32(id))
@@ -352,10 +362,6 @@ func (c *compiler) emitProgram() error {
 		if ins.IsLdImm64() {
 			pc++
 			c.pcOff[pc] = c.len()
-		}
-		if last := pc + 1; (last == n || c.funcOf[last] != f) && fallsThrough(ins) {
-			// Control would run off the end of the function.
-			c.fault(FaultFellOff, pc, c.jmpRel32())
 		}
 	}
 	c.pcOff[n] = c.len()

@@ -38,8 +38,6 @@ const (
 	FaultCallDepth FaultKind = 1
 	// FaultCallx: callx with an id that is not in the program's helper table.
 	FaultCallx FaultKind = 2
-	// FaultFellOff: execution ran past the last instruction of a function.
-	FaultFellOff FaultKind = 3
 )
 
 // Sentinel errors, wrapped by *FaultError.
@@ -48,8 +46,6 @@ var (
 	ErrCallDepth = errors.New("call depth exceeded")
 	// ErrUnknownHelper: see FaultCallx.
 	ErrUnknownHelper = errors.New("callx to an unknown helper")
-	// ErrFellOff: see FaultFellOff.
-	ErrFellOff = errors.New("execution fell off the end of a function")
 	// ErrClosed is returned by Run after Close.
 	ErrClosed = errors.New("jit: program closed")
 )
@@ -72,8 +68,6 @@ func (e *FaultError) Unwrap() error {
 		return ErrCallDepth
 	case FaultCallx:
 		return ErrUnknownHelper
-	case FaultFellOff:
-		return ErrFellOff
 	}
 	return fmt.Errorf("fault kind %d", e.Kind)
 }
