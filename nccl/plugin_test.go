@@ -220,6 +220,10 @@ func TestPluginBadPolicy(t *testing.T) {
 		"unknown builtin": {"NCCLBPF_POLICY=builtin:nope"},
 		"bad config":      {"NCCLBPF_POLICY_CONFIG=size_lo"},
 		"bad rules":       {"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + rules},
+		"rules file, policy without a rule table": {"NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_RULES_FILE=" + rules},
+		"writes an input":                         {"NCCLBPF_POLICY=" + testdata(t, "unsafe_write.bpf.o")},
+		"unbounded index":                         {"NCCLBPF_POLICY=" + testdata(t, "unsafe_oob.bpf.o")},
+		"unknown section":                         {"NCCLBPF_POLICY=" + testdata(t, "wrong_hook.bpf.o")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, v := range []string{"5", "6", "4"} {
@@ -243,6 +247,10 @@ func TestPluginBadPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+func testdata(t *testing.T, name string) string {
+	return filepath.Join(repoRoot(t), "nccl", "testdata", name)
 }
 
 // TestPluginNoPolicy: NCCLBPF_POLICY=none runs nothing and logs no warning.

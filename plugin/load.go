@@ -50,7 +50,7 @@ func loadPolicy() (status int, msg string) {
 	start := time.Now()
 	b, err := loadBundle(cfg)
 	if err != nil {
-		return -1, fmt.Sprintf("ncclbpf: %s=%s: %v; NCCL's default tuning stays in effect", nccl.EnvPolicy, cfg.Policy, err)
+		return -1, fmt.Sprintf("ncclbpf: policy %v; NCCL's default tuning stays in effect", err)
 	}
 	attached := publishBundle(b)
 	return 0, fmt.Sprintf("ncclbpf: policy %s loaded in %.1f ms: %s", cfg.Policy,
@@ -77,7 +77,7 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 	if name := cfg.Builtin(); name != "" {
 		o, ok := policies.Object(name)
 		if !ok {
-			return nil, fmt.Errorf("no builtin policy %q (have: %s)", name, strings.Join(policies.Names(), ", "))
+			return nil, fmt.Errorf("%s: no such builtin policy (have: %s)", cfg.Policy, strings.Join(policies.Names(), ", "))
 		}
 		obj = o
 	} else {
