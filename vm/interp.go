@@ -226,6 +226,7 @@ type insn struct {
 	op  asm.OpCode
 	dst uint8
 	src uint8
+	fop uint8 // fast path, see interp_fast.go
 	off int16
 	imm int32
 	// k is the immediate as a 64-bit operand: sign-extended imm for ALU,

@@ -66,6 +66,7 @@ func (x *interpExec) decode(p *Program) error {
 		if err != nil {
 			return bad("%v", err)
 		}
+		d.fop = fastOp(in)
 		if c := in.Op.Class(); c == asm.ClassLDX || c == asm.ClassST || c == asm.ClassSTX {
 			d.aux = int32(in.Op.Size().Bytes())
 		}
