@@ -2,6 +2,7 @@ package amd64
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -254,5 +255,56 @@ func TestDisassemble(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("listing lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The depth limit is exact and the same as the interpreter's: with n = 6
+// the recursion uses 8 frames (the limit), with n = 7 it needs 9.
+func TestCallDepthBoundary(t *testing.T) {
+	const src = "mov %%r1, %d\ncall local f\nexit\nf:\nmov %%r0, 0\njeq %%r1, 0, out\nsub %%r1, 1\ncall local f\nadd %%r0, 1\nout:\nexit"
+	for n := 4; n <= 9; n++ {
+		insns, err := asm.Assemble(fmt.Sprintf(src, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &vm.Program{Name: "depth", Insns: insns}
+		xi, err := vm.NewInterpreter().Compile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri, erri := xi.Run(nil)
+		xj := compileText(t, fmt.Sprintf(src, n))
+		rj, errj := xj.Run(nil)
+		if ri != rj || !sameFault(erri, errj) || (n <= 6) != (errj == nil) {
+			t.Errorf("n=%d: interp %d, %v; jit %d, %v", n, ri, erri, rj, errj)
+		}
+	}
+}
+
+func TestCallxWithoutHelpers(t *testing.T) {
+	insns, _ := asm.Assemble("mov %r1, 1\nmov %r2, 0\ncall %r2\nexit")
+	x, err := Compile(&vm.Program{Name: "nohelpers", Insns: insns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	var fe *FaultError
+	if _, err := x.Run(nil); !errors.As(err, &fe) || fe.Kind != FaultCallx || fe.PC != 2 {
+		t.Fatalf("Run = %v, want a callx fault at pc 2", err)
+	}
+}
+
+// An acyclic call graph within the depth limit needs no run-time check.
+func TestNoDepthCheckWhenStaticallyBounded(t *testing.T) {
+	const acyclic = "call local f\nexit\nf:\ncall local g\nexit\ng:\nmov %r0, 1\nexit"
+	xi, _ := asm.Assemble(acyclic)
+	x := compileText(t, acyclic)
+	if l := x.Listing(xi); strings.Contains(l, "r12-") || !strings.Contains(l, "call ") {
+		t.Fatalf("depth check emitted (or no calls listed):\n%s", l)
+	}
+	y := compileText(t, "mov %r1, 1\ncall local f\nexit\nf:\njeq %r1, 0, +1\ncall local f\nexit")
+	insns, _ := asm.Assemble("mov %r1, 1\ncall local f\nexit\nf:\njeq %r1, 0, +1\ncall local f\nexit")
+	if !strings.Contains(y.Listing(insns), "lea r11, ptr [r12-") {
+		t.Fatalf("no depth check in a recursive program:\n%s", y.Listing(insns))
 	}
 }
