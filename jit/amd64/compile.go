@@ -1,7 +1,6 @@
 package amd64
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 
@@ -20,7 +19,8 @@ const MaxInstructions = 1 << 20
 const MaxCallDepth = 8
 
 // ErrInvalidProgram wraps every compile error caused by the program itself.
-var ErrInvalidProgram = errors.New("invalid program")
+// It is vm.ErrInvalidProgram, so errors.Is works alike for both engines.
+var ErrInvalidProgram = vm.ErrInvalidProgram
 
 // regMap maps eBPF registers to x86-64 registers (see the package doc).
 var regMap = [asm.NumRegisters]reg{rax, rdi, rsi, rdx, rcx, r8, rbx, r13, r14, r15, rbp}

@@ -26,6 +26,7 @@ import (
 	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/vm"
 )
 
 // FaultKind says why a compiled program stopped abnormally. The native code
@@ -40,12 +41,13 @@ const (
 	FaultCallx FaultKind = 2
 )
 
-// Sentinel errors, wrapped by *FaultError.
+// Sentinel errors, wrapped by *FaultError. They are the interpreter's, so
+// errors.Is works alike for both engines.
 var (
-	// ErrCallDepth: see FaultCallDepth.
-	ErrCallDepth = errors.New("call depth exceeded")
-	// ErrUnknownHelper: see FaultCallx.
-	ErrUnknownHelper = errors.New("callx to an unknown helper")
+	// ErrCallDepth (vm.ErrCallDepth): see FaultCallDepth.
+	ErrCallDepth = vm.ErrCallDepth
+	// ErrUnknownHelper (vm.ErrUnknownHelper): see FaultCallx.
+	ErrUnknownHelper = vm.ErrUnknownHelper
 	// ErrClosed is returned by Run after Close.
 	ErrClosed = errors.New("jit: program closed")
 )
