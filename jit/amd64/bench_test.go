@@ -25,6 +25,19 @@ func BenchmarkCompile(b *testing.B) {
 			x.Close()
 		}
 	})
+	// The compiler alone: analysis and emission, without mapping pages.
+	b.Run("emit-only/insns="+strconv.Itoa(len(prog.Insns)), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c := &compiler{prog: prog, insns: prog.Insns, base: 0x10000000}
+			if err := c.analyze(); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.emitProgram(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // genSized returns the first generated program with n±10% slots.

@@ -339,7 +339,7 @@ func callDepthOK(callees [][]int32) bool {
 func (c *compiler) emitProgram() error {
 	n := len(c.insns)
 	if c.b == nil {
-		c.b = make([]byte, 0, c.sizeBound())
+		c.b = make([]byte, 0, 512+24*n) // typical size; append grows it
 	}
 	c.b = c.b[:0]
 	c.fixups, c.faults, c.unwinds, c.tableRefs = c.fixups[:0], c.faults[:0], c.unwinds[:0], c.tableRefs[:0]
