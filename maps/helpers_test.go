@@ -1,6 +1,7 @@
 package maps_test
 
 import (
+	"bytes"
 	"strings"
 	"syscall"
 	"testing"
@@ -219,4 +220,25 @@ func TestRingBuf(t *testing.T) {
 	if c.lookup(m, nil) != 0 {
 		t.Error("lookup on a ring buffer")
 	}
+}
+
+// FuzzPrintkFormat: any format either formats within bounds or is refused;
+// the output never exceeds the buffer (go test -fuzz FuzzPrintkFormat ./maps/).
+func FuzzPrintkFormat(f *testing.F) {
+	for _, s := range []string{"%d", "%llx %5u %-08d", "%%%c", "%s", "%l", "%0", strings.Repeat("%d", 4)} {
+		f.Add([]byte(s), uint64(1), uint64(1<<63))
+	}
+	f.Fuzz(func(t *testing.T, format []byte, a, b uint64) {
+		out, ok := maps.FormatPrintk(append(format, 0), a, b, a^b)
+		if !ok {
+			return
+		}
+		if len(out) > 511 {
+			t.Fatalf("%q: %d bytes", format, len(out))
+		}
+		if plain := string(format[:min(len(format), 511)]); bytes.IndexByte(format, 0) < 0 &&
+			!strings.Contains(string(format), "%") && out != plain {
+			t.Fatalf("%q formatted as %q", format, out)
+		}
+	})
 }

@@ -128,7 +128,8 @@ static struct sink sink_default = {stderr_sink, NULL};
 static struct sink *sink_cur = &sink_default; /* atomic */
 
 void nbpf_set_log_sink(nbpf_log_fn fn, void *ctx) {
-  struct sink *s = &sink_default;
+  struct sink *s = &sink_default, *cur = LOAD_ACQ(&sink_cur);
+  if (fn != NULL && cur->fn == fn && cur->ctx == ctx) return; /* unchanged: no new copy */
   if (fn != NULL) {
     /* Sinks change rarely; the old one is kept because a concurrent
      * printk may still be reading it. */
