@@ -158,6 +158,24 @@ func TestProfilerStuckTasks(t *testing.T) {
 	}
 }
 
+// TestProfilerSwapUnderLoad: programs are swapped in all profiler slots while
+// 4 communicators emit events; after each ncclbpf_prof_synchronize no thread
+// may still run, or enter, the retired program (the condition for unmapping
+// old code on reload).
+func TestProfilerSwapUnderLoad(t *testing.T) {
+	profArtifacts(t)
+	for _, lib := range []string{profArt.standalone, profArt.lib} {
+		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "swap", lib)
+		if strings.Contains(out, "no membarrier") {
+			t.Skipf("no membarrier on this kernel: %s", out)
+		}
+		if !strings.Contains(out, "0 calls into retired code") {
+			t.Errorf("%s:\n%s", filepath.Base(lib), out)
+		}
+		t.Log(strings.TrimSpace(out))
+	}
+}
+
 // TestProfilerMaskFromBundle: a bundle with a coll_end program sets the mask
 // at the first profiler init, which NCCL runs before the tuner's init.
 func TestProfilerMaskFromBundle(t *testing.T) {

@@ -17,6 +17,8 @@
  *                                     init (before any tuner init, as in NCCL) sets the mask
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
+ *   profiler_host swap LIB            programs swapped in all slots under load, each swap followed by
+ *                                     ncclbpf_prof_synchronize: no call may run retired code
  *   profiler_host stuck LIB           tasks whose announced channels partly never come: completed
  *                                     (forced) by the sweep, nothing leaks with a 64-event pool
  *   profiler_host loop LIB [native]   closed loop (profiler v5 + tuner v5): the bundle's adaptive
@@ -87,6 +89,7 @@ struct plug {
 	uintptr_t (*publish)(int, uintptr_t);
 	int (*refresh)(void);
 	void (*stats)(struct ncclbpf_prof_stats *);
+	int (*synchronize)(void);
 };
 
 static int plug_open(struct plug *p, const char *path, int v) {
@@ -113,6 +116,7 @@ static int plug_open(struct plug *p, const char *path, int v) {
 	p->publish = (uintptr_t(*)(int, uintptr_t))dlsym(p->lib, "ncclbpf_prof_publish");
 	p->refresh = (int (*)(void))dlsym(p->lib, "ncclbpf_prof_refresh_mask");
 	p->stats = (void (*)(struct ncclbpf_prof_stats *))dlsym(p->lib, "ncclbpf_prof_get_stats");
+	p->synchronize = (int (*)(void))dlsym(p->lib, "ncclbpf_prof_synchronize");
 	return 0;
 }
 
@@ -733,6 +737,86 @@ static void drain(struct comm *c) {
 	}
 }
 
+/* ---- scenario: swap programs under load ------------------------------------------------------- */
+
+/* Two programs alternate in every slot while 4 communicators emit events. After each swap the host
+ * calls ncclbpf_prof_synchronize (the grace period the control plane waits for before unmapping old
+ * code) and then marks the old program retired: no thread may be inside it any more, nor enter it. */
+static _Atomic int sw_inside[2], sw_retired[2];
+static _Atomic uint64_t sw_calls[2], sw_violations;
+
+static inline uint64_t sw_body(int k) {
+	atomic_fetch_add(&sw_inside[k], 1);
+	if (atomic_load(&sw_retired[k])) atomic_fetch_add(&sw_violations, 1);
+	for (volatile int i = 0; i < 200; i++) {
+	}
+	atomic_fetch_add(&sw_calls[k], 1);
+	atomic_fetch_sub(&sw_inside[k], 1);
+	return 0;
+}
+static uint64_t sw_prog0(void *ctx) { (void)ctx; return sw_body(0); }
+static uint64_t sw_prog1(void *ctx) { (void)ctx; return sw_body(1); }
+
+static _Atomic int sw_stop;
+static void *sw_user(void *arg) {
+	struct comm *c = arg;
+	for (int i = 0; !atomic_load(&sw_stop); i++) {
+		struct task t = {.seq = (uint64_t)i, .func = 4, .algo = 1, .proto = 2, .nch = 2, .count = 1024, .gpu_ns = 1000,
+		                 .net = (i % 4) == 0, .nsteps = 2};
+		emit_task(c, &t);
+	}
+	return NULL;
+}
+
+static int run_swap(const char *lib) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	if (!p.synchronize) {
+		fprintf(stderr, "%s exports no ncclbpf_prof_synchronize\n", lib);
+		return 2;
+	}
+	int mask = 0;
+	struct comm cs[EV_COMMS];
+	if (comm_open(&cs[0], &p, 0x8000, 0, EV_COMMS, &mask) != 0) return 2;
+	for (int h = NCCLBPF_PROF_FIRST_HOOK; h <= NCCLBPF_PROF_LAST_HOOK; h++) p.publish(h, (uintptr_t)sw_prog0);
+	cs[0].mask = mask = p.refresh();
+	for (int i = 1; i < EV_COMMS; i++)
+		if (comm_open(&cs[i], &p, 0x8000, i, EV_COMMS, &mask) != 0) return 2;
+	pthread_t th[EV_COMMS];
+	for (int i = 0; i < EV_COMMS; i++) pthread_create(&th[i], NULL, sw_user, &cs[i]);
+	int cur = 0, swaps = 0, unsupported = 0, inside_after = 0;
+	for (int r = 0; r < 200; r++) {
+		usleep(2000);
+		int next = 1 - cur;
+		atomic_store(&sw_retired[next], 0);
+		for (int h = NCCLBPF_PROF_FIRST_HOOK; h <= NCCLBPF_PROF_LAST_HOOK; h++)
+			p.publish(h, (uintptr_t)(next ? sw_prog1 : sw_prog0));
+		if (p.synchronize() != 0) {
+			unsupported = 1;
+			break;
+		}
+		/* Grace period over: nobody may still run `cur`. */
+		if (atomic_load(&sw_inside[cur]) != 0) inside_after++;
+		atomic_store(&sw_retired[cur], 1);
+		cur = next;
+		swaps++;
+	}
+	atomic_store(&sw_stop, 1);
+	for (int i = 0; i < EV_COMMS; i++) pthread_join(th[i], NULL);
+	for (int i = 0; i < EV_COMMS; i++) comm_close(&cs[i]);
+	if (unsupported) {
+		printf("swap: ncclbpf_prof_synchronize reports no membarrier here: old code would never be freed\n");
+		return failures ? 1 : 0;
+	}
+	CHECK(inside_after == 0 && sw_violations == 0, "swap: %d grace periods ended with a thread inside old code, %llu entries into retired code",
+	      inside_after, (unsigned long long)sw_violations);
+	CHECK(sw_calls[0] > 0 && sw_calls[1] > 0, "swap: programs not called (%llu, %llu)", (unsigned long long)sw_calls[0],
+	      (unsigned long long)sw_calls[1]);
+	printf("swap: %d swaps of all 4 profiler slots under load, %llu program calls, 0 calls into retired code\n", swaps,
+	       (unsigned long long)(sw_calls[0] + sw_calls[1]));
+	return failures ? 1 : 0;
+}
+
 /* ---- scenario: stuck tasks ---------------------------------------------------------------------- */
 
 /* A task announces channels of which NCCL reports only some (as could happen if a version counts a
@@ -1102,6 +1186,8 @@ int main(int argc, char **argv) {
 		rc = run_mask(argv[2]);
 	else if (!strcmp(argv[1], "maskon"))
 		rc = run_maskon(argv[2]);
+	else if (!strcmp(argv[1], "swap"))
+		rc = run_swap(argv[2]);
 	else if (!strcmp(argv[1], "stuck"))
 		rc = run_stuck(argv[2]);
 	else if (!strcmp(argv[1], "nokch"))
