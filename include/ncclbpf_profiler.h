@@ -21,9 +21,9 @@
  * A collective "ends" when NCCL has stopped its task event and every kernel channel it runs on has
  * stopped (NCCL's task stop only means "enqueued"). gpu_duration_ns comes from the GPU's global timer
  * stamps that NCCL passes with kernel channels (profiler ABI v4 and later); it is 0 when NCCL gave
- * none (ABI v1-v3), in which case NCCLBPF_PROF_F_GPU_TIMED is clear. With ABI v1/v2 NCCL has no
- * kernel-channel events: a collective then ends at its task stop (plus any proxy operations it had),
- * i.e. duration_ns measures enqueueing only, and NCCLBPF_PROF_F_HOST_ONLY is set.
+ * none (ABI v1-v3), in which case NCCLBPF_PROF_F_GPU_TIMED is clear. Where NCCL sends no
+ * kernel-channel events (ABI v1/v2; 1-rank communicators, e.g. send/recv to self) a task ends at its
+ * task stop, i.e. duration_ns measures enqueueing only, and NCCLBPF_PROF_F_HOST_ONLY is set.
  *
  * Rank consistency: every field is marked [uniform] (the same on every rank of the communicator)
  * or [local]. All measured times are [local]: a tuner decision derived from them is not
@@ -66,8 +66,9 @@ typedef unsigned long long __u64;
 
 /* ctx->flags */
 #define NCCLBPF_PROF_F_GPU_TIMED  0x1 /* gpu_* fields hold GPU timer values */
-#define NCCLBPF_PROF_F_HOST_ONLY  0x2 /* ABI v1/v2: end = task stop, no kernel-channel events */
-#define NCCLBPF_PROF_F_FORCED     0x4 /* completed by reclaim: some child events never came */
+#define NCCLBPF_PROF_F_HOST_ONLY  0x2 /* no kernel-channel events (ABI v1/v2, 1-rank communicator):
+                                         end = task stop, enqueue time only */
+#define NCCLBPF_PROF_F_FORCED     0x4 /* completed by reclaim: announced channels never came */
 #define NCCLBPF_PROF_F_ORPHAN     0x8 /* kernel_ch/proxy_op whose parent was unknown or gone:
                                          identity fields other than rank/channel are 0/-1 */
 
