@@ -21,6 +21,7 @@ type checker struct {
 	maxDepth, maxStack, budget int
 	joinAfter                  int // join states past this many per pc; 0: never
 	joined                     int // joins performed
+	merged                     bool
 
 	second []bool // pc is the second slot of an LD_IMM64
 	prune  []bool // pc is a jump target or a branch's fall-through
@@ -90,7 +91,11 @@ func (ck *checker) run() *Error {
 	}
 	ck.liveness()
 	ck.seen = make([][]*visited, n)
-	if e := ck.walk(ck.entryState(), 0); e != nil {
+	walk := ck.walk
+	if ck.merged {
+		walk = func(st *state, _ int) *Error { return ck.walkMerged(st) }
+	}
+	if e := walk(ck.entryState(), 0); e != nil {
 		return e
 	}
 	return ck.checkStackBudget()
@@ -185,7 +190,7 @@ func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error
 			if cl == nil {
 				cl = ck.clean(st, pc)
 			}
-			if js := ck.join(list[i].st, cl); js != nil {
+			if js := ck.join(list[i].st, cl, true); js != nil {
 				ck.joined++
 				*st = *js
 				cl = ck.clean(st, pc)
@@ -294,7 +299,7 @@ func (ck *checker) budgetError(pc int) *Error {
 	for p := range ck.seen {
 		n := 0
 		for _, v := range ck.seen[p] {
-			if !v.done {
+			if !v.done || ck.merged {
 				n++
 			}
 		}

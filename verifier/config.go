@@ -105,37 +105,60 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 	if c.Hook == nil {
 		return nil, ErrNoHook
 	}
-	// First pass: path-sensitive, but joining states at a pc once many
-	// have been seen there (fast on branchy programs). If it cannot prove
-	// the program safe, a second pass explores every path separately;
-	// both are sound, so either one accepting is enough. The reported
-	// error is the exact pass's, unless it ran out of budget.
-	ck := newChecker(c, insns, info)
-	ck.joinAfter = joinAfter
-	if e := ck.run(); e != nil {
-		if ck.joined == 0 {
-			// nothing was joined: the exact pass would do the same
-			ck.finish(e)
-			return nil, e
-		}
+	// Up to three passes, from fast to precise; all are sound, so the
+	// first that proves the program safe decides. (1) Merged: states
+	// waiting at the same pc are joined (merged.go). (2) Path-sensitive,
+	// joining only once several states have been seen at a pc. (3)
+	// Path-sensitive with no joins. A rejection reports the error of the
+	// most precise pass that did not run out of budget.
+	var ck *checker
+	var best *Error
+	var bestCk *checker
+	for pass := 0; pass < 3; pass++ {
 		if info != nil && info.States != nil {
 			clear(info.States)
 		}
-		exact := newChecker(c, insns, info)
-		if e2 := exact.run(); e2 == nil {
-			ck = exact
-		} else {
-			if e2.Code != Complexity {
-				e, ck = e2, exact
-			}
-			ck.finish(e)
-			return nil, e
+		ck = newChecker(c, insns, info)
+		ck.merged = pass == 0
+		if pass == 1 {
+			ck.joinAfter = joinAfter
 		}
+		e := ck.run()
+		if e == nil {
+			best = nil
+			break
+		}
+		if best == nil || e.Code != Complexity || best.Code == Complexity {
+			best, bestCk = e, ck
+		}
+		if pass == 0 && e.Code == Complexity {
+			break // loops unroll alike in every pass
+		}
+		if pass > 0 && ck.joined == 0 && !ck.merged {
+			break // no join happened: the exact pass would do the same
+		}
+		if isStructural(e.Code) {
+			break // the same in every pass
+		}
+	}
+	if best != nil {
+		bestCk.finish(best)
+		return nil, best
 	}
 	for _, w := range ck.warnings {
 		ck.finish(w)
 	}
 	return &Result{Warnings: ck.warnings, Visits: ck.visits, States: ck.stored, StackDepth: ck.stackTotal}, nil
+}
+
+// isStructural reports errors found before any path is explored.
+func isStructural(c Code) bool {
+	switch c {
+	case InvalidOpcode, InvalidRegister, JumpOutOfRange, JumpIntoLdImm64, MissingExit,
+		UnreachableCode, TooManyInstructions, CallDepth, BadMapRef, BadJumpTarget:
+		return true
+	}
+	return false
 }
 
 // finish fills in the instruction text and the source position of e.

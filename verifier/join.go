@@ -15,11 +15,12 @@ import (
 
 // joinAfter is the number of states stored at a pc before new states are
 // joined instead of explored separately.
-const joinAfter = 4
+const joinAfter = 2
 
 // joiner maps pairs of ids of the two joined states to ids of the result.
 type joiner struct {
 	ck         *checker
+	widen      bool // widen scalar bounds (repeated joins at one pc)
 	pairA      []uint32
 	pairB      []uint32
 	out        []uint32
@@ -108,7 +109,10 @@ func (j *joiner) joinValue(a, b value) value {
 		if a.id != 0 && b.id != 0 {
 			id = j.id(a.id, b.id)
 		}
-		return value{k: kScalar, id: id, s: widenScalar(a.s, b.s)}
+		if j.widen {
+			return value{k: kScalar, id: id, s: widenScalar(a.s, b.s)}
+		}
+		return value{k: kScalar, id: id, s: joinScalar(a.s, b.s)}
 	}
 	// a map value pointer or null on one side, a null or a map value
 	// pointer on the other
@@ -189,12 +193,13 @@ func (j *joiner) joinStack(a, b *stack) stack {
 }
 
 // join returns a state covering a and b, or nil when they differ in shape
-// (call chain, pending ringbuf records).
-func (ck *checker) join(a, b *state) *state {
+// (call chain, pending ringbuf records). With widen, scalar bounds of b
+// beyond a's jump to the next power of two.
+func (ck *checker) join(a, b *state, widen bool) *state {
 	if len(a.frames) != len(b.frames) || len(a.refs) != len(b.refs) {
 		return nil
 	}
-	j := &joiner{ck: ck}
+	j := &joiner{ck: ck, widen: widen}
 	r := &state{frames: make([]frame, len(a.frames))}
 	for fi := range a.frames {
 		fa, fb := &a.frames[fi], &b.frames[fi]

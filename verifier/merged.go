@@ -1,0 +1,148 @@
+package verifier
+
+import (
+	"container/heap"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+)
+
+// The merged exploration (the first, fast pass): states wait in a queue
+// ordered by pc, and all states waiting at one pc are joined before it is
+// executed. Since clang lays code out forwards, every forward predecessor
+// of a pc runs before it, so straight-line regions with many branches are
+// explored once instead of once per path. Loops still unroll: an
+// iteration's state comes back to the loop head by a backward jump after
+// the head's earlier states have run, and is not joined with them; the
+// states leaving the loop in every iteration are joined after it. A state
+// that comes back along a backward jump and is included in one seen at
+// the loop head before may loop forever: it is rejected (the exact pass
+// then decides).
+
+// pending is a state waiting at a pc; back is set when it arrived through
+// a backward jump.
+type pending struct {
+	st   *state
+	back bool
+}
+
+type pcHeap []int
+
+func (h pcHeap) Len() int           { return len(h) }
+func (h pcHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h pcHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *pcHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *pcHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+type mergeQueue struct {
+	ck    *checker
+	at    map[int][]pending
+	order pcHeap
+}
+
+// push queues st at pc, joining it with a waiting state of the same shape.
+func (q *mergeQueue) push(pc int, st *state, back bool) {
+	list, queued := q.at[pc]
+	for i := range list {
+		if js := q.ck.join(list[i].st, st, false); js != nil {
+			list[i] = pending{js, list[i].back || back}
+			return
+		}
+	}
+	q.at[pc] = append(list, pending{st, back})
+	if !queued {
+		heap.Push(&q.order, pc)
+	}
+}
+
+func (ck *checker) walkMerged(entry *state) *Error {
+	q := &mergeQueue{ck: ck, at: map[int][]pending{}}
+	q.push(0, entry, false)
+	for q.order.Len() > 0 {
+		pc := heap.Pop(&q.order).(int)
+		list := q.at[pc]
+		delete(q.at, pc)
+		for _, p := range list {
+			if e := ck.runMerged(q, p, pc); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// runMerged executes from pc until the path reaches a prune point (where
+// its state is queued), forks, or ends.
+func (ck *checker) runMerged(q *mergeQueue, p pending, pc int) *Error {
+	st := p.st
+	first := true
+	for {
+		if ck.prune[pc] && !first {
+			q.push(pc, st, false)
+			return nil
+		}
+		if ck.prune[pc] {
+			pruned, e := ck.mergedCheckpoint(st, pc, p.back)
+			if e != nil || pruned {
+				return e
+			}
+		}
+		first = false
+		ck.visits++
+		if ck.visits > ck.budget {
+			return ck.budgetError(pc)
+		}
+		if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
+			ck.info.States[pc] = append(ck.info.States[pc], st.describe(ck))
+		}
+		next, fork, forkPC, e := ck.step(st, pc)
+		if e != nil {
+			return e
+		}
+		if fork != nil {
+			q.push(forkPC, fork, ck.isBackJump(pc, forkPC))
+		}
+		if next < 0 {
+			return nil
+		}
+		if next <= pc && ck.isBackJump(pc, next) {
+			q.push(next, st, true)
+			return nil
+		}
+		pc = next
+	}
+}
+
+// isBackJump reports a jump from pc to an earlier pc of the same function
+// (a loop), as opposed to a return from a subprogram.
+func (ck *checker) isBackJump(from, to int) bool {
+	if to > from {
+		return false
+	}
+	ins := ck.insns[from]
+	return ins.Op.Class().IsJump() && ins.Op != asm.OpExit && ck.subOf[from] == ck.subOf[to]
+}
+
+// mergedCheckpoint prunes st when a state seen at pc includes it; when
+// st came around a loop, that means the loop may never end.
+func (ck *checker) mergedCheckpoint(st *state, pc int, back bool) (bool, *Error) {
+	list := ck.seen[pc]
+	for _, v := range list {
+		if !leq(v.st, st, &ck.ids) {
+			continue
+		}
+		if back {
+			return false, ck.errorf(InfiniteLoop, ck.loopJump(pc), "the loop at pc %d comes back to its head in a state it has already been in (%s): it may never terminate", pc, st.describe(ck))
+		}
+		return true, nil
+	}
+	if len(list) < maxStoredPerPC {
+		ck.seen[pc] = append(list, &visited{st: ck.clean(st, pc), done: true})
+		ck.stored++
+	}
+	return false, nil
+}
