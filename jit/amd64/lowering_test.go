@@ -1,0 +1,73 @@
+package amd64
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/vm"
+)
+
+// loweringCases pin how single eBPF instructions are lowered (the native
+// code of pc 0 of "INSN; exit", Intel syntax; branch targets are offsets
+// from the entry point). They document the register map and the special
+// cases: division through rax/rdx with r11 as divisor, shift counts in cl
+// with r4 kept in r11, cmpxchg loops, zero-extension of 32-bit results.
+var loweringCases = []struct{ insn, native string }{
+	{"add32 %r1, %r2", "add edi, esi"},
+	{"add %r0, -1", "add rax, -0x1"},
+	{"mov32 %r3, -1", "mov edx, -0x1"},
+	{"mov %r3, -1", "mov rdx, -0x1"},
+	{"lddw %r6, 0x100000000", "mov rbx, 0x100000000"},
+	{"movsx832 %r1, %r2", "movsx edi, sil"},
+	{"movsx1664 %r1, %r2", "movsx rdi, si"},
+	{"movsx3264 %r0, %r9", "movsxd rax, r15d"},
+	{"div %r1, %r2", "mov r11, rsi; test r11, r11; jz 0x51; mov r9, rax; mov rax, rdi; mov r10, rdx; xor edx, edx; div r11; mov rdi, rax; mov rax, r9; mov rdx, r10; jmp 0x53; xor edi, edi"},
+	{"sdiv32 %r3, %r0", "mov r11d, eax; test r11d, r11d; jz 0x50; cmp r11d, -0x1; jz 0x54; mov r9, rax; mov rax, rdx; cdq; idiv r11d; mov rdx, rax; mov rax, r9; jmp 0x56; xor edx, edx; jmp 0x56; neg edx"},
+	{"mod %r0, 0", ""},
+	{"smod %r4, -1", "xor ecx, ecx"},
+	{"div32 %r5, 7", "mov r11d, 0x7; mov r9, rax; mov rax, r8; mov r10, rdx; xor edx, edx; div r11d; mov r8, rax; mov rax, r9; mov rdx, r10"},
+	{"lsh %r1, %r2", "mov r11, rcx; mov rcx, rsi; shl rdi, cl; mov rcx, r11"},
+	{"rsh32 %r2, %r4", "shr esi, cl"},
+	{"arsh %r4, %r1", "mov r11, rcx; mov rcx, rdi; sar r11, cl; mov rcx, r11"},
+	{"lsh32 %r1, 32", "mov edi, edi"},
+	{"neg32 %r6", "neg ebx"},
+	{"le16 %r1", "movzx edi, di"},
+	{"be32 %r2", "bswap esi"},
+	{"bswap64 %r3", "bswap rdx"},
+	{"le64 %r4", ""},
+	{"ldxsb %r1, [%r2+3]", "movsx rdi, byte ptr [rsi+0x3]"},
+	{"stxb [%r10-1], %r2", "mov byte ptr [rbp-0x1], sil"},
+	{"sth [%r1+2], 7", "mov word ptr [rdi+0x2], 0x7"},
+	{"lock add [%r1+8], %r2", "lock add qword ptr [rdi+0x8], rsi"},
+	{"lock fetch add32 [%r1+0], %r0", "lock xadd dword ptr [rdi], eax"},
+	{"lock fetch and [%r0+0], %r0", "mov r9, rax; mov r10, rax; mov rax, qword ptr [r9]; mov r11, rax; and r11, r10; lock cmpxchg qword ptr [r9], r11; jnz 0x39"},
+	{"lock xchg [%r10-8], %r3", "xchg qword ptr [rbp-0x8], rdx"},
+	{"lock cmpxchg32 [%r1+4], %r2", "lock cmpxchg dword ptr [rdi+0x4], esi; mov eax, eax"},
+	{"jsgt32 %r1, %r2, +0", ""},
+	{"jset %r3, 8, +1", "test rdx, 0x8; jnz 0x51"},
+	{"jlt %r4, 0, +1", "test rcx, rcx; jb 0x4d"},
+	{"call %r3", "jmp 0x7b"},
+}
+
+func TestLowering(t *testing.T) {
+	for _, tc := range loweringCases {
+		insns, err := asm.Assemble(tc.insn + "\nexit\nexit")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.insn, err)
+		}
+		x, err := Compile(&vm.Program{Name: "lowering", Insns: insns})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.insn, err)
+		}
+		m := x.PCMap()
+		var got []string
+		for _, l := range NativeLines(x.Code(), m[0].Start, m[0].End) {
+			got = append(got, strings.TrimSpace(l[strings.LastIndex(l, "  ")+2:]))
+		}
+		x.Close()
+		if g := strings.Join(got, "; "); g != tc.native {
+			t.Errorf("%s:\n got %s\nwant %s", tc.insn, g, tc.native)
+		}
+	}
+}
