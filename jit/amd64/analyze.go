@@ -173,4 +173,3 @@ func callDepthOK(callees [][]int32) bool {
 	}
 	return depth[0] <= MaxCallDepth
 }
-
