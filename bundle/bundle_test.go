@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/policies"
 	"github.com/ncclbpf/ncclbpf/vm"
@@ -124,5 +125,67 @@ func TestLoadErrors(t *testing.T) {
 	ctx := tunerCtx(4, 2, 4, 1, 1<<21-1)
 	if r, _ := b.Program(hook.Tuner).Exec.Run(ctx); r != 1 {
 		t.Errorf("max_ranks=2 did not reach the program: 4 ranks gave %d", r)
+	}
+}
+
+func TestContextReads(t *testing.T) {
+	const costOff, costSize, maskOff = 64, 84, 60
+	for _, tc := range []struct {
+		policy     string
+		cost, mask bool
+	}{
+		{"noop", false, false},
+		{"size_aware", false, true},
+		{"rules", false, true},
+	} {
+		obj, _ := policies.Object(tc.policy)
+		b, err := Load(obj, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := b.Program(hook.Tuner)
+		if got := p.ReadsContext(costOff, costSize); got != tc.cost {
+			t.Errorf("%s reads the cost table: %v, want %v", tc.policy, got, tc.cost)
+		}
+		if got := p.ReadsContext(maskOff, 4); got != tc.mask {
+			t.Errorf("%s reads avail_mask: %v, want %v", tc.policy, got, tc.mask)
+		}
+		if !p.ReadsContext(24, 4) && tc.policy != "noop" {
+			t.Errorf("%s: coll_type not seen as read", tc.policy)
+		}
+		b.Close()
+	}
+	// Hand-written programs: direct reads, reads through a moved pointer,
+	// and escapes that must make everything count as read.
+	ld := func(dst, src asm.Register, off int16) asm.Instruction {
+		return asm.Instruction{Op: asm.MemOpCode(asm.ClassLDX, asm.ModeMEM, asm.SizeW), Dst: dst, Src: src, Off: off}
+	}
+	mov := func(dst, src asm.Register) asm.Instruction {
+		return asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUMov, asm.SourceX), Dst: dst, Src: src}
+	}
+	addk := func(dst asm.Register, k int32) asm.Instruction {
+		return asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUAdd, asm.SourceK), Dst: dst, Imm: k}
+	}
+	exit := asm.Instruction{Op: asm.OpExit}
+	spill := asm.Instruction{Op: asm.MemOpCode(asm.ClassSTX, asm.ModeMEM, asm.SizeDW), Dst: asm.R10, Src: asm.R1, Off: -8}
+	call := asm.Instruction{Op: asm.OpCall, Imm: 5}
+	for _, tc := range []struct {
+		name  string
+		insns []asm.Instruction
+		off   int
+		want  bool
+		all   bool
+	}{
+		{"direct", []asm.Instruction{ld(asm.R0, asm.R1, 64), exit}, 64, true, false},
+		{"other field", []asm.Instruction{ld(asm.R0, asm.R1, 24), exit}, 64, false, false},
+		{"moved", []asm.Instruction{mov(asm.R6, asm.R1), addk(asm.R6, 64), ld(asm.R0, asm.R6, 8), exit}, 72, true, false},
+		{"spilled", []asm.Instruction{spill, exit}, 100, true, true},
+		{"ctx to helper", []asm.Instruction{call, exit}, 100, true, true},
+		{"helper clobbers r1", []asm.Instruction{mov(asm.R1, asm.R2), call, ld(asm.R0, asm.R1, 64), exit}, 64, false, false},
+	} {
+		u := analyzeCtx(tc.insns, 160)
+		if got := u.Reads(tc.off, 4); got != tc.want || u.all != tc.all {
+			t.Errorf("%s: reads %d = %v (all %v), want %v (all %v)", tc.name, tc.off, got, u.all, tc.want, tc.all)
+		}
 	}
 }

@@ -52,7 +52,11 @@ func loadPolicy() (status int, msg string) {
 	if err != nil {
 		return -1, fmt.Sprintf("ncclbpf: policy %v; NCCL's default tuning stays in effect", err)
 	}
-	attached := publishBundle(b)
+	attached, err := publishBundle(b)
+	if err != nil {
+		b.Close()
+		return -1, fmt.Sprintf("ncclbpf: policy %s: %v; NCCL's default tuning stays in effect", cfg.Policy, err)
+	}
 	return 0, fmt.Sprintf("ncclbpf: policy %s loaded in %.1f ms: %s", cfg.Policy,
 		float64(time.Since(start).Microseconds())/1000, attached)
 }
@@ -105,18 +109,49 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 	return bundle.Load(obj, opts)
 }
 
+// Context inputs the shim can skip filling (include/ncclbpf.h offsets).
+const (
+	costOff, costSize = 64, 84
+	maskOff, maskSize = 60, 4
+)
+
+// slotWord is what the shim's slot holds for p: its entry, with the
+// NCCLBPF_SLOT_SKIP_* bits of the inputs p provably never reads.
+func slotWord(p *bundle.Program) (uintptr, error) {
+	if p == nil {
+		return 0, nil
+	}
+	e := p.Entry()
+	if e&uintptr(C.NCCLBPF_SLOT_FLAGS) != 0 {
+		return 0, fmt.Errorf("program %s: entry %#x is not 4-byte aligned", p.Name, e)
+	}
+	if p.Hook.Name == hook.Tuner {
+		if !p.ReadsContext(costOff, costSize) {
+			e |= uintptr(C.NCCLBPF_SLOT_SKIP_COST)
+		}
+		if !p.ReadsContext(maskOff, maskSize) {
+			e |= uintptr(C.NCCLBPF_SLOT_SKIP_MASK)
+		}
+	}
+	return e, nil
+}
+
 // publishBundle points the shim's slots at b's programs and describes what
 // it attached. Hooks b has no program for are emptied.
-func publishBundle(b *bundle.Bundle) string {
+func publishBundle(b *bundle.Bundle) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	var parts []string
-	tunerEntry := func(h string) uintptr {
-		e, _ := b.Entry(h)
-		return e
+	tw, err := slotWord(b.Program(hook.Tuner))
+	if err != nil {
+		return "", err
 	}
-	publish(slotTuner, tunerEntry(hook.Tuner))
-	publish(slotChunkSize, tunerEntry(hook.TunerChunkSize))
+	cw, err := slotWord(b.Program(hook.TunerChunkSize))
+	if err != nil {
+		return "", err
+	}
+	publish(slotTuner, tw)
+	publish(slotChunkSize, cw)
 	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
 		C.ncclbpf_prof_publish(C.int(id), 0)
 	}
@@ -134,5 +169,5 @@ func publishBundle(b *bundle.Bundle) string {
 	maps.SetLogSinkC(uintptr(C.ncclbpf_printk_sink()), 0)
 	current = b
 	sort.Strings(parts)
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, ", "), nil
 }

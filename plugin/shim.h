@@ -20,11 +20,19 @@ enum {
 };
 
 /*
+ * Hints published with a tuner entry, in the low bits of the slot word (entries are at least
+ * 4-byte aligned): the program provably never reads these inputs, so the shim does not fill them.
+ */
+#define NCCLBPF_SLOT_SKIP_COST ((uintptr_t)1) /* cost[][] (the 84-byte copy) */
+#define NCCLBPF_SLOT_SKIP_MASK ((uintptr_t)2) /* avail_mask */
+#define NCCLBPF_SLOT_FLAGS ((uintptr_t)3)
+
+/*
  * ncclbpf_slot_publish makes fn (NULL: no program) the code that slot runs from the next call on
  * and returns the previous one. The previous code may still be running on other threads until
  * ncclbpf_slot_synchronize returns 0.
  */
-uintptr_t ncclbpf_slot_publish(int slot, uintptr_t fn);
+uintptr_t ncclbpf_slot_publish(int slot, uintptr_t fn); /* fn may carry NCCLBPF_SLOT_SKIP_* bits */
 
 /*
  * ncclbpf_slot_synchronize waits until no thread is still inside code that was published before

@@ -336,6 +336,14 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	if (__builtin_expect(table == NULL || numAlgo <= 0 || numProto <= 0, 0))
 		return;
 
+	/* From here to nb_leave this thread may be inside published code: the slot word read below
+	 * decides both the program and which inputs it needs. */
+	uint64_t in = nb_enter(c);
+	uintptr_t w = atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_acquire);
+	if (__builtin_expect(w == 0, 0)) {
+		nb_leave(c, in);
+		return;
+	}
 	struct ncclbpf_tuner_ctx x;
 	x.comm_id = c->comm_id;
 	x.call_seq = seq;
@@ -349,25 +357,26 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	x.min_ranks_per_nvl_domain = c->nvl_min;
 	x.max_ranks_per_nvl_domain = c->nvl_max;
 	x.abi_version = c->abi;
-	uint32_t neg = 0;
+	x.avail_mask = 0;
 	if (__builtin_expect(numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS, 1)) {
-		/* 84 bytes, the float bits as they are; the sign bits give the unavailable cells. */
-		memcpy(x.cost, table, sizeof x.cost);
-		neg = nb_neg_mask(&x.cost[0][0]);
+		/* The program never reads what it was published with a SKIP bit for (a data-flow
+		 * proof at load time), so those inputs stay unset. */
+		if (!(w & NCCLBPF_SLOT_SKIP_COST)) {
+			memcpy(x.cost, table, sizeof x.cost); /* 84 bytes, the float bits as they are */
+			if (!(w & NCCLBPF_SLOT_SKIP_MASK))
+				x.avail_mask = ~nb_neg_mask(&x.cost[0][0]) & ((1u << 21) - 1);
+		} else if (!(w & NCCLBPF_SLOT_SKIP_MASK)) {
+			x.avail_mask = ~nb_neg_mask((const uint32_t *)(const void *)table) & ((1u << 21) - 1);
+		}
 	} else {
 		nb_copy_odd_table(&x, table, numAlgo, numProto);
-		for (int i = 0; i < NCCLBPF_NUM_ALGORITHMS * NCCLBPF_NUM_PROTOCOLS; i++)
-			neg |= ((&x.cost[0][0])[i] >> 31) << i;
+		x.avail_mask = ~nb_neg_mask(&x.cost[0][0]) & ((1u << 21) - 1);
 	}
-	x.avail_mask = ~neg & ((1u << 21) - 1);
 	x.algorithm = NCCLBPF_ALGO_UNDEF;
 	x.protocol = NCCLBPF_PROTO_UNDEF;
 	x.n_channels = 0;
 
-	uint64_t in = nb_enter(c);
-	ncclbpf_prog_fn fn =
-	    (ncclbpf_prog_fn)atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_acquire);
-	uint64_t rc = fn ? fn(&x) : NCCLBPF_TUNER_DEFAULT;
+	uint64_t rc = ((ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS))(&x);
 	nb_leave(c, in);
 	nb_inc(&c->policy_calls);
 
@@ -452,8 +461,9 @@ static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, i
 	x.new_chunk_size = 0;
 
 	uint64_t in = nb_enter(c);
-	ncclbpf_prog_fn fn =
-	    (ncclbpf_prog_fn)atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_CHUNK_SIZE].fn, memory_order_acquire);
+	ncclbpf_prog_fn fn = (ncclbpf_prog_fn)(atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_CHUNK_SIZE].fn,
+	                                                            memory_order_acquire) &
+	                                       ~NCCLBPF_SLOT_FLAGS);
 	uint64_t rc = fn ? fn(&x) : NCCLBPF_TUNER_DEFAULT;
 	nb_leave(c, in);
 	nb_inc(&c->chunk_calls);
