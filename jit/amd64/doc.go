@@ -49,6 +49,19 @@
 // (internal/execmem) reserved near the helpers so that helper calls are
 // direct rel32 calls when in reach (else mov rax, imm64; call rax).
 //
+// # Differences from the interpreter
+//
+// The JIT runs verified programs and checks nothing the verifier proves:
+// memory accesses are not bounds-checked (an unverified program can crash
+// the process), misaligned atomics and stores to read-only maps
+// (vm.MapRef.ReadOnly) are not trapped, there is no instruction budget,
+// eBPF stacks are not zeroed on entry, and r1-r5 hold whatever the helper
+// left after a helper call (the interpreter keeps them; programs may not
+// read them). Everything else, including every fault the interpreter
+// reports on programs it accepts (callx to an unknown id, call depth), and
+// the set of programs it refuses, is the same: the conformance corpus and
+// the differential tests (diff_test.go) check it.
+//
 // # Lifetime
 //
 // Close unmaps the code. The caller must guarantee that no thread is inside
