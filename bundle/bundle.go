@@ -50,6 +50,13 @@ type Options struct {
 	// RequireNative makes Load fail unless every program compiled to native
 	// code (vm.NativeExecutable), as the plugin's C shim needs.
 	RequireNative bool
+	// Reuse offers the maps of a bundle this one replaces (a hot reload): a
+	// map of the object with the same name and a compatible definition
+	// (maps.Map.Compatible) is not created but taken from Reuse, contents
+	// and all, so that updates made by the old programs while both run are
+	// not lost. Global data sections (.data, .rodata, .bss) and read-only
+	// maps are always fresh. See Reused and TakeOver.
+	Reuse []*maps.Map
 }
 
 // Program is one verified, compiled program of a bundle.
@@ -84,6 +91,9 @@ type Bundle struct {
 	Programs []*Program
 	// Maps in the object's order (by name); shared by all programs.
 	Maps []*maps.Map
+	// borrowed are the maps taken from Options.Reuse: Close leaves them
+	// open until TakeOver makes them this bundle's own.
+	borrowed map[*maps.Map]bool
 }
 
 // ErrVariable is wrapped by errors about Options.Vars and Options.Data.
@@ -130,8 +140,13 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 		if c, ok := contents[i]; ok {
 			spec.Contents = []maps.KV{{Key: []byte{0, 0, 0, 0}, Value: c}}
 		}
-		m, err := maps.New(spec)
-		if err != nil {
+		m := reusable(opts.Reuse, spec, ms.IsGlobalData() || ms.ReadOnly)
+		if m != nil {
+			if b.borrowed == nil {
+				b.borrowed = map[*maps.Map]bool{}
+			}
+			b.borrowed[m] = true
+		} else if m, err = maps.New(spec); err != nil {
 			return nil, err
 		}
 		b.Maps = append(b.Maps, m)
@@ -297,7 +312,9 @@ func (b *Bundle) Close() error {
 		}
 	}
 	for _, m := range b.Maps {
-		errs = append(errs, m.Close())
+		if !b.borrowed[m] {
+			errs = append(errs, m.Close())
+		}
 	}
 	b.Programs, b.Maps = nil, nil
 	return errors.Join(errs...)
