@@ -162,25 +162,26 @@ func (j *joiner) joinStack(a, b *stack) stack {
 	for w := range r.init {
 		r.init[w] = a.init[w] & b.init[w]
 	}
-	for i := 0; i < stackSlots; i++ {
+	same := true // the result's spilled values are a's
+	for bitsLeft := a.spill | b.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
+		i := bits.TrailingZeros64(bitsLeft)
 		sa, sb := a.spilled(i), b.spilled(i)
-		if !sa && !sb {
-			continue
-		}
 		var va, vb value
 		if sa {
-			va = a.slots[i]
+			va = a.slot(i)
 		}
 		if sb {
-			vb = b.slots[i]
+			vb = b.slot(i)
 		}
 		if sa && sb {
 			if v := j.joinValue(va, vb); v.k != kUninit {
-				r.mut()[i] = v
+				r.vals = append(r.vals, v)
 				r.spill |= 1 << i
+				same = same && v == va
 				continue
 			}
 		}
+		same = false
 		// plain bytes on at least one side: they stay initialized only
 		// when neither side holds a pointer there
 		if va.isPtr() || vb.isPtr() {
@@ -188,6 +189,10 @@ func (j *joiner) joinStack(a, b *stack) stack {
 				r.clearInit(bt)
 			}
 		}
+	}
+	if same && r.spill == a.spill && a.vals != nil {
+		a.shared = true
+		r.vals, r.shared = a.vals, true
 	}
 	return r
 }

@@ -200,16 +200,16 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 			}
 		}
 		if mode == accRead && exact && size == 8 && lo%8 == 0 && fr.stk.spilled(lo/8) {
-			return fr.stk.slots[lo/8], nil
+			return fr.stk.slot(lo/8), nil
 		}
 		for i := lo / 8; i <= (hi-1)/8; i++ {
-			if fr.stk.spilled(i) && fr.stk.slots[i].isPtr() {
-				return value{}, ck.errorf(PointerLeak, pc, "%d-byte %s at fp%s reads part of a %s spilled at fp%d", size, mode, stackRange(o), fr.stk.slots[i].describe(ck), 8*i-asm.StackSize)
+			if fr.stk.spilled(i) && fr.stk.slot(i).isPtr() {
+				return value{}, ck.errorf(PointerLeak, pc, "%d-byte %s at fp%s reads part of a %s spilled at fp%d", size, mode, stackRange(o), fr.stk.slot(i).describe(ck), 8*i-asm.StackSize)
 			}
 		}
 		if mode == accRead {
-			if exact && lo/8 == (hi-1)/8 && fr.stk.spilled(lo/8) && fr.stk.slots[lo/8].s.isConst() {
-				c := fr.stk.slots[lo/8].s.constVal() >> (8 * (lo % 8))
+			if exact && lo/8 == (hi-1)/8 && fr.stk.spilled(lo/8) && fr.stk.slot(lo/8).s.isConst() {
+				c := fr.stk.slot(lo/8).s.constVal() >> (8 * (lo % 8))
 				if size < 8 {
 					c &= uint64(1)<<(8*size) - 1
 					if signed && c&(uint64(1)<<(8*size-1)) != 0 {
@@ -245,8 +245,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		fr.stk.setInit(b)
 	}
 	if size == 8 && lo%8 == 0 {
-		fr.stk.spill |= 1 << (lo / 8)
-		fr.stk.mut()[lo/8] = val
+		fr.stk.setSpill(lo/8, val)
 	}
 	return value{}, nil
 }
@@ -299,8 +298,8 @@ func (ck *checker) checkArgMem(st *state, pc int, reg asm.Register, ptr value, s
 		if !fr.stk.isInit(b) {
 			return ck.errorf(UninitStack, pc, "%s: %d bytes at fp%s include fp%d, which is not initialized on this path", what, size, stackRange(o), b-asm.StackSize)
 		}
-		if i := b / 8; fr.stk.spilled(i) && fr.stk.slots[i].isPtr() {
-			return ck.errorf(PointerLeak, pc, "%s: %d bytes at fp%s include a %s spilled at fp%d", what, size, stackRange(o), fr.stk.slots[i].describe(ck), 8*i-asm.StackSize)
+		if i := b / 8; fr.stk.spilled(i) && fr.stk.slot(i).isPtr() {
+			return ck.errorf(PointerLeak, pc, "%s: %d bytes at fp%s include a %s spilled at fp%d", what, size, stackRange(o), fr.stk.slot(i).describe(ck), 8*i-asm.StackSize)
 		}
 	}
 	return nil

@@ -16,33 +16,53 @@ const stackSlots = asm.StackSize / 8
 // Slot i (bytes 8i..8i+7) holds a spilled register, pointer or scalar, when
 // bit i of spill is set; its bytes are then all initialized.
 //
-// slots is shared between clones of a state until one of them writes a
-// slot (copy on write): forks at branches then copy only a few hundred
-// bytes per frame.
+// The spilled values are kept densely in slot order (vals[rank(i)] is
+// slot i's), and vals is shared between clones of a state until one of
+// them writes (copy on write): forks copy a few hundred bytes per frame.
 type stack struct {
 	init   [stackSlots / 8]uint64
 	spill  uint64
-	slots  *[stackSlots]value // nil until something is spilled
-	shared bool               // slots may be referenced by another stack
-}
-
-// mut returns the slots for writing.
-func (s *stack) mut() *[stackSlots]value {
-	switch {
-	case s.slots == nil:
-		s.slots = new([stackSlots]value)
-	case s.shared:
-		c := *s.slots
-		s.slots = &c
-	}
-	s.shared = false
-	return s.slots
+	vals   []value
+	shared bool // vals may be referenced by another stack
 }
 
 func (s *stack) isInit(b int) bool  { return s.init[b>>6]&(1<<(b&63)) != 0 }
 func (s *stack) setInit(b int)      { s.init[b>>6] |= 1 << (b & 63) }
 func (s *stack) clearInit(b int)    { s.init[b>>6] &^= 1 << (b & 63) }
 func (s *stack) spilled(i int) bool { return s.spill&(1<<i) != 0 }
+func (s *stack) rank(i int) int     { return bits.OnesCount64(s.spill & (1<<i - 1)) }
+
+// slot returns the value spilled in slot i, which must be spilled.
+func (s *stack) slot(i int) value { return s.vals[s.rank(i)] }
+
+// own makes vals private to s before a write.
+func (s *stack) own() {
+	if s.shared {
+		s.vals = append(make([]value, 0, len(s.vals)+2), s.vals...)
+		s.shared = false
+	}
+}
+
+// slotPtr returns slot i (spilled) for writing.
+func (s *stack) slotPtr(i int) *value {
+	s.own()
+	return &s.vals[s.rank(i)]
+}
+
+// setSpill spills v into slot i (and initializes its bytes).
+func (s *stack) setSpill(i int, v value) {
+	s.own()
+	r := s.rank(i)
+	if !s.spilled(i) {
+		s.vals = append(s.vals, value{})
+		copy(s.vals[r+1:], s.vals[r:])
+		s.spill |= 1 << i
+	}
+	s.vals[r] = v
+	for b := 8 * i; b < 8*i+8; b++ {
+		s.setInit(b)
+	}
+}
 
 // unspill turns slot i back into plain bytes. A spilled pointer's bytes
 // become uninitialized (so that no part of a pointer can be read back as
@@ -51,13 +71,16 @@ func (s *stack) unspill(i int) {
 	if !s.spilled(i) {
 		return
 	}
+	ptr := s.slot(i).isPtr()
+	s.own()
+	r := s.rank(i)
+	s.vals = append(s.vals[:r], s.vals[r+1:]...)
 	s.spill &^= 1 << i
-	if s.slots[i].isPtr() {
+	if ptr {
 		for b := 8 * i; b < 8*i+8; b++ {
 			s.clearInit(b)
 		}
 	}
-	s.mut()[i] = value{}
 }
 
 // frame is one level of the BPF-to-BPF call chain.
@@ -77,10 +100,10 @@ type state struct {
 func (st *state) top() *frame { return &st.frames[len(st.frames)-1] }
 
 func (st *state) clone() *state {
-	n := &state{frames: make([]frame, len(st.frames), len(st.frames)+1)}
+	n := &state{frames: make([]frame, len(st.frames))}
 	copy(n.frames, st.frames)
 	for i := range n.frames {
-		if n.frames[i].stk.slots != nil {
+		if n.frames[i].stk.vals != nil {
 			n.frames[i].stk.shared = true
 			st.frames[i].stk.shared = true
 		}
@@ -102,10 +125,10 @@ func (st *state) update(match func(v value) bool, f func(v *value)) {
 				f(&fr.regs[r])
 			}
 		}
-		for bitsLeft := fr.stk.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
-			i := bits.TrailingZeros64(bitsLeft)
-			if match(fr.stk.slots[i]) {
-				f(&fr.stk.mut()[i])
+		for k := range fr.stk.vals {
+			if match(fr.stk.vals[k]) {
+				fr.stk.own()
+				f(&fr.stk.vals[k])
 			}
 		}
 	}
@@ -118,8 +141,8 @@ func (st *state) each(f func(v value)) {
 		for r := range fr.regs {
 			f(fr.regs[r])
 		}
-		for bitsLeft := fr.stk.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
-			f(fr.stk.slots[bits.TrailingZeros64(bitsLeft)])
+		for _, v := range fr.stk.vals {
+			f(v)
 		}
 	}
 }
@@ -222,10 +245,10 @@ func stackLeq(o, c *stack, m *idMap) bool {
 	for bitsLeft := o.spill | c.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
 		i := bits.TrailingZeros64(bitsLeft)
 		if o.spilled(i) {
-			if !valueLeq(o.slots[i], c.slots[i], m) {
+			if !valueLeq(o.slot(i), c.slot(i), m) {
 				return false
 			}
-		} else if c.slots[i].isPtr() {
+		} else if c.slot(i).isPtr() {
 			// old holds plain bytes there: reading them gives unknown
 			// numbers, so cur must not hold a pointer
 			return false
