@@ -200,7 +200,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 			}
 		}
 		if mode == accRead && exact && size == 8 && lo%8 == 0 && fr.stk.spilled(lo/8) {
-			return fr.stk.slot(lo/8), nil
+			return fr.stk.slot(lo / 8), nil
 		}
 		for i := lo / 8; i <= (hi-1)/8; i++ {
 			if fr.stk.spilled(i) && fr.stk.slot(i).isPtr() {
