@@ -171,6 +171,7 @@ func (it *Interpreter) Compile(p *Program) (Executable, error) {
 	}
 	x := &interpExec{
 		name:   p.Name,
+		insns:  slices.Clone(p.Insns),
 		budget: it.cfg.budget,
 		trace:  it.cfg.trace,
 		maps:   append([]MapRef(nil), p.Maps...),
@@ -209,6 +210,7 @@ func (it *Interpreter) Compile(p *Program) (Executable, error) {
 // a machine taken from pool.
 type interpExec struct {
 	name      string
+	insns     []asm.Instruction // as given, for error messages
 	code      []insn
 	maps      []MapRef
 	helpers   []Helper // indexed by insn.aux for static helper calls

@@ -18,12 +18,12 @@ func (m *machine) call(x *interpExec, pc int, in *insn) (next int, stop bool, er
 		id := m.regs[in.dst]
 		h, ok := x.byID[helpers.ID(int32(id))]
 		if id > math.MaxInt32 || !ok {
-			return 0, false, &Fault{Program: x.name, PC: pc, Detail: fmt.Sprintf("callx r%d = %#x", in.dst, id), Err: ErrUnknownHelper}
+			return 0, false, x.fault(pc, fmt.Sprintf("callx r%d = %#x", in.dst, id), ErrUnknownHelper)
 		}
 		return pc + 1, m.callHelper(x, &h), nil
 	case in.src == uint8(asm.PseudoCall):
 		if m.depth+1 >= MaxCallDepth {
-			return 0, false, &Fault{Program: x.name, PC: pc, Detail: fmt.Sprintf("call to pc %d from frame %d", in.aux, m.depth), Err: ErrCallDepth}
+			return 0, false, x.fault(pc, fmt.Sprintf("call to pc %d from frame %d", in.aux, m.depth), ErrCallDepth)
 		}
 		f := &m.frames[m.depth]
 		f.ret = pc + 1

@@ -40,7 +40,8 @@ type CompileError struct {
 }
 
 func (e *CompileError) Error() string {
-	return fmt.Sprintf("interp: program %q: pc %d (insn %#016x): %s", e.Program, e.PC, e.Insn.Word(), e.Reason)
+	text, _ := asm.FormatAt([]asm.Instruction{e.Insn}, 0)
+	return fmt.Sprintf("interp: program %q: pc %d (%s): %s", e.Program, e.PC, text, e.Reason)
 }
 
 // Unwrap returns ErrInvalidProgram.
@@ -50,6 +51,8 @@ func (e *CompileError) Unwrap() error { return ErrInvalidProgram }
 type Fault struct {
 	Program string
 	PC      int
+	// Insn is the disassembly of the instruction at PC.
+	Insn string
 	// Detail says what was attempted ("load of 8 bytes at 0x...").
 	Detail string
 	// Err is one of the Err* values of this package.
@@ -57,7 +60,19 @@ type Fault struct {
 }
 
 func (e *Fault) Error() string {
-	return fmt.Sprintf("interp: program %q: pc %d: %s: %v", e.Program, e.PC, e.Detail, e.Err)
+	if e.Insn == "" {
+		return fmt.Sprintf("interp: program %q: pc %d: %s: %v", e.Program, e.PC, e.Detail, e.Err)
+	}
+	return fmt.Sprintf("interp: program %q: pc %d (%s): %s: %v", e.Program, e.PC, e.Insn, e.Detail, e.Err)
+}
+
+// fault builds the Fault of the instruction at pc.
+func (x *interpExec) fault(pc int, detail string, err error) *Fault {
+	f := &Fault{Program: x.name, PC: pc, Detail: detail, Err: err}
+	if pc >= 0 && pc < len(x.insns) {
+		f.Insn, _ = asm.FormatAt(x.insns, pc)
+	}
+	return f
 }
 
 // Unwrap returns the reason.

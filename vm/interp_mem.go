@@ -180,5 +180,5 @@ func store(p unsafe.Pointer, size, v uint64) {
 
 // memFault builds the Fault of a refused access.
 func (x *interpExec) memFault(pc int, what string, addr, size uint64, err error) error {
-	return &Fault{Program: x.name, PC: pc, Detail: fmt.Sprintf("%s of %d bytes at %#x", what, size, addr), Err: err}
+	return x.fault(pc, fmt.Sprintf("%s of %d bytes at %#x", what, size, addr), err)
 }

@@ -94,7 +94,7 @@ func (m *machine) run(x *interpExec) (uint64, error) {
 	pc := 0
 	for {
 		if budget == 0 {
-			return 0, &Fault{Program: x.name, PC: pc, Detail: fmt.Sprintf("executed %d instructions without exiting", x.budget), Err: ErrBudget}
+			return 0, x.fault(pc, fmt.Sprintf("executed %d instructions without exiting", x.budget), ErrBudget)
 		}
 		budget--
 		if trace != nil {
