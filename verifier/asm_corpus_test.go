@@ -31,6 +31,7 @@ type asmProgram struct {
 	wantPC   int
 	hook     string
 	maxStack int
+	maxInsns int
 }
 
 var asmErrRE = regexp.MustCompile(`#\s*ERROR (E\d{3})`)
@@ -63,6 +64,9 @@ func parseAsmCorpus(t *testing.T, path string) []*asmProgram {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "# maxstack:"); ok {
 			cur.maxStack, _ = strconv.Atoi(strings.TrimSpace(v))
 		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "# maxinsns:"); ok {
+			cur.maxInsns, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
 		if m := asmErrRE.FindStringSubmatch(line); m != nil {
 			cur.want, cur.wantPC = m[1], pc
 		}
@@ -94,7 +98,7 @@ func TestCorpusAsm(t *testing.T) {
 				t.Errorf("%s: %v", where, err)
 				continue
 			}
-			cfg := verifier.Config{Hook: hook.Get(p.hook), Maps: asmMaps, MaxStack: p.maxStack}
+			cfg := verifier.Config{Hook: hook.Get(p.hook), Maps: asmMaps, MaxStack: p.maxStack, MaxInsns: p.maxInsns}
 			_, err = cfg.Verify(insns, nil)
 			var ve *verifier.Error
 			switch {

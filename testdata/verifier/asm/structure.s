@@ -171,6 +171,22 @@ stdw [%r10-8], 0
 mov %r0, 0
 exit
 
+-- bad_too_long
+# maxinsns: 4
+mov %r0, 0
+mov %r0, 1
+mov %r0, 2
+mov %r0, 3
+mov %r0, 4 # ERROR E007
+exit
+
+-- ok_at_the_limit
+# maxinsns: 4
+mov %r0, 0
+mov %r0, 1
+mov %r0, 2
+exit
+
 -- bad_unknown_opcode
 .insn 0x00000000000000ff # ERROR E001
 mov %r0, 0
