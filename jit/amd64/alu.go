@@ -2,14 +2,21 @@ package amd64
 
 import "github.com/ncclbpf/ncclbpf/asm"
 
-// aluMR maps the simple two-operand eBPF ALU operations to their x86 MR
-// opcode and group-1 extension.
-var aluMR = map[asm.ALUOp][2]byte{
-	asm.ALUAdd: {opAddMR, extAdd},
-	asm.ALUSub: {opSubMR, extSub},
-	asm.ALUOr:  {opOrMR, extOr},
-	asm.ALUAnd: {opAndMR, extAnd},
-	asm.ALUXor: {opXorMR, extXor},
+// aluMR returns the x86 MR opcode and group-1 extension of the simple
+// two-operand eBPF ALU operations.
+func aluMR(op asm.ALUOp) (mr, ext byte) {
+	switch op {
+	case asm.ALUAdd:
+		return opAddMR, extAdd
+	case asm.ALUSub:
+		return opSubMR, extSub
+	case asm.ALUOr:
+		return opOrMR, extOr
+	case asm.ALUAnd:
+		return opAndMR, extAnd
+	default: // asm.ALUXor
+		return opXorMR, extXor
+	}
 }
 
 // alu emits an ALU (32-bit, zero-extending) or ALU64 instruction.
@@ -24,11 +31,11 @@ func (c *compiler) alu(pc int, ins asm.Instruction) error {
 	}
 	switch op {
 	case asm.ALUAdd, asm.ALUSub, asm.ALUOr, asm.ALUAnd, asm.ALUXor:
-		m := aluMR[op]
+		mr, ext := aluMR(op)
 		if x {
-			c.aluRR(m[0], w, dst, src)
+			c.aluRR(mr, w, dst, src)
 		} else {
-			c.aluRI(m[1], w, dst, ins.Imm)
+			c.aluRI(ext, w, dst, ins.Imm)
 		}
 	case asm.ALUMov:
 		return c.mov(pc, ins, w, x, dst, src)
