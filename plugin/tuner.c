@@ -179,6 +179,15 @@ static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 static int nb_finalize(void *ctx) {
 	struct nb_comm *c = ctx;
 	if (c) {
+		char msg[256];
+#define L(f) (unsigned long long)atomic_load_explicit(&c->f, memory_order_relaxed)
+		snprintf(msg, sizeof msg,
+		         "ncclbpf: communicator %#llx (%u ranks, %u nodes, tuner v%u): %llu getCollInfo calls, %llu ran "
+		         "the policy, %llu decisions applied, %llu dropped, %llu channel counts clamped; %llu chunk sizes set",
+		         (unsigned long long)c->comm_id, c->n_ranks, c->n_nodes, c->abi, L(seq), L(policy_calls), L(applied),
+		         L(rejected), L(clamped), L(chunk_applied));
+#undef L
+		nb_log(c->log, NB_LOG_INFO, NB_SUBSYS_TUNING, __LINE__, msg);
 		nb_unregister(c);
 		free(c);
 	}

@@ -57,7 +57,16 @@ static int failures;
 static atomic_int n_warn, n_info;
 static char last_warn[1024];
 
+static int host_verbose = -1;
+
 static void host_logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+	/* Like NCCL's logger with NCCL_DEBUG unset: anything above WARN costs one test. */
+	if (host_verbose < 0)
+		host_verbose = getenv("HOST_VERBOSE") != NULL;
+	if (level > 2 && !host_verbose) {
+		atomic_fetch_add_explicit(&n_info, 1, memory_order_relaxed);
+		return;
+	}
 	char buf[1024];
 	va_list ap;
 	va_start(ap, fmt);
@@ -457,7 +466,7 @@ static int selftest(struct tuner *t, const char *path) {
 	int concurrent = t->ver >= 3;
 	if (concurrent) {
 		for (int i = 0; i < NT; i++) {
-			th[i] = (struct thr){t, i, NULL, &bar, 200000};
+			th[i] = (struct thr){t, i, NULL, &bar, 50000};
 			pthread_create(&tid[i], NULL, thread_main, &th[i]);
 		}
 		pthread_barrier_wait(&bar); /* start init */
@@ -614,7 +623,7 @@ static int selftest(struct tuner *t, const char *path) {
 	s1 = get_stats(t);
 	CHECK(s1.comms_live == 0, "%" PRIu64 " communicators still registered", s1.comms_live);
 	if (concurrent)
-		CHECK(s1.calls >= (uint64_t)NT * 200000, "calls counted: %" PRIu64, s1.calls);
+		CHECK(s1.calls >= (uint64_t)NT * 50000, "calls counted: %" PRIu64, s1.calls);
 	printf("selftest v%d: %s (calls %" PRIu64 ", applied %" PRIu64 ", rejected %" PRIu64 ", warnings %d)\n", t->ver,
 	       failures ? "FAILED" : "ok", s1.calls, s1.applied, s1.rejected, atomic_load(&n_warn));
 	return failures ? 1 : 0;
