@@ -1,0 +1,175 @@
+package nccl
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Names of NCCL's collectives, algorithms and protocols, indexed by their
+// numbers (include/ncclbpf.h).
+var (
+	CollNames  = []string{"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"}
+	AlgoNames  = []string{"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"}
+	ProtoNames = []string{"LL", "LL128", "Simple"}
+)
+
+// Cells is the number of (algorithm, protocol) cells of NCCL's cost table.
+const Cells = 21
+
+// MaxChannels is the most channels the plugin passes to NCCL.
+const MaxChannels = 64
+
+// TunerInput is one getCollInfo call as the tuner hook sees it: the
+// fields of struct ncclbpf_tuner_ctx. Cost holds NCCL's table row-major
+// (algorithm, protocol), -1 for unavailable cells.
+type TunerInput struct {
+	CommID, CallSeq            uint64
+	Coll                       int
+	NBytes                     uint64
+	NumPipeOps, RegBuff        int
+	NRanks, NNodes             int
+	NvlDomains, MinNvl, MaxNvl int
+	ABI                        int
+	Cost                       [Cells]float32
+}
+
+// Context encodes in as the bytes of struct ncclbpf_tuner_ctx (160 bytes),
+// with the outputs at their "leave it to NCCL" values, exactly as the shim
+// fills it: for `ncclbpf run` and tests that run a tuner program offline.
+func (in TunerInput) Context() []byte {
+	b := make([]byte, 160)
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], in.CommID)
+	le.PutUint64(b[8:], in.CallSeq)
+	le.PutUint64(b[16:], in.NBytes)
+	le.PutUint32(b[24:], uint32(in.Coll))
+	le.PutUint32(b[28:], uint32(int32(in.NumPipeOps)))
+	le.PutUint32(b[32:], uint32(int32(in.RegBuff)))
+	le.PutUint32(b[36:], uint32(in.NRanks))
+	le.PutUint32(b[40:], uint32(in.NNodes))
+	le.PutUint32(b[44:], uint32(int32(in.NvlDomains)))
+	le.PutUint32(b[48:], uint32(int32(in.MinNvl)))
+	le.PutUint32(b[52:], uint32(int32(in.MaxNvl)))
+	le.PutUint32(b[56:], uint32(in.ABI))
+	var mask uint32
+	for i, c := range in.Cost {
+		bits := math.Float32bits(c)
+		le.PutUint32(b[64+4*i:], bits)
+		if bits>>31 == 0 {
+			mask |= 1 << i
+		}
+	}
+	le.PutUint32(b[60:], mask)
+	le.PutUint32(b[148:], 0xffffffff) // algorithm: leave it
+	le.PutUint32(b[152:], 0xffffffff) // protocol: leave it
+	le.PutUint32(b[156:], 0)          // channels: leave it
+	return b
+}
+
+// Decision is what a tuner program wrote into its context's outputs.
+type Decision struct {
+	Algorithm, Protocol, Channels int
+}
+
+// DecodeDecision reads the outputs of a tuner context after a run.
+func DecodeDecision(ctx []byte) (Decision, error) {
+	if len(ctx) < 160 {
+		return Decision{}, fmt.Errorf("tuner context: %d bytes, want 160", len(ctx))
+	}
+	le := binary.LittleEndian
+	return Decision{
+		Algorithm: int(int32(le.Uint32(ctx[148:]))),
+		Protocol:  int(int32(le.Uint32(ctx[152:]))),
+		Channels:  int(int32(le.Uint32(ctx[156:]))),
+	}, nil
+}
+
+// Outcome is what NCCL ends up doing after the plugin applied (or dropped)
+// a decision: the shim's rules in Go (plugin/tuner.c is authoritative).
+type Outcome struct {
+	// Table is NCCL's cost table after the plugin.
+	Table [Cells]float32
+	// Channels is what NCCL receives in *nChannels (0: its default).
+	Channels int
+	// Applied is false when the decision left everything to NCCL or was
+	// dropped; Dropped says why it was dropped, "" otherwise.
+	Applied bool
+	Dropped string
+	// Algorithm and Protocol are NCCL's pick from Table (-1 if none).
+	Algorithm, Protocol int
+}
+
+// Apply applies the program's return value ret and decision d to table as
+// libncclbpf.so does, then picks as NCCL does (the strictly cheapest
+// non-negative cell, algorithms then protocols in order).
+func Apply(table [Cells]float32, ret uint64, d Decision) Outcome {
+	o := Outcome{Table: table}
+	a, p, ch := d.Algorithm, d.Protocol, d.Channels
+	switch {
+	case ret != 0 || (a == -1 && p == -1 && ch == 0):
+	case a < -1 || a >= len(AlgoNames) || p < -1 || p >= len(ProtoNames):
+		o.Dropped = "algorithm/protocol outside NCCL's table"
+	case ch < 0:
+		o.Dropped = "negative channel count"
+	case a >= 0 && p >= 0 && !(table[a*3+p] >= 0):
+		o.Dropped = "the chosen cell is unavailable (-1.0)"
+	default:
+		if a >= 0 && p >= 0 {
+			o.Table[a*3+p] = 0
+		} else if a >= 0 || p >= 0 {
+			left := 0
+			for i := 0; i < Cells; i++ {
+				if ((a >= 0 && i/3 == a) || (p >= 0 && i%3 == p)) && table[i] >= 0 {
+					left++
+				}
+			}
+			if left == 0 {
+				o.Dropped = "no available cell in the chosen row/column"
+				break
+			}
+			for i := 0; i < Cells; i++ {
+				in := (a >= 0 && i/3 == a) || (p >= 0 && i%3 == p)
+				if !in && table[i] >= 0 {
+					o.Table[i] = -1
+				}
+			}
+		}
+		o.Channels = min(ch, MaxChannels)
+		o.Applied = true
+	}
+	o.Algorithm, o.Protocol = Pick(o.Table)
+	return o
+}
+
+// Pick returns the cell NCCL chooses from table, or -1, -1.
+func Pick(table [Cells]float32) (algo, proto int) {
+	algo, proto = -1, -1
+	best := float32(math.MaxFloat32)
+	for i, c := range table {
+		if c >= 0 && c < best {
+			best, algo, proto = c, i/3, i%3
+		}
+	}
+	return algo, proto
+}
+
+// CellName names cell (a, p), e.g. "Ring/Simple".
+func CellName(a, p int) string {
+	if a < 0 || a >= len(AlgoNames) || p < 0 || p >= len(ProtoNames) {
+		return fmt.Sprintf("(%d,%d)", a, p)
+	}
+	return AlgoNames[a] + "/" + ProtoNames[p]
+}
+
+// ParseColl parses a collective name (case-insensitive, as in the rules
+// format or NCCL's spelling) or number.
+func ParseColl(s string) (int, error) {
+	for i, n := range CollNames {
+		if strings.EqualFold(s, n) {
+			return i, nil
+		}
+	}
+	return lookupName("collective", s, collNames, false)
+}

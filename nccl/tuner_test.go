@@ -1,0 +1,89 @@
+package nccl
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/ncclbpf/ncclbpf/hook"
+)
+
+func TestTunerContextLayout(t *testing.T) {
+	in := TunerInput{CommID: 1, CallSeq: 2, Coll: 4, NBytes: 3, NumPipeOps: 1, RegBuff: -1, NRanks: 8, NNodes: 1,
+		NvlDomains: 1, MinNvl: 8, MaxNvl: 8, ABI: 5}
+	for i := range in.Cost {
+		in.Cost[i] = float32(i)
+	}
+	in.Cost[4] = -1
+	b := in.Context()
+	h := hook.Get(hook.Tuner)
+	if len(b) != h.Context.Size {
+		t.Fatalf("context %d bytes, hook says %d", len(b), h.Context.Size)
+	}
+	le := binary.LittleEndian
+	get := func(name string) uint64 {
+		for _, f := range h.Context.Fields {
+			if f.Name == name {
+				switch f.Size {
+				case 4:
+					return uint64(le.Uint32(b[f.Offset:]))
+				case 8:
+					return le.Uint64(b[f.Offset:])
+				}
+			}
+		}
+		t.Fatalf("no field %s", name)
+		return 0
+	}
+	for name, want := range map[string]uint64{"comm_id": 1, "call_seq": 2, "n_bytes": 3, "coll_type": 4, "reg_buff": 0xffffffff,
+		"n_ranks": 8, "abi_version": 5, "avail_mask": (1<<21 - 1) &^ (1 << 4), "algorithm": 0xffffffff, "n_channels": 0} {
+		if got := get(name); got != want {
+			t.Errorf("%s = %#x, want %#x", name, got, want)
+		}
+	}
+	if got := le.Uint32(b[64+4*4:]); got != math.Float32bits(-1) {
+		t.Errorf("cost[1][1] bits %#x", got)
+	}
+}
+
+func TestApply(t *testing.T) {
+	var tbl [Cells]float32
+	for i := range tbl {
+		tbl[i] = float32(10 + i)
+	}
+	tbl[12], tbl[13], tbl[14] = -1, -1, -1 // no NVLS
+	for _, tc := range []struct {
+		ret         uint64
+		d           Decision
+		applied     bool
+		dropped     bool
+		algo, proto int
+		channels    int
+	}{
+		{0, Decision{-1, -1, 0}, false, false, 0, 0, 0},
+		{0, Decision{1, 2, 0}, true, false, 1, 2, 0},
+		{1, Decision{1, 2, 8}, false, false, 0, 0, 0},
+		{0, Decision{4, 2, 0}, false, true, 0, 0, 0},
+		{0, Decision{9, 2, 0}, false, true, 0, 0, 0},
+		{0, Decision{1, 2, -1}, false, true, 0, 0, 0},
+		{0, Decision{1, 2, 100}, true, false, 1, 2, 64},
+		{0, Decision{1, -1, 0}, true, false, 1, 0, 0},
+		{0, Decision{-1, 1, 3}, true, false, 0, 1, 3},
+		{0, Decision{4, -1, 0}, false, true, 0, 0, 0},
+	} {
+		o := Apply(tbl, tc.ret, tc.d)
+		if o.Applied != tc.applied || (o.Dropped != "") != tc.dropped || o.Algorithm != tc.algo || o.Protocol != tc.proto || o.Channels != tc.channels {
+			t.Errorf("ret %d %+v: %+v", tc.ret, tc.d, o)
+		}
+	}
+	if a, p := Pick([Cells]float32{-1, -1, -1}); a != 1 || p != 0 {
+		// cells beyond the three given are 0: the first of them wins
+		t.Errorf("Pick = %d,%d", a, p)
+	}
+	if c, err := ParseColl("allreduce"); err != nil || c != 4 {
+		t.Errorf("ParseColl: %d %v", c, err)
+	}
+	if CellName(1, 2) != "Ring/Simple" {
+		t.Error(CellName(1, 2))
+	}
+}
