@@ -16,7 +16,8 @@ import (
 
 // Differential testing: random programs (gen_test.go) run on the reference
 // interpreter and on the JIT must agree on r0, the error (both or neither,
-// of the same kind), the final mem buffer and the sequence of helper calls.
+// of the same kind), the final mem buffer, the array map's values and the
+// sequence of helper calls.
 //
 // Normal runs check diffSeedPrograms programs. NCCLBPF_DIFF_N=1000000 runs
 // that many (seeds 0..N-1, or from NCCLBPF_DIFF_SEED); progress is logged.
@@ -27,16 +28,18 @@ type runResult struct {
 	r0    uint64
 	err   error
 	mem   []byte
+	arr   []byte // the array map's values after the run
 	calls []ctest.Call
 	n     int
 }
 
 func runOn(x vm.Executable, mem []byte) runResult {
 	m := bytes.Clone(mem)
+	genArrayReset(mem)
 	ctest.Reset()
 	r0, err := x.Run(m)
 	calls, n := ctest.Log()
-	return runResult{r0: r0, err: err, mem: m, calls: calls, n: n}
+	return runResult{r0: r0, err: err, mem: m, arr: genArrayBytes(), calls: calls, n: n}
 }
 
 // sameFault reports whether the interpreter's and the JIT's errors mean the
@@ -83,6 +86,8 @@ func diffOne(interp vm.Engine, seed uint64, size int) string {
 			i++
 		}
 		return fmt.Sprintf("mem differs from byte %d: interp % x, jit % x", i, ri.mem[i:min(i+8, len(ri.mem))], rj.mem[i:min(i+8, len(rj.mem))])
+	case !bytes.Equal(ri.arr, rj.arr):
+		return fmt.Sprintf("array map values differ: interp % x, jit % x", ri.arr, rj.arr)
 	case ri.n != rj.n:
 		return fmt.Sprintf("helper calls: interp %d, jit %d", ri.n, rj.n)
 	}

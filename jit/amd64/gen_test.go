@@ -1,7 +1,9 @@
 package amd64
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
@@ -113,7 +115,30 @@ func genProgram(seed uint64, size int) (*vm.Program, []byte) {
 	for i := range mem {
 		mem[i] = byte(g.r.Uint32())
 	}
-	return &vm.Program{Name: "gen", Insns: insns, Helpers: ctest.Table()}, mem
+	return &vm.Program{Name: "gen", Insns: insns, Helpers: ctest.Table(), Maps: genMaps}, mem
+}
+
+// genArray backs the array map every generated program may use (value 0
+// onwards through lddw map_value, the handle through lddw map); the
+// differential harness resets it before each run (genArrayReset).
+var genArray = make([]uint64, genArraySize/8)
+
+const genArraySize = 128
+
+var genMaps = []vm.MapRef{{Name: "arr", Handle: 0x5eed0000, Type: 2, KeySize: 4, ValueSize: 16, MaxEntries: genArraySize / 16,
+	ArrayBase: uintptr(unsafe.Pointer(&genArray[0])), ArrayStride: 16}}
+
+// genArrayReset fills genArray from mem (its last 128 bytes, reversed).
+func genArrayReset(mem []byte) {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&genArray[0])), genArraySize)
+	for i := range b {
+		b[i] = mem[len(mem)-1-i]
+	}
+}
+
+// genArrayBytes returns a copy of genArray.
+func genArrayBytes() []byte {
+	return bytes.Clone(unsafe.Slice((*byte)(unsafe.Pointer(&genArray[0])), genArraySize))
 }
 
 func (g *gen) function(n int) []asm.Instruction {
@@ -200,6 +225,10 @@ func (g *gen) imm64() uint64 {
 }
 
 func (g *gen) setConst(r asm.Register) {
+	if g.r.IntN(16) == 0 {
+		g.f.emit(asm.Instruction{Op: asm.OpLdImm64, Dst: r, Src: asm.PseudoMapFD}, asm.Instruction{}) // the handle: a constant
+		return
+	}
 	if g.r.IntN(3) == 0 {
 		p := asm.LdImm64(r, g.imm64())
 		g.f.emit(p[0], p[1])
@@ -243,8 +272,10 @@ func (g *gen) item(depth int, out genLabel) {
 		g.memAccess(false)
 	case k < 62:
 		g.memAccess(true)
-	case k < 66:
+	case k < 64:
 		g.dynAccess()
+	case k < 66:
+		g.mapAccess()
 	case k < 74:
 		g.atomic()
 	case k < 83 && depth < 3:
@@ -357,6 +388,34 @@ func (g *gen) dynAccess() {
 		g.atomicAt(t, off, size == asm.SizeDW, t)
 	} else {
 		// A store must not store the pointer itself; a load may overwrite t.
+		switch g.r.IntN(3) {
+		case 0:
+			g.f.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassLDX, asm.ModeMEM, size), Dst: g.writable(), Src: t, Off: off})
+		case 1:
+			g.f.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassST, asm.ModeMEM, size), Dst: t, Off: off, Imm: g.imm()})
+		default:
+			src := g.readable()
+			for src == t {
+				src = g.readable()
+			}
+			g.f.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassSTX, asm.ModeMEM, size), Dst: t, Src: src, Off: off})
+		}
+	}
+	g.setConst(t)
+}
+
+// mapAccess loads T = &value(0)+off0 with lddw map_value and accesses
+// [T+off] inside the array, then makes T a scalar again.
+func (g *gen) mapAccess() {
+	t := g.writable()
+	size := genSizes[g.r.IntN(4)]
+	nb := int32(size.Bytes())
+	off0 := 8 * int32(g.r.IntN(genArraySize/8))
+	g.f.emit(asm.Instruction{Op: asm.OpLdImm64, Dst: t, Src: asm.PseudoMapValue}, asm.Instruction{Imm: off0})
+	off := int16((int32(g.r.IntN(int(genArraySize-off0-nb+1))) / nb) * nb) // aligned, in bounds
+	if (size == asm.SizeW || size == asm.SizeDW) && g.r.IntN(3) == 0 {
+		g.atomicAt(t, off, size == asm.SizeDW, t)
+	} else {
 		switch g.r.IntN(3) {
 		case 0:
 			g.f.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassLDX, asm.ModeMEM, size), Dst: g.writable(), Src: t, Off: off})
