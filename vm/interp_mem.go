@@ -23,22 +23,23 @@ import (
 // Anything else, map handles included, traps with ErrMemory. The check is
 // the soundness oracle of the verifier: verified programs never trap.
 
-// region is [start, start+size) of readable memory, which base points to.
+// region is [start, start+size) of readable native memory (outside the Go
+// heap: C allocations, mapped map memory). The mem buffer and the stacks,
+// which are Go memory, are checked apart and addressed through Go pointers.
 type region struct {
 	start    uint64
 	size     uint64
-	base     unsafe.Pointer
 	writable bool
 }
 
-// nativeRegion describes memory outside the Go heap (C allocations).
 func nativeRegion(start, size uint64, writable bool) region {
-	return region{start: start, size: size, base: addrPointer(start), writable: writable}
+	return region{start: start, size: size, writable: writable}
 }
 
-// addrPointer turns a native address into a pointer without a
-// uintptr-to-pointer conversion that vet would flag: the address is memory
-// that C code owns, so the garbage collector has nothing to track.
+// addrPointer turns a native address into a pointer, for the duration of
+// one access, without a uintptr-to-pointer conversion that vet would flag:
+// the memory is owned by C code, so the garbage collector has nothing to
+// track.
 func addrPointer(a uint64) unsafe.Pointer {
 	p := uintptr(a)
 	return *(*unsafe.Pointer)(unsafe.Pointer(&p))
@@ -86,7 +87,7 @@ func (r *region) pointer(addr uint64, write bool) (unsafe.Pointer, error) {
 	if write && !r.writable {
 		return nil, ErrReadOnly
 	}
-	return unsafe.Add(r.base, addr-r.start), nil
+	return addrPointer(addr), nil
 }
 
 // checkLayout applies WithMemLayout to an access at offset off of mem: the
