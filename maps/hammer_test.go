@@ -221,3 +221,48 @@ func TestHammerLRULarge(t *testing.T) {
 		t.Errorf("LRU holds %d keys, want 1..300", n)
 	}
 }
+
+// TestHashChurn targets the lock-free lookup: the never-deleted keys all
+// share one bucket, and churner elements keep leaving that bucket's head for
+// other buckets and coming back, reused at once, while readers walk the
+// chain. A reader that did not notice the move would follow the element into
+// another chain and miss its key.
+func TestHashChurn(t *testing.T) {
+	const persistent, churners, readers = 16, 2, 2
+	env, _ := hammerEnv(t, 1, 16)
+	m := mustNew(t, maps.Spec{Name: "churn", Type: maps.Hash, KeySize: 8, ValueSize: 8, MaxEntries: persistent + churners})
+	hot := maps.BucketOf(m, u64(0))
+	var persist, churn []uint64
+	var other []uint64
+	for k := uint64(0); len(persist) < persistent+churners || len(other) < churners; k++ {
+		if maps.BucketOf(m, u64(k)) == hot {
+			persist = append(persist, k)
+		} else if len(other) < churners {
+			other = append(other, k)
+		}
+	}
+	// Churner i moves between a key in the hot bucket and one elsewhere.
+	for i := 0; i < churners; i++ {
+		churn = append(churn, persist[persistent+i], other[i])
+	}
+	persist = persist[:persistent]
+	for _, k := range persist {
+		if err := m.Update(u64(k), u64(k), maps.UpdateNoExist); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < churners; i++ {
+		if err := m.Update(u64(churn[2*i]), u64(0), maps.UpdateNoExist); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := hammerDuration(t) / 2
+	bad, lookups := ctest.Churn(env, m.Handle(), persist, churn, readers, uint64(d.Milliseconds()))
+	if bad != 0 {
+		t.Errorf("%d of %d lookups of never-deleted keys failed", bad, lookups)
+	}
+	if keys, _ := m.Keys(); len(keys) != persistent+churners {
+		t.Errorf("map holds %d keys, want %d", len(keys), persistent+churners)
+	}
+	t.Logf("%d lookups during churn", lookups)
+}

@@ -404,6 +404,21 @@ func (m *Map) Iterate(fn func(key, value []byte) bool) error {
 	return nil
 }
 
+// bucketOf returns the bucket of key in a hash map, -1 for other types
+// (tests aim collisions with it; see export_test.go).
+func (m *Map) bucketOf(key []byte) int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.checkKey("bucket", key) != nil {
+		return -1
+	}
+	b := C.nbpf_map_bucket_of(m.c, unsafe.Pointer(&key[0]))
+	if b < 0 {
+		return -1
+	}
+	return int(b)
+}
+
 // Close releases the map's native memory. No program or C code may use
 // the map afterwards; Go methods return ErrClosed. Closing twice is a no-op.
 func (m *Map) Close() error {

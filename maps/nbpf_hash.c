@@ -369,6 +369,13 @@ int nbpf_htab_delete(struct nbpf_map *m, const void *key) {
   return 0;
 }
 
+int64_t nbpf_map_bucket_of(struct nbpf_map *m, const void *key) {
+  if (m->htab == NULL) return -EINVAL;
+  uint64_t kw[NBPF_MAX_KEY_SIZE / 8];
+  load_key(m, key, kw);
+  return (int64_t)(key_hash(m->htab, kw) & m->htab->mask);
+}
+
 int nbpf_htab_next_key(struct nbpf_map *m, const void *key, void *next) {
   struct nbpf_htab *h = m->htab;
   uint64_t i = 0;

@@ -86,6 +86,9 @@ int nbpf_map_delete(struct nbpf_map *m, const void *key);
  * into next. 0 or -ENOENT at the end. Like Linux, a key that is not in the
  * map restarts the walk; concurrent updates may make it skip or repeat keys. */
 int nbpf_map_next_key(struct nbpf_map *m, const void *key, void *next);
+/* nbpf_map_bucket_of returns the bucket a key of a hash map falls in, and
+ * -EINVAL for other map types (diagnostics: collisions, tests). */
+int64_t nbpf_map_bucket_of(struct nbpf_map *m, const void *key);
 /* Freezing makes the map read-only for the control plane (programs are
  * governed by NBPF_F_RDONLY_PROG). */
 void nbpf_map_freeze(struct nbpf_map *m);

@@ -155,6 +155,60 @@ int ctest_hammer(const struct ctest_env *env, int threads, uint64_t duration_ms,
   return rc;
 }
 
+/* ---- churn: lock-free lookups while elements move between buckets ---- */
+
+struct churn_arg {
+  const struct ctest_env *env;
+  uintptr_t map;
+  const uint64_t *persist, *keys; /* keys: this churner's two keys */
+  uint32_t npersist;
+  int reader;
+  uint64_t deadline, bad, lookups;
+};
+
+static void *churn_thread(void *p) {
+  struct churn_arg *a = p;
+  ctest_fn lookup = (ctest_fn)a->env->lookup, update = (ctest_fn)a->env->update;
+  ctest_fn del = (ctest_fn)a->env->del;
+  uint64_t x = 0x2545f4914f6cdd1dull ^ (uint64_t)(uintptr_t)a, zero = 0;
+  for (uint64_t n = 0;; n++) {
+    if ((n & 1023) == 0 && now_ns() >= a->deadline) break;
+    if (a->reader) {
+      uint64_t k = a->persist[rnd(&x) % a->npersist];
+      uint64_t *v = (uint64_t *)(uintptr_t)lookup(a->map, P(&k), 0, 0, 0);
+      a->lookups++;
+      if (v == NULL || *v != k) a->bad++;
+    } else {
+      const uint64_t *from = &a->keys[n & 1], *to = &a->keys[(n + 1) & 1];
+      if (del(a->map, P(from), 0, 0, 0) != 0 || update(a->map, P(to), P(&zero), 1, 0) != 0) a->bad++;
+    }
+  }
+  return NULL;
+}
+
+uint64_t ctest_churn(const struct ctest_env *env, uintptr_t map, const uint64_t *persist,
+                     uint32_t npersist, const uint64_t *churn_keys, int churners, int readers,
+                     uint64_t duration_ms, uint64_t *lookups) {
+  pthread_t th[2 * CTEST_MAX_THREADS];
+  struct churn_arg args[2 * CTEST_MAX_THREADS];
+  int n = churners + readers, started = 0;
+  *lookups = 0;
+  if (churners < 0 || readers < 0 || n > 2 * CTEST_MAX_THREADS || npersist == 0) return ~0ull;
+  uint64_t deadline = now_ns() + duration_ms * 1000000ull, bad = 0;
+  for (; started < n; started++) {
+    int reader = started >= churners;
+    args[started] = (struct churn_arg){env, map, persist, reader ? NULL : &churn_keys[2 * started],
+                                       npersist, reader, deadline, 0, 0};
+    if (pthread_create(&th[started], NULL, churn_thread, &args[started]) != 0) break;
+  }
+  for (int i = 0; i < started; i++) {
+    pthread_join(th[i], NULL);
+    bad += args[i].bad;
+    *lookups += args[i].lookups;
+  }
+  return started == n ? bad : ~0ull;
+}
+
 /* ---- benchmarks ---- */
 
 /* A plain array and a simple open-addressing hash table (linear probing,

@@ -122,6 +122,24 @@ func Hammer(env *Env, threads int, durationMs uint64) ([]ThreadResult, error) {
 	return out, nil
 }
 
+// Churn runs len(churnKeys)/2 churner threads that move their element
+// between two keys each, and readers threads that look up the keys in
+// persist, in the hash map at handle m (see ctest.h). It returns the failed
+// operations and the number of lookups.
+func Churn(env *Env, m uintptr, persist, churnKeys []uint64, readers int, durationMs uint64) (bad, lookups uint64) {
+	ce := env.c()
+	cp := (*C.uint64_t)(C.calloc(C.size_t(len(persist)+len(churnKeys)+1), 8))
+	defer C.free(unsafe.Pointer(cp))
+	all := unsafe.Slice((*uint64)(unsafe.Pointer(cp)), len(persist)+len(churnKeys))
+	copy(all, persist)
+	copy(all[len(persist):], churnKeys)
+	var n C.uint64_t
+	bad = uint64(C.ctest_churn(&ce, C.uintptr_t(m), cp, C.uint32_t(len(persist)),
+		(*C.uint64_t)(unsafe.Pointer(&all[len(persist)])), C.int(len(churnKeys)/2), C.int(readers),
+		C.uint64_t(durationMs), &n))
+	return bad, uint64(n)
+}
+
 // BenchNames names the benchmark variants in the order Bench returns them.
 var BenchNames = []string{
 	"array_lookup/helper", "array_lookup/plain_c", "array_lookup/inline_c",

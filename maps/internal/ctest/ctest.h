@@ -47,6 +47,17 @@ struct ctest_hammer_result {
 int ctest_hammer(const struct ctest_env *env, int threads, uint64_t duration_ms,
                  struct ctest_hammer_result *res);
 
+/* Churn: each of `churners` threads moves its element back and forth
+ * between two keys (churn_keys[2i], churn_keys[2i+1]: delete one, insert
+ * the other) in a hash map (key u64, value u64) that is otherwise full, so
+ * the freed element is reused at once, in the other key's bucket. Meanwhile
+ * `readers` threads look up the never-deleted keys persist[0..npersist-1]
+ * (value = key). Returns the number of failed or wrong lookups (and failed
+ * churn operations); *lookups gets how many lookups were made. */
+uint64_t ctest_churn(const struct ctest_env *env, uintptr_t map, const uint64_t *persist,
+                     uint32_t npersist, const uint64_t *churn_keys, int churners, int readers,
+                     uint64_t duration_ms, uint64_t *lookups);
+
 /* Benchmark: ns per operation of each variant, in this order. */
 enum {
   CB_ARRAY_LOOKUP_HELPER, CB_ARRAY_LOOKUP_PLAIN, CB_ARRAY_LOOKUP_INLINE,

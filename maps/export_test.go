@@ -1,0 +1,4 @@
+package maps
+
+// BucketOf exposes the bucket of a hash map key to the tests.
+var BucketOf = (*Map).bucketOf
