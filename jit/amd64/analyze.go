@@ -121,7 +121,13 @@ func (c *compiler) analyze() error {
 		}
 	}
 	c.depthCheck = !callDepthOK(callees)
-	for id := range c.prog.Helpers {
+	for id, h := range c.prog.Helpers {
+		if h.ID != id {
+			return fmt.Errorf("helper table entry %d holds helper %d: %w", id, h.ID, ErrInvalidProgram)
+		}
+		if h.Addr == 0 {
+			return fmt.Errorf("helper %v has no address: %w", id, ErrInvalidProgram)
+		}
 		c.helperIDs = append(c.helperIDs, int32(id))
 	}
 	sort.Slice(c.helperIDs, func(i, j int) bool { return c.helperIDs[i] < c.helperIDs[j] })

@@ -155,6 +155,15 @@ func TestCompileErrors(t *testing.T) {
 			t.Errorf("%s: Compile error %v, want %q", tc.name, err, tc.msg)
 		}
 	}
+	exit, _ := asm.Assemble("exit")
+	for name, table := range map[string]vm.HelperTable{
+		"helper without address":  {9: {ID: 9}},
+		"helper under another id": {9: {ID: 8, Addr: ctest.Addr(ctest.Sum)}},
+	} {
+		if _, err := Compile(&vm.Program{Insns: exit, Helpers: table}); !errors.Is(err, ErrInvalidProgram) {
+			t.Errorf("%s: Compile error %v", name, err)
+		}
+	}
 	if _, err := Compile(nil); !errors.Is(err, ErrInvalidProgram) {
 		t.Errorf("nil program: %v", err)
 	}
