@@ -91,6 +91,7 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 		}
 		obj = o
 	}
+	noteInitial(cfg.Policy, obj) // the control plane reports its name and hash (reload.go)
 	opts := bundle.Options{Name: cfg.Policy, RequireNative: true, Data: map[string][]byte{}}
 	for _, v := range cfg.Vars {
 		opts.Vars = append(opts.Vars, bundle.Var{Name: v.Name, Value: v.Value})

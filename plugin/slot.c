@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "reload.h"
 
 struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS];
 
@@ -129,4 +130,19 @@ void ncclbpf_tuner_get_stats(struct ncclbpf_tuner_stats *out) {
 	s.load_status = nb_load_status();
 	pthread_mutex_unlock(&nb_registry_lock);
 	*out = s;
+}
+
+/* Declared in reload.h: the progress of the live communicators, for synchronized activation. */
+int ncclbpf_comms_min_seq(uint64_t *min) {
+	uint64_t m = UINT64_MAX;
+	int n = 0;
+	pthread_mutex_lock(&nb_registry_lock);
+	for (struct nb_comm *c = nb_registry; c; c = c->next, n++) {
+		uint64_t s = atomic_load_explicit(&c->seq, memory_order_relaxed);
+		if (s < m)
+			m = s;
+	}
+	pthread_mutex_unlock(&nb_registry_lock);
+	*min = m;
+	return n;
 }

@@ -1,0 +1,338 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "shim.h"
+#include "profiler.h"
+#include "reload.h"
+*/
+import "C"
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/ncclbpf/ncclbpf/bundle"
+	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/maps"
+)
+
+// Hot reload (see docs/operators-guide.md):
+//
+//  1. the new object is loaded, verified and compiled on the caller's
+//     goroutine (never an NCCL thread), offered the running bundle's maps:
+//     those with the same name and definition are injected into the new
+//     programs (the same map objects, so that updates the old programs make
+//     until the switch are not lost), the others are created fresh;
+//  2. the new entries are published to every hook slot (one atomic exchange
+//     per slot; a call in flight finishes on the old code), or, for a reload
+//     "at seq N", the tuner slots get a switch trampoline (reload.c) that
+//     sends calls with call_seq >= N to the new code;
+//  3. after a grace period of the tuner slots and of the profiler slots
+//     (both must succeed), the replaced bundle's code and its maps that the
+//     new one did not take over are freed. Without membarrier no grace period
+//     is possible: the old bundle is then kept forever (counted as leaked).
+//
+// A failure in step 1 changes nothing. Reloads are serialized; an at-seq
+// reload holds the lock until its activation completes.
+
+// policyInfo describes a loaded policy object.
+type policyInfo struct {
+	Name     string
+	SHA256   string
+	Size     int
+	LoadedAt time.Time
+	obj      []byte
+}
+
+func newPolicyInfo(name string, obj []byte) policyInfo {
+	sum := sha256.Sum256(obj)
+	return policyInfo{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: len(obj), LoadedAt: time.Now(), obj: obj}
+}
+
+// activation is an at-seq reload waiting for every communicator to reach
+// its sequence number.
+type activation struct {
+	AtSeq   uint64
+	Since   time.Time
+	Timeout time.Duration
+}
+
+// reloadStats are the reload counters of the control plane.
+type reloadStats struct {
+	Reloads       uint64
+	Failures      uint64
+	LastError     string
+	LastPublish   time.Duration // slots pointed at the new code
+	LastGrace     time.Duration // grace periods before the old code was freed
+	MaxPublish    time.Duration
+	Leaked        int    // replaced bundles never freed (no grace period possible)
+	ForcedActive  uint64 // at-seq activations completed by their timeout
+	LastActivated string
+}
+
+var (
+	// reloadMu serializes reloads; an at-seq reload holds it until its
+	// activation completes.
+	reloadMu sync.Mutex
+	// stateMu guards the variables below.
+	stateMu  sync.Mutex
+	running  policyInfo  // the object current was loaded from
+	previous *policyInfo // the object running before the last reload (rollback)
+	pending  *activation
+	rstats   reloadStats
+	// kept are replaced bundles that could not be freed.
+	kept []*bundle.Bundle
+	// liveBundles counts bundles loaded and not yet closed (from the first
+	// reload on; initialCounted: the first load's bundle is included).
+	liveBundles    atomic.Int64
+	initialCounted bool
+)
+
+// noteInitial records the object the first load reads (load.go).
+func noteInitial(name string, obj []byte) {
+	stateMu.Lock()
+	running = newPolicyInfo(name, obj)
+	stateMu.Unlock()
+}
+
+// reloadRequest is what a reload needs.
+type reloadRequest struct {
+	Name    string // for messages and `ncclbpf ps`
+	Object  []byte // ELF bytes
+	Vars    []bundle.Var
+	AtSeq   *uint64       // nil: at once
+	Timeout time.Duration // at-seq activation limit (0: 5 minutes)
+}
+
+// reloadResult describes a successful reload.
+type reloadResult struct {
+	Attached string
+	Reused   []string
+	Load     time.Duration // load + verify + compile
+	Publish  time.Duration
+	Grace    time.Duration // 0 for at-seq reloads (done later)
+	Pending  bool          // at-seq: armed, switching when every communicator reaches AtSeq
+	AtSeq    uint64
+	SHA256   string
+}
+
+// errReloadBusy says that another reload runs or waits for its activation.
+var errReloadBusy = errors.New("another reload is in progress or waiting for its activation sequence; try again when it completes")
+
+// reloadPolicy loads req's object and swaps it in. It never panics; an
+// error leaves the running policy as it was and says why.
+func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
+	if !reloadMu.TryLock() {
+		return res, errReloadBusy
+	}
+	handedOff := false
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+		if !handedOff {
+			reloadMu.Unlock()
+		}
+		if err != nil {
+			err = fmt.Errorf("reload %s: %w; the running policy is unchanged", req.Name, err)
+			stateMu.Lock()
+			rstats.Failures++
+			rstats.LastError = err.Error()
+			stateMu.Unlock()
+		}
+	}()
+	if len(req.Object) == 0 {
+		return res, errors.New("empty object")
+	}
+	// Make sure the first load has happened, or it would overwrite us later.
+	C.ncclbpf_ensure_loaded()
+	mu.Lock()
+	old := current
+	mu.Unlock()
+	if !initialCounted {
+		initialCounted = true
+		if old != nil {
+			liveBundles.Add(1) // the bundle of the first load
+		}
+	}
+	var reuse []*maps.Map
+	if old != nil {
+		reuse = old.Maps
+	}
+	t0 := time.Now()
+	b, err := bundle.Load(req.Object, bundle.Options{Name: req.Name, RequireNative: true, Vars: req.Vars, Reuse: reuse})
+	if err != nil {
+		return res, err
+	}
+	liveBundles.Add(1)
+	res.Load = time.Since(t0)
+	res.Reused = b.Reused()
+	info := newPolicyInfo(req.Name, req.Object)
+	res.SHA256 = info.SHA256
+
+	t1 := time.Now()
+	if req.AtSeq == nil {
+		res.Attached, err = publishBundle(b)
+	} else {
+		res.Attached, err = publishArmed(b, *req.AtSeq)
+	}
+	res.Publish = time.Since(t1)
+	if err != nil {
+		b.Close()
+		liveBundles.Add(-1)
+		return res, err
+	}
+	stateMu.Lock()
+	prev := running
+	if prev.obj != nil {
+		previous = &prev
+	}
+	running = info
+	rstats.Reloads++
+	rstats.LastPublish = res.Publish
+	if res.Publish > rstats.MaxPublish {
+		rstats.MaxPublish = res.Publish
+	}
+	stateMu.Unlock()
+	if req.AtSeq == nil {
+		res.Grace = retire(old, b)
+		return res, nil
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	act := &activation{AtSeq: *req.AtSeq, Since: time.Now(), Timeout: timeout}
+	stateMu.Lock()
+	pending = act
+	stateMu.Unlock()
+	res.Pending, res.AtSeq = true, *req.AtSeq
+	handedOff = true
+	go activate(old, b, act)
+	return res, nil
+}
+
+// publishArmed is publishBundle for an at-seq reload: the tuner slots get
+// switch trampolines, the profiler slots the new programs at once (they
+// observe; the new tuner code finds their data in place at the switch).
+func publishArmed(b *bundle.Bundle, at uint64) (string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	tw, err := slotWord(b.Program(hook.Tuner))
+	if err != nil {
+		return "", err
+	}
+	cw, err := slotWord(b.Program(hook.TunerChunkSize))
+	if err != nil {
+		return "", err
+	}
+	if C.ncclbpf_reload_arm(C.int(slotTuner), C.uintptr_t(tw), C.uint64_t(at)) != 0 ||
+		C.ncclbpf_reload_arm(C.int(slotChunkSize), C.uintptr_t(cw), C.uint64_t(at)) != 0 {
+		C.ncclbpf_reload_finish(C.int(slotTuner))
+		C.ncclbpf_reload_finish(C.int(slotChunkSize))
+		return "", errors.New("a switch trampoline is still armed")
+	}
+	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
+		C.ncclbpf_prof_publish(C.int(id), 0)
+	}
+	var parts []string
+	for _, p := range b.Programs {
+		cname := C.CString(p.Hook.Name)
+		id := C.ncclbpf_prof_hook_id(cname)
+		C.free(unsafe.Pointer(cname))
+		if id >= 0 {
+			C.ncclbpf_prof_publish(id, C.uintptr_t(p.Entry()))
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", p.Hook.Name, p.Name))
+	}
+	C.ncclbpf_prof_refresh_mask()
+	maps.SetLogSinkC(uintptr(C.ncclbpf_printk_sink()), 0)
+	current = b
+	sort.Strings(parts)
+	return strings.Join(parts, ", "), nil
+}
+
+// activate completes an at-seq reload: once every live communicator has
+// made its call AtSeq (or the timeout), the tuner slots get the new entries
+// themselves and the old bundle is retired.
+func activate(old, b *bundle.Bundle, act *activation) {
+	defer reloadMu.Unlock()
+	deadline := act.Since.Add(act.Timeout)
+	forced := false
+	wait := 100 * time.Microsecond
+	for {
+		var min C.uint64_t
+		n := C.ncclbpf_comms_min_seq(&min)
+		if n == 0 || uint64(min) > act.AtSeq {
+			break
+		}
+		if time.Now().After(deadline) {
+			forced = true
+			break
+		}
+		time.Sleep(wait)
+		if wait < 5*time.Millisecond {
+			wait *= 2
+		}
+	}
+	mu.Lock()
+	C.ncclbpf_reload_finish(C.int(slotTuner))
+	C.ncclbpf_reload_finish(C.int(slotChunkSize))
+	mu.Unlock()
+	retire(old, b)
+	stateMu.Lock()
+	pending = nil
+	how := "every communicator reached it"
+	if forced {
+		rstats.ForcedActive++
+		how = fmt.Sprintf("forced after the %v timeout: some communicator had not reached it", act.Timeout)
+	}
+	rstats.LastActivated = fmt.Sprintf("seq %d at %s (%s)", act.AtSeq, time.Now().UTC().Format(time.RFC3339), how)
+	stateMu.Unlock()
+}
+
+// retire waits until no thread can be inside old's code (tuner and
+// profiler grace periods), then hands its reused maps to b and frees it.
+func retire(old, b *bundle.Bundle) time.Duration {
+	if old == nil {
+		return 0
+	}
+	t := time.Now()
+	r1 := C.ncclbpf_slot_synchronize()
+	r2 := C.ncclbpf_prof_synchronize()
+	d := time.Since(t)
+	stateMu.Lock()
+	rstats.LastGrace = d
+	if r1 != 0 || r2 != 0 {
+		// No grace period possible (no membarrier): old code must never be freed.
+		kept = append(kept, old)
+		rstats.Leaked++
+		stateMu.Unlock()
+		return d
+	}
+	stateMu.Unlock()
+	b.TakeOver(old)
+	old.Close()
+	liveBundles.Add(-1)
+	return d
+}
+
+// describe lists what b attaches, as publishBundle does.
+func describe(b *bundle.Bundle) string {
+	var parts []string
+	for _, p := range b.Programs {
+		parts = append(parts, fmt.Sprintf("%s=%s", p.Hook.Name, p.Name))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}

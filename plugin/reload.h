@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reload.h: synchronized activation of a reloaded bundle (reload.c) and what the Go side of hot
+ * reload needs from the shim. Declarations only (cgo preambles of files that //export functions).
+ *
+ * A reload "at seq N" must make every rank of a job switch at the same collective: tuner calls
+ * whose per-communicator call_seq is >= N run the new program, earlier ones the old. The slot is
+ * given a switch trampoline (a native function with the program ABI) that reads call_seq from the
+ * context and jumps to the old or the new entry; the hot path of the shim is unchanged. Once every
+ * communicator has passed N (or a timeout), the slot gets the new entry itself and, after a grace
+ * period, the old code and the trampoline's record are free again.
+ */
+#ifndef NCCLBPF_RELOAD_H
+#define NCCLBPF_RELOAD_H
+
+#include <stdint.h>
+
+/*
+ * ncclbpf_reload_arm publishes in slot (NCCLBPF_SLOT_TUNER or NCCLBPF_SLOT_CHUNK_SIZE) a
+ * trampoline that runs new_word's program for calls with call_seq >= at and the slot's current
+ * program before. Slot words carry NCCLBPF_SLOT_SKIP_* bits; the trampoline's word skips only the
+ * inputs neither program reads. Returns 0, or -1 for a bad slot or a slot already armed.
+ * Only one reload may use the switch records at a time (the Go side serializes reloads).
+ */
+int ncclbpf_reload_arm(int slot, uintptr_t new_word, uint64_t at);
+
+/*
+ * ncclbpf_reload_finish publishes the armed new word in slot itself (no trampoline) and disarms
+ * it. The trampoline and the old program may still run on other threads until the next grace
+ * period (ncclbpf_slot_synchronize) returns 0. Returns 0, -1 if slot was not armed.
+ */
+int ncclbpf_reload_finish(int slot);
+
+/* ncclbpf_reload_armed reports whether slot holds a switch trampoline. */
+int ncclbpf_reload_armed(int slot);
+
+/*
+ * ncclbpf_comms_min_seq stores in *min the smallest getCollInfo count of the live communicators
+ * (UINT64_MAX if there are none) and returns how many are live (slot.c; takes the registry lock).
+ */
+int ncclbpf_comms_min_seq(uint64_t *min);
+
+#endif /* NCCLBPF_RELOAD_H */

@@ -1,0 +1,81 @@
+package main
+
+/*
+#include <stddef.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+)
+
+// Test entry points of hot reload, for the C test host
+// (testhost/reload_hammer.c): the same path as the control socket's reload,
+// without the socket.
+
+// ncclbpfTestingReload reloads the policy object at path, at once (atSeq <
+// 0) or from call sequence atSeq on (the activation then completes in the
+// background: see ncclbpfTestingReloadPending). It writes a one-line
+// message into msg and returns 0 on success, -1 on failure (the running
+// policy unchanged), -2 when another reload is still in progress.
+//
+//export ncclbpfTestingReload
+func ncclbpfTestingReload(path *C.char, atSeq C.longlong, msg *C.char, n C.size_t) C.int {
+	name := C.GoString(path)
+	text, rc := "", C.int(0)
+	obj, err := os.ReadFile(name)
+	if err == nil {
+		req := reloadRequest{Name: name, Object: obj}
+		if atSeq >= 0 {
+			s := uint64(atSeq)
+			req.AtSeq = &s
+		}
+		var res reloadResult
+		res, err = reloadPolicy(req)
+		if err == nil {
+			text = fmt.Sprintf("reloaded %s: %s; publish %d ns, grace %d ns", name, res.Attached,
+				res.Publish.Nanoseconds(), res.Grace.Nanoseconds())
+		}
+	}
+	if err != nil {
+		text, rc = err.Error(), -1
+		if err == errReloadBusy {
+			rc = -2
+		}
+	}
+	if n > 0 {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(msg)), int(n))
+		k := copy(b[:len(b)-1], text)
+		b[k] = 0
+	}
+	return rc
+}
+
+// ncclbpfTestingReloadPending returns 1 while an at-seq reload waits for
+// its activation, 0 otherwise.
+//
+//export ncclbpfTestingReloadPending
+func ncclbpfTestingReloadPending() C.int {
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	if pending != nil {
+		return 1
+	}
+	return 0
+}
+
+// ncclbpfTestingReloadStats stores the number of live bundles (loaded, not
+// yet freed), successful and failed reloads, and the longest publish in
+// nanoseconds.
+//
+//export ncclbpfTestingReloadStats
+func ncclbpfTestingReloadStats(live, ok, failed, maxPublishNs *C.longlong) {
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	*live = C.longlong(liveBundles.Load())
+	*ok = C.longlong(rstats.Reloads)
+	*failed = C.longlong(rstats.Failures)
+	*maxPublishNs = C.longlong(rstats.MaxPublish.Nanoseconds())
+}
