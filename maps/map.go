@@ -30,6 +30,7 @@ const (
 	RingBuf     Type = C.NBPF_MAP_RINGBUF
 )
 
+// String returns the map type's name as libbpf spells it ("hash", "array", ...).
 func (t Type) String() string {
 	switch t {
 	case Hash:
@@ -89,7 +90,9 @@ type errnoError struct {
 	errno    syscall.Errno
 }
 
-func (e *errnoError) Error() string        { return e.sentinel.Error() }
+func (e *errnoError) Error() string { return e.sentinel.Error() }
+
+// Is matches both the sentinel and the errno.
 func (e *errnoError) Is(target error) bool { return target == e.sentinel || target == e.errno }
 func (e *errnoError) Unwrap() error        { return e.sentinel }
 
