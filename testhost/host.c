@@ -784,7 +784,9 @@ static double bench_one(const char *spec) {
 	if (!none && np) {
 		set_program_fn set = (set_program_fn)dlsym(t.lib, "ncclbpf_testing_set_program");
 		if (set)
-			set(0, (uintptr_t)(strcmp(np, "noop") == 0 ? p_noop_native : p_sa_native));
+			/* "noop" skips the cost table and the mask, as libncclbpf.so publishes its noop; "size_aware"
+			 * skips the table (it reads the mask) */
+			set(0, strcmp(np, "noop") == 0 ? (uintptr_t)p_noop_native | 3 : (uintptr_t)p_sa_native | 1);
 	}
 	if (getenv("HOST_BENCH_SLEEP_MS")) /* let background threads of the library settle */
 		usleep((useconds_t)atoi(getenv("HOST_BENCH_SLEEP_MS")) * 1000);
@@ -895,8 +897,13 @@ static int bench(int n, char **specs) {
 		double net = base >= 0 ? res[i] - base : res[i];
 		double nnet = base >= 0 ? native - base : native;
 		printf("%-22s %12.2f %12.2f", names[i], res[i], net);
-		if (native > 0)
-			printf(" %10.2f %10.2f", res[i] / native, nnet > 0 ? net / nnet : 0.0);
+		if (native > 0) {
+			printf(" %10.2f", res[i] / native);
+			if (nnet > 0.5) /* the net ratio means nothing when the native plugin costs ~nothing */
+				printf(" %10.2f", net / nnet);
+			else
+				printf(" %10s", "-");
+		}
 		printf("\n");
 	}
 	printf("(per configuration: best of %d rounds of the median of %d batches of %d getCollInfo calls (v5), "
