@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// Test programs for `ncclbpf run` (cmd/ncclbpf/run_test.go). Rebuild with
+//   clang-19 -target bpf -mcpu=v3 -O2 -g -I ../../../../include -c run.c -o run.o
+#include "ncclbpf.h"
+
+__u64 calls; /* .bss: both programs count their runs here */
+
+/* A program for no hook, called as the conformance format calls programs:
+ * r1 = memory, r2 = its length. Returns the sum of the bytes (at most 256),
+ * stores its low byte in mem[0]. */
+SEC("generic")
+__u64 sum_bytes(__u8 *mem, __u64 len)
+{
+	__u64 s = 0;
+	for (__u64 i = 0; i < len && i < 256; i++)
+		s += mem[i];
+	if (len > 0)
+		mem[0] = (__u8)s;
+	calls++;
+	return s;
+}
+
+/* For the hook "zz_run" that run_test.go registers: out[i] = in[i] * factor. */
+struct zz_ctx {
+	__u32 factor;  /*  0 read */
+	__u32 in[4];   /*  4 read */
+	__u32 out[4];  /* 20 read, write */
+	__u32 pad;     /* 36 */
+	__u64 seq;     /* 40 read */
+};
+
+SEC("zz_run")
+int scale(struct zz_ctx *c)
+{
+	c->out[0] = c->in[0] * c->factor;
+	c->out[1] = c->in[1] * c->factor;
+	c->out[2] = c->in[2] * c->factor;
+	c->out[3] = c->in[3] * c->factor;
+	calls++;
+	return c->seq & 0xff;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
