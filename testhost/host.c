@@ -443,6 +443,85 @@ static void *thread_main(void *arg) {
 	return NULL;
 }
 
+/* Grace periods: two programs swapped under load; a program that has been retired (unpublished,
+ * then ncclbpf_slot_synchronize returned) must never run again until republished. */
+static atomic_int retired[2], ran_retired;
+static atomic_long ran[2];
+static uint64_t p_gen(int g, void *vctx) {
+	if (atomic_load(&retired[g]))
+		atomic_fetch_add(&ran_retired, 1);
+	atomic_fetch_add_explicit(&ran[g], 1, memory_order_relaxed);
+	for (volatile int spin = 0; spin < 50; spin++) /* stay inside a while */
+		;
+	if (atomic_load(&retired[g]))
+		atomic_fetch_add(&ran_retired, 1);
+	return NCCLBPF_TUNER_DEFAULT;
+}
+static uint64_t p_gen0(void *vctx) { return p_gen(0, vctx); }
+static uint64_t p_gen1(void *vctx) { return p_gen(1, vctx); }
+static atomic_int swap_stop;
+static void *swap_caller(void *arg) {
+	struct thr *th = arg;
+	while (!atomic_load(&swap_stop)) {
+		float tbl[NA][NP];
+		model_table(tbl, NCCLBPF_COLL_ALLREDUCE, 4096, 4, 1, 0);
+		int nch;
+		t_call(th->t, th->ctx, NCCLBPF_COLL_ALLREDUCE, 4096, 1, 0, tbl, &nch);
+	}
+	return NULL;
+}
+
+static void grace_period_test(struct tuner *t, set_program_fn set) {
+	uintptr_t (*publish)(int, uintptr_t) = (uintptr_t(*)(int, uintptr_t))dlsym(t->lib, "ncclbpf_slot_publish");
+	int (*sync)(void) = (int (*)(void))dlsym(t->lib, "ncclbpf_slot_synchronize");
+	if (!publish || !sync) {
+		FAIL("ncclbpf_slot_publish/synchronize not exported");
+		return;
+	}
+	enum { NC = 3 };
+	struct thr th[NC];
+	pthread_t tid[NC];
+	atomic_store(&swap_stop, 0);
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_gen0);
+	for (int i = 0; i < NC; i++) {
+		th[i] = (struct thr){t, i, t_init(t, 500 + (uint64_t)i, 4, 1, 1, 4, 4), NULL, 0};
+		pthread_create(&tid[i], NULL, swap_caller, &th[i]);
+	}
+	uintptr_t progs[2] = {(uintptr_t)p_gen0, (uintptr_t)p_gen1};
+	int cur = 0, swaps = 0, unsynced = 0;
+	for (int k = 0; k < 400; k++) {
+		int nxt = 1 - cur;
+		atomic_store(&retired[nxt], 0);
+		publish(NCCLBPF_SLOT_TUNER_HOST, progs[nxt]);
+		if (sync() != 0) {
+			unsynced++;
+			break;
+		}
+		atomic_store(&retired[cur], 1); /* no thread is in it and none can enter it */
+		cur = nxt;
+		swaps++;
+		usleep(100);
+	}
+	atomic_store(&swap_stop, 1);
+	for (int i = 0; i < NC; i++) {
+		pthread_join(tid[i], NULL);
+		t_fin(t, th[i].ctx);
+	}
+	set(NCCLBPF_SLOT_TUNER_HOST, 0);
+	atomic_store(&retired[0], 0);
+	atomic_store(&retired[1], 0);
+	if (unsynced) {
+		printf("grace periods: membarrier unavailable, not tested\n");
+		return;
+	}
+	CHECK(atomic_load(&ran_retired) == 0, "a retired program ran %d times after its grace period",
+	      atomic_load(&ran_retired));
+	CHECK(atomic_load(&ran[0]) > 0 && atomic_load(&ran[1]) > 0, "programs ran %ld and %ld times", atomic_load(&ran[0]),
+	      atomic_load(&ran[1]));
+	printf("grace periods: %d swaps under %d calling threads, %ld+%ld calls, %d calls into retired code\n", swaps, NC,
+	       atomic_load(&ran[0]), atomic_load(&ran[1]), atomic_load(&ran_retired));
+}
+
 static int selftest(struct tuner *t, const char *path) {
 	set_program_fn set = (set_program_fn)dlsym(t->lib, "ncclbpf_testing_set_program");
 	if (!set) {
@@ -480,7 +559,11 @@ static int selftest(struct tuner *t, const char *path) {
 	}
 	pthread_barrier_destroy(&bar);
 
-	/* 2. Decisions on one communicator: 4 ranks, one node; no NVLS, so NVLS cells are -1. */
+	/* 2. Swaps under load with grace periods (what hot reload relies on). */
+	if (t->ver == 5)
+		grace_period_test(t, set);
+
+	/* 3. Decisions on one communicator: 4 ranks, one node; no NVLS, so NVLS cells are -1. */
 	void *c = t_init(t, 42, 4, 1, 1, 4, 4);
 	size_t nb = 8u << 20;
 	float base[NA][NP], tbl[NA][NP];
