@@ -22,12 +22,14 @@ type checker struct {
 	joinAfter                  int // join states past this many per pc; 0: never
 	joined                     int // joins performed
 	merged                     bool
+	ran                        []bool // merged: prune points run at least once
 
-	second []bool // pc is the second slot of an LD_IMM64
-	prune  []bool // pc is a jump target or a branch's fall-through
-	subOf  []int  // pc -> index in subs
-	subs   []subprog
-	live   []regSet // registers live at entry of pc
+	second   []bool // pc is the second slot of an LD_IMM64
+	prune    []bool // pc is a jump target or a branch's fall-through
+	loopHead []bool // pc is the target of a backward jump
+	subOf    []int  // pc -> index in subs
+	subs     []subprog
+	live     []regSet // registers live at entry of pc
 
 	seen     [][]*visited
 	visits   int
@@ -83,6 +85,7 @@ func (ck *checker) run() *Error {
 	}
 	ck.second = make([]bool, n)
 	ck.prune = make([]bool, n)
+	ck.loopHead = make([]bool, n)
 	if e := ck.validate(); e != nil {
 		return e
 	}

@@ -32,15 +32,28 @@
 //
 // # How paths are explored
 //
-// The analysis is path-sensitive (checker.go): it executes the program on
-// abstract states, forking at conditional jumps whose outcome is unknown
-// and refining operand ranges on each side. At jump targets it stores the
-// states it has seen, with dead registers forgotten; a path whose state is
-// included in a finished stored state is pruned, because everything it
-// could do was already proven safe. A loop whose state at its head
-// repeats one still being explored never terminates (InfiniteLoop); loops
-// whose bound is provable (the counter is a known constant in each
-// iteration, or its range shrinks) are unrolled until they exit. The
+// Verify runs up to three passes, from fast to precise; each is sound, so
+// the first that proves the program safe decides, and a rejection reports
+// the error of the most precise pass that did not run out of budget.
+//
+//  1. Merged (merged.go): states wait in a queue ordered by pc and all
+//     states waiting at one pc are joined (least upper bound) before it
+//     runs, so code with many branches is explored about once. Loops
+//     still unroll: an iteration comes back to the loop head after the
+//     head's earlier states ran and is not joined with them; a state that
+//     comes back included in one the head has already seen may loop
+//     forever and is rejected.
+//  2. Path-sensitive (checker.go): depth-first, forking at conditional
+//     jumps whose outcome is unknown and refining operand ranges on each
+//     side. At jump targets it stores the states it has seen, with dead
+//     registers forgotten; a path whose state is included in a finished
+//     one is pruned; a loop whose state at its head repeats one still
+//     being explored never terminates (InfiniteLoop). Past a few states
+//     per pc, new ones are joined with widening (join.go).
+//  3. The same without joins: every path separately.
+//
+// Loops whose bound is provable (the counter is a known constant in each
+// iteration, or its range shrinks) are unrolled until they exit; the
 // number of instructions visited is bounded by Config.Complexity.
 //
 // The verifier knows nothing about NCCL: hooks are data (package hook).

@@ -61,6 +61,7 @@ func (q *mergeQueue) push(pc int, st *state, back bool) {
 
 func (ck *checker) walkMerged(entry *state) *Error {
 	q := &mergeQueue{ck: ck, at: map[int][]pending{}}
+	ck.ran = make([]bool, len(ck.insns))
 	q.push(0, entry, false)
 	for q.order.Len() > 0 {
 		pc := heap.Pop(&q.order).(int)
@@ -90,6 +91,7 @@ func (ck *checker) runMerged(q *mergeQueue, p pending, pc int) *Error {
 			if e != nil || pruned {
 				return e
 			}
+			ck.ran[pc] = true
 		}
 		first = false
 		ck.visits++
@@ -140,7 +142,10 @@ func (ck *checker) mergedCheckpoint(st *state, pc int, back bool) (bool, *Error)
 		}
 		return true, nil
 	}
-	if len(list) < maxStoredPerPC {
+	// in pc order, forward arrivals at a pc are joined before it runs:
+	// states are kept only where paths come back (loop heads) or arrive
+	// late (a pc already run)
+	if len(list) < maxStoredPerPC && (ck.loopHead[pc] || ck.ran[pc]) {
 		ck.seen[pc] = append(list, &visited{st: ck.clean(st, pc), done: true})
 		ck.stored++
 	}

@@ -259,6 +259,9 @@ func (ck *checker) structure() *Error {
 				return ck.errorf(BadJumpTarget, pc, "jump target pc %d leaves the function at pcs %d..%d", t, sp.start, sp.end-1)
 			}
 			ck.prune[t] = true
+			if t <= pc {
+				ck.loopHead[t] = true
+			}
 			if !isGoto(ins) && pc+1 < n {
 				ck.prune[pc+1] = true
 			}
