@@ -20,6 +20,13 @@ func genProgram(rng *rand.Rand) string {
 			g.emit("ldxw %%%s, [%%r6+%d]", r, []int{0, 4, 16, 68}[rng.IntN(4)])
 		}
 	}
+	// sometimes a whole initialized 64-byte stack array at fp-64
+	if rng.IntN(3) == 0 {
+		for off := -64; off < 0; off += 8 {
+			g.stored = append(g.stored, off)
+			g.emit("stdw [%%r10%+d], %d", off, g.konst())
+		}
+	}
 	// a few initialized stack slots
 	for i := 0; i < rng.IntN(4); i++ {
 		off := -8 * (1 + rng.IntN(8))
@@ -190,6 +197,31 @@ func (g *gen) op(hasMap bool) {
 		} else {
 			g.emit("st%s [%%r2+0], 1", sfx)
 		}
+	case k == 10 && rng.IntN(2) == 0: // a counted loop over an array
+		name := fmt.Sprintf("loop%d", g.labels)
+		g.labels++
+		base, limit := "%r10", 64
+		if hasMap && rng.IntN(2) == 0 {
+			base, limit = "%r9", 48
+		}
+		bound := limit/4 + []int{0, 0, 0, 1, -3}[rng.IntN(5)]
+		g.emit("mov %%r8, 0")
+		g.emit("%s:", name)
+		g.emit("mov %%r2, %%r8")
+		g.emit("lsh %%r2, 2")
+		g.emit("mov %%r3, %s", base)
+		if base == "%r10" {
+			g.emit("add %%r3, -64")
+		}
+		g.emit("add %%r3, %%r2")
+		if rng.IntN(2) == 0 {
+			g.emit("ldxw %%r4, [%%r3+0]")
+			g.emit("add %%r7, %%r4")
+		} else {
+			g.emit("stw [%%r3+0], 1")
+		}
+		g.emit("add %%r8, 1")
+		g.emit("jlt %%r8, %d, %s", bound, name)
 	case k == 10: // helper
 		g.emit("call %d", []int{5, 7, 8}[rng.IntN(3)])
 	default:

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -193,10 +195,13 @@ func TestSoundnessRandom(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
+	if v, err := strconv.Atoi(os.Getenv("VERIFIER_RANDOM_PROGRAMS")); err == nil && v > 0 {
+		n = v // longer runs: VERIFIER_RANDOM_PROGRAMS=100000 go test -run SoundnessRandom
+	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	refs, done := liveMaps(t, asmMapSpecs())
 	defer done()
-	accepted, rejected, trapsOfRejected := 0, 0, 0
+	accepted, rejected, trapsOfRejected, acceptedLoops := 0, 0, 0, 0
 	codes := map[verifier.Code]int{}
 	for i := 0; i < n; i++ {
 		src := genProgram(rng)
@@ -231,6 +236,9 @@ func TestSoundnessRandom(t *testing.T) {
 			continue
 		}
 		accepted++
+		if strings.Contains(src, "loop") {
+			acceptedLoops++
+		}
 		r := newRunner(t, testHook, fmt.Sprint("gen", i), insns, refs)
 		for j := 0; j < 20; j++ {
 			if err := r.run(rng); err != nil {
@@ -240,7 +248,7 @@ func TestSoundnessRandom(t *testing.T) {
 		}
 		r.exec.Close()
 	}
-	t.Logf("random programs: %d accepted, %d rejected %v; %d rejected memory errors trapped when run anyway", accepted, rejected, codes, trapsOfRejected)
+	t.Logf("random programs: %d accepted (%d with loops), %d rejected %v; %d rejected memory errors trapped when run anyway", accepted, acceptedLoops, rejected, codes, trapsOfRejected)
 	if trapsOfRejected == 0 {
 		t.Errorf("no rejected program trapped: the oracle does not work")
 	}
