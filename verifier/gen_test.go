@@ -79,6 +79,22 @@ func genProgram(rng *rand.Rand) string {
 		g.emit("and %%r0, 255")
 	}
 	g.emit("exit")
+	if g.sub {
+		// sub(r1 = base pointer, r2 = index): reads or writes element r2
+		g.emit("sub:")
+		if rng.IntN(4) > 0 {
+			g.emit("and %%r2, %d", []int{7, 15, 11}[rng.IntN(3)])
+		}
+		g.emit("lsh %%r2, 2")
+		g.emit("add %%r1, %%r2")
+		if rng.IntN(2) == 0 {
+			g.emit("ldxw %%r0, [%%r1+0]")
+		} else {
+			g.emit("stw [%%r1+0], 7")
+			g.emit("mov %%r0, 0")
+		}
+		g.emit("exit")
+	}
 	return strings.Join(g.lines, "\n")
 }
 
@@ -92,6 +108,7 @@ type gen struct {
 	lines  []string
 	labels int
 	stored []int // stack offsets initialized by the prologue
+	sub    bool  // a subprogram follows the entry function
 }
 
 func (g *gen) emit(f string, args ...any) { g.lines = append(g.lines, fmt.Sprintf(f, args...)) }
@@ -222,6 +239,16 @@ func (g *gen) op(hasMap bool) {
 		}
 		g.emit("add %%r8, 1")
 		g.emit("jlt %%r8, %d, %s", bound, name)
+	case k == 10 && rng.IntN(2) == 0: // a BPF-to-BPF call with a pointer argument
+		g.sub = true
+		if hasMap && rng.IntN(2) == 0 {
+			g.emit("mov %%r1, %%r9")
+		} else {
+			g.emit("mov %%r1, %%r10")
+			g.emit("add %%r1, -64")
+		}
+		g.emit("mov %%r2, %%%s", g.reg())
+		g.emit("call local sub")
 	case k == 10: // helper
 		g.emit("call %d", []int{5, 7, 8}[rng.IntN(3)])
 	default:

@@ -201,7 +201,7 @@ func TestSoundnessRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	refs, done := liveMaps(t, asmMapSpecs())
 	defer done()
-	accepted, rejected, trapsOfRejected, acceptedLoops := 0, 0, 0, 0
+	accepted, rejected, trapsOfRejected, acceptedLoops, acceptedCalls := 0, 0, 0, 0, 0
 	codes := map[verifier.Code]int{}
 	for i := 0; i < n; i++ {
 		src := genProgram(rng)
@@ -239,6 +239,9 @@ func TestSoundnessRandom(t *testing.T) {
 		if strings.Contains(src, "loop") {
 			acceptedLoops++
 		}
+		if strings.Contains(src, "call local") {
+			acceptedCalls++
+		}
 		r := newRunner(t, testHook, fmt.Sprint("gen", i), insns, refs)
 		for j := 0; j < 20; j++ {
 			if err := r.run(rng); err != nil {
@@ -248,7 +251,7 @@ func TestSoundnessRandom(t *testing.T) {
 		}
 		r.exec.Close()
 	}
-	t.Logf("random programs: %d accepted (%d with loops), %d rejected %v; %d rejected memory errors trapped when run anyway", accepted, acceptedLoops, rejected, codes, trapsOfRejected)
+	t.Logf("random programs: %d accepted (%d with loops, %d with calls), %d rejected %v; %d rejected memory errors trapped when run anyway", accepted, acceptedLoops, acceptedCalls, rejected, codes, trapsOfRejected)
 	if trapsOfRejected == 0 {
 		t.Errorf("no rejected program trapped: the oracle does not work")
 	}
