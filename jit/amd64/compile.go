@@ -13,9 +13,9 @@ import (
 const MaxInstructions = 1 << 20
 
 // MaxCallDepth is the number of frames (the main program and the
-// BPF-to-BPF calls nested in it) that may be live at once. It is the
-// interpreter's limit (vm.MaxCallDepth), as in Linux.
-const MaxCallDepth = 8
+// BPF-to-BPF calls nested in it) that may be live at once: the
+// interpreter's limit, as in Linux.
+const MaxCallDepth = vm.MaxCallDepth
 
 // ErrInvalidProgram wraps every compile error caused by the program itself.
 // It is vm.ErrInvalidProgram, so errors.Is works alike for both engines.

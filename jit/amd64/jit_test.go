@@ -317,9 +317,3 @@ func TestNoDepthCheckWhenStaticallyBounded(t *testing.T) {
 		t.Fatalf("no depth check in a recursive program:\n%s", y.Listing(insns))
 	}
 }
-
-func TestLimitsMatchInterpreter(t *testing.T) {
-	if MaxCallDepth != vm.MaxCallDepth {
-		t.Fatalf("MaxCallDepth = %d, the interpreter's is %d", MaxCallDepth, vm.MaxCallDepth)
-	}
-}
