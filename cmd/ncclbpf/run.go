@@ -109,17 +109,17 @@ type runOptions struct {
 func runRun(e *env, args []string) error {
 	var o runOptions
 	fs := e.flags()
-	fs.StringVar(&o.section, "section", "", "run the program of this section (or with this name)")
-	fs.StringVar(&o.hookName, "hook", "", "run the program attached to this hook, or verify the program against it")
+	fs.StringVar(&o.section, "section", "", "run the program of this `SECTION` (or with this name)")
+	fs.StringVar(&o.hookName, "hook", "", "run the program attached to this `HOOK`, or verify the chosen program against it")
 	fs.StringVar(&o.engine, "engine", defaultEngine, "engine: "+strings.Join(engineNames(), ", ")+" (interp traps bad memory accesses)")
-	fs.Var(&o.sets, "set", "set a context field: `FIELD=VALUE` (repeatable)")
-	fs.StringVar(&o.coll, "coll", "", "collective: broadcast, reduce, allgather, reducescatter, allreduce (profiler: also send, recv, ...)")
-	fs.StringVar(&o.bytes, "bytes", "", "size of the collective, e.g. 4MiB")
-	fs.StringVar(&o.ranks, "ranks", "", "ranks in the communicator")
-	fs.StringVar(&o.nodes, "nodes", "", "nodes spanned by the communicator")
-	fs.StringVar(&o.costs, "costs", "", "tuner cost table edits: `ALGO[/PROTO]=US,...`, none, all=US (see above)")
+	fs.Var(&o.sets, "set", "set a context field by its C name, `FIELD=VALUE`: n_bytes=4MiB, algorithm=ring, cost[1][2]=12.5 (repeatable)")
+	fs.StringVar(&o.coll, "coll", "", "collective `NAME`: broadcast, reduce, allgather, reducescatter, allreduce (profiler: also sendrecv, send, recv, alltoall)")
+	fs.StringVar(&o.bytes, "bytes", "", "`SIZE` of the collective in bytes, e.g. 4MiB or 65536")
+	fs.StringVar(&o.ranks, "ranks", "", "`N` ranks in the communicator")
+	fs.StringVar(&o.nodes, "nodes", "", "`N` nodes spanned by the communicator")
+	fs.StringVar(&o.costs, "costs", "", "edit the tuner's cost table: a `LIST` of ALGO=US, PROTO=US, ALGO/PROTO=US, all=US, none (US: microseconds or na)")
 	fs.StringVar(&o.mem, "mem", "", "`HEX` bytes: r1/r2 of a generic program, or the raw initial context (@FILE reads them from FILE)")
-	fs.Var(&o.vars, "var", "set a global variable of the object: `NAME=VALUE` (repeatable)")
+	fs.Var(&o.vars, "var", "set a global variable of the object (a volatile const tunable), `NAME=VALUE` (repeatable)")
 	fs.StringVar(&o.rules, "rules", "", "fill the rules policy's table from this `FILE` (NCCL's example CSV tuner format)")
 	fs.IntVar(&o.repeat, "repeat", 1, "run `N` times, sequence numbers counting up")
 	fs.StringVar(&o.maps, "maps", "changed", "maps to show: changed, all or none")
@@ -789,6 +789,9 @@ func (r *runTarget) derive() {
 				r.put("max_ranks_per_nvl_domain", (ranks+d-1)/d)
 			}
 		} else {
+			if r.get("abi_version") < 4 {
+				r.put("reg_buff", -1) // v2, v3: NCCL does not say
+			}
 			r.put("n_nvl_domains", -1)
 			r.put("min_ranks_per_nvl_domain", -1)
 			r.put("max_ranks_per_nvl_domain", -1)
@@ -1060,6 +1063,13 @@ func (r *runTarget) execute(o *runOptions) (*runReport, error) {
 	for _, el := range elems {
 		if n := el.Field.Name; n == "seq" || strings.HasSuffix(n, "_seq") {
 			seqs = append(seqs, el)
+			if o.repeat > 1 {
+				for i := range rep.Inputs {
+					if rep.Inputs[i].Name == el.Name {
+						rep.Inputs[i].Meaning = fmt.Sprintf("counts up to %d over the runs", el.Get(r.ctx)+uint64(o.repeat-1))
+					}
+				}
+			}
 		}
 	}
 	maps.CapturePrintk(true)
@@ -1431,7 +1441,8 @@ func writeRunReport(w io.Writer, rep *runReport) {
 			for _, f := range oc.Outputs {
 				outs = append(outs, fmt.Sprintf("%s=%v", f.Name, f.Value))
 			}
-			fmt.Fprintf(w, "  %d× (first: run %d) r0 = %d %s\n", oc.Count, oc.FirstRun, int64(oc.R0), strings.Join(outs, " "))
+			fmt.Fprintf(w, "  %d× (first: run %d) r0 = %s\n", oc.Count, oc.FirstRun,
+				strings.Join(append([]string{strconv.FormatInt(int64(oc.R0), 10)}, outs...), " "))
 		}
 		fmt.Fprintln(w, "last run:")
 	} else {
@@ -1532,18 +1543,19 @@ func writeFieldsText(w io.Writer, fields []runField, costGrid bool) {
 
 func writeMapText(w io.Writer, m *mapReport) {
 	d := m.dump
+	if m.Type == maps.RingBuf.String() {
+		fmt.Fprintf(w, "map %s (%s, %d bytes): %d record(s) submitted\n", m.Name, m.Type, d.MaxEntries, len(m.Records))
+		for i, r := range m.Records {
+			fmt.Fprintf(w, "  record %d (%d bytes):%s\n", i, len(r)/2, hexLines(r, "    "))
+		}
+		return
+	}
 	state := "unchanged"
 	if m.Changed {
 		state = "changed"
 	}
 	fmt.Fprintf(w, "map %s (%s, key %d bytes, value %d bytes, %d -> %d/%d entries) %s:\n",
 		m.Name, m.Type, d.KeySize, d.ValueSize, len(m.Before), len(m.After), d.MaxEntries, state)
-	if m.Type == maps.RingBuf.String() {
-		for i, r := range m.Records {
-			fmt.Fprintf(w, "  record %d (%d bytes):%s\n", i, len(r)/2, hexLines(r, "    "))
-		}
-		return
-	}
 	old := map[string]maps.Entry{}
 	for _, e := range m.Before {
 		old[keyText(e.Key)] = e

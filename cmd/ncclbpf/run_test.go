@@ -33,7 +33,7 @@ func init() {
 			{Name: "out", Offset: 20, Size: 4, Access: hook.Read | hook.Write, Array: 4},
 			{Name: "seq", Offset: 40, Size: 8, Access: hook.Read},
 		}},
-		Helpers: []helpers.ID{helpers.MapLookupElem},
+		Helpers: []helpers.ID{helpers.TracePrintk, helpers.RingbufOutput},
 		Return:  hook.Range{Min: 0, Max: 255},
 		Doc:     "cmd/ncclbpf run tests",
 	})
@@ -96,8 +96,10 @@ type jsonReport struct {
 			Key   json.RawMessage `json:"key"`
 			Value json.RawMessage `json:"value"`
 		} `json:"after"`
+		Records []string `json:"records"`
 	} `json:"maps"`
-	Notes []string `json:"notes"`
+	Notes  []string `json:"notes"`
+	Printk []string `json:"printk"`
 }
 
 func (r *jsonReport) out(name string) int64 {
@@ -355,6 +357,32 @@ func TestRunGenericAndCustomHook(t *testing.T) {
 		if r.out("out[0]") != 3 || r.out("out[1]") != 6 || r.out("out[2]") != 0 || r.out("out[3]") != 48 {
 			t.Errorf("%s: custom hook outputs %+v", engine, r.Outputs)
 		}
+		var ring []string
+		for _, m := range r.Maps {
+			if m.Name == "events" && m.Changed {
+				ring = m.Records
+			}
+		}
+		if want := "0300000000000000" + "0500000000000000|0300000000000000" + "0600000000000000|" +
+			"0300000000000000" + "0700000000000000|0300000000000000" + "0800000000000000"; strings.Join(ring, "|") != want {
+			t.Errorf("%s: ring buffer records %q, want %q", engine, ring, want)
+		}
+		if want := "scale: factor 3, seq 5|scale: factor 3, seq 6|scale: factor 3, seq 7|scale: factor 3, seq 8"; strings.Join(r.Printk, "|") != want {
+			t.Errorf("%s: printk %q, want %q", engine, r.Printk, want)
+		}
+	}
+	code, stdout, stderr := runCLI(append([]string{"run"}, append(args[:len(args)-2], "--repeat", "2")...)...)
+	for _, want := range []string{
+		"  factor = 3\n  in[0]  = 1\n  in[1]  = 2\n  in[2]  = 0\n  in[3]  = 16\n  seq    = 5          counts up to 6 over the runs\n",
+		"runs: 2, ", "  1× (first: run 0) r0 = 5 out[0]=3 out[1]=6 out[2]=0 out[3]=48\n",
+		"  1× (first: run 1) r0 = 6 out[0]=3 out[1]=6 out[2]=0 out[3]=48\nlast run:\n  r0 = 6\n  out[0] = 3\n",
+		"printk: scale: factor 3, seq 5\nprintk: scale: factor 3, seq 6\n",
+		"map events (ringbuf, 4096 bytes): 2 record(s) submitted\n" +
+			"  record 0 (16 bytes):\n    03 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00\n  record 1 (16 bytes):\n",
+	} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("custom hook text: exit %d, output lacks %q:\n%s", code, want, stdout)
+		}
 	}
 	if code, _, stderr := runCLI("run", runTestObj, "--section", "scale", "--set", "facter=3"); code != 1 ||
 		!strings.Contains(stderr, `zz_ctx has no field "facter" (did you mean factor?); fields: factor, in[4], out[4] (rw), seq`) {
@@ -365,7 +393,7 @@ func TestRunGenericAndCustomHook(t *testing.T) {
 		t.Errorf("index out of range: exit %d, stderr %q", code, stderr)
 	}
 	// --hook verifies a program against another hook than its section's.
-	code, stdout, stderr := runCLI("run", runTestObj, "--section", "scale", "--hook", hook.Tuner)
+	code, stdout, stderr = runCLI("run", runTestObj, "--section", "scale", "--hook", hook.Tuner)
 	if code != 1 || !strings.Contains(stderr, "rejected by the verifier") || !strings.Contains(stderr, "run.c:") {
 		t.Errorf("scale at the tuner hook: exit %d, stderr %q", code, stderr)
 	}

@@ -5,6 +5,11 @@
 
 __u64 calls; /* .bss: both programs count their runs here */
 
+struct {
+	__uint(type, 27); /* BPF_MAP_TYPE_RINGBUF */
+	__uint(max_entries, 4096);
+} events SEC(".maps");
+
 /* A program for no hook, called as the conformance format calls programs:
  * r1 = memory, r2 = its length. Returns the sum of the bytes (at most 256),
  * stores its low byte in mem[0]. */
@@ -20,7 +25,8 @@ __u64 sum_bytes(__u8 *mem, __u64 len)
 	return s;
 }
 
-/* For the hook "zz_run" that run_test.go registers: out[i] = in[i] * factor. */
+/* For the hook "zz_run" that run_test.go registers: out[i] = in[i] * factor, one
+ * bpf_printk line and one ring buffer record {factor, 0, seq} per run. */
 struct zz_ctx {
 	__u32 factor;  /*  0 read */
 	__u32 in[4];   /*  4 read */
@@ -36,6 +42,12 @@ int scale(struct zz_ctx *c)
 	c->out[1] = c->in[1] * c->factor;
 	c->out[2] = c->in[2] * c->factor;
 	c->out[3] = c->in[3] * c->factor;
+	bpf_printk("scale: factor %u, seq %llu", c->factor, c->seq);
+	struct {
+		__u32 factor, pad;
+		__u64 seq;
+	} ev = {c->factor, 0, c->seq};
+	bpf_ringbuf_output(&events, &ev, sizeof ev, 0);
 	calls++;
 	return c->seq & 0xff;
 }
