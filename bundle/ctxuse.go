@@ -32,7 +32,13 @@ const (
 	regNotCtx = -1 // not the context pointer
 )
 
-type regState [asm.NumRegisters]int32
+// stackSlots is the number of 8-byte slots of one stack frame.
+const stackSlots = asm.StackSize / 8
+
+// regState holds, per register and per 8-byte stack slot (a spilled
+// register), regNotCtx, regUnseen or the offset into the context it points
+// at.
+type regState [asm.NumRegisters + stackSlots]int32
 
 func analyzeCtx(insns []asm.Instruction, ctxSize int) *ctxUse {
 	u := &ctxUse{reads: make([]bool, ctxSize)}
@@ -49,6 +55,16 @@ func analyzeCtx(insns []asm.Instruction, ctxSize int) *ctxUse {
 	var entry regState
 	for r := range entry {
 		entry[r] = regNotCtx
+	}
+	// Spills of the pointer to r10-relative slots are followed; if the frame
+	// pointer is also copied anywhere, a slot could be read or written
+	// through the copy, so then every byte counts as read.
+	spilled, fpEscapes := false, false
+	slot := func(off int16, size int) (int, bool) {
+		if size != 8 || off >= 0 || off < -asm.StackSize || off%8 != 0 {
+			return 0, false
+		}
+		return asm.NumRegisters + (asm.StackSize+int(off))/8, true
 	}
 	entry[asm.R1] = 0
 	states[0] = entry
@@ -113,11 +129,37 @@ func analyzeCtx(insns []asm.Instruction, ctxSize int) *ctxUse {
 				read(s[ins.Src]+int32(ins.Off), ins.Op.Size().Bytes())
 			}
 			s[ins.Dst] = regNotCtx
+			if ins.Src == asm.R10 && ins.Op.Mode() == asm.ModeMEM {
+				if k, ok := slot(ins.Off, ins.Op.Size().Bytes()); ok {
+					s[ins.Dst] = s[k] // a fill
+				} else if spilled {
+					u.all = true
+				}
+			}
 		case cls == asm.ClassST:
-			// a store of an immediate: nothing escapes
+			// a store of an immediate: nothing escapes; a spill slot it hits no longer holds the pointer
+			if ins.Dst == asm.R10 {
+				clearSlots(&s, ins.Off, ins.Op.Size().Bytes())
+			}
 		case cls == asm.ClassSTX:
-			if isCtx(&s, ins.Src) {
-				u.all = true // the pointer is stored somewhere
+			if ins.Dst == asm.R10 && ins.Op.Mode() == asm.ModeMEM {
+				k, ok := slot(ins.Off, ins.Op.Size().Bytes())
+				clearSlots(&s, ins.Off, ins.Op.Size().Bytes())
+				if isCtx(&s, ins.Src) {
+					if !ok {
+						u.all = true
+					}
+					s[k] = s[ins.Src] // a spill
+					spilled = true
+				}
+			} else if isCtx(&s, ins.Src) {
+				u.all = true // the pointer is stored somewhere else
+			} else if ins.Dst == asm.R10 {
+				// an atomic on the stack: a spilled pointer there would be modified
+				if k, ok := slot(ins.Off, 8); ok && s[k] >= 0 {
+					u.all = true
+				}
+				clearSlots(&s, ins.Off, ins.Op.Size().Bytes())
 			}
 			if ins.Op.Mode() == asm.ModeAtomic {
 				if isCtx(&s, ins.Dst) {
@@ -134,6 +176,9 @@ func analyzeCtx(insns []asm.Instruction, ctxSize int) *ctxUse {
 			op := ins.Op.ALUOp()
 			srcCtx := ins.Op.Source() == asm.SourceX && isCtx(&s, ins.Src)
 			dstCtx := isCtx(&s, ins.Dst)
+			if ins.Op.Source() == asm.SourceX && ins.Src == asm.R10 {
+				fpEscapes = true
+			}
 			switch {
 			case cls == asm.ClassALU64 && op == asm.ALUMov && ins.Op.Source() == asm.SourceX && ins.Off == 0:
 				s[ins.Dst] = s[ins.Src]
@@ -183,7 +228,21 @@ func analyzeCtx(insns []asm.Instruction, ctxSize int) *ctxUse {
 			flow(next, s)
 		}
 	}
+	if spilled && fpEscapes {
+		u.all = true
+	}
 	return u
+}
+
+// clearSlots forgets the spilled pointers that a store of size bytes at
+// r10+off overwrites.
+func clearSlots(s *regState, off int16, size int) {
+	for b := int(off); b < int(off)+size; b++ {
+		if b < -asm.StackSize || b >= 0 {
+			continue
+		}
+		s[asm.NumRegisters+(asm.StackSize+b)/8] = regNotCtx
+	}
 }
 
 // join merges the states of one register from two paths; -3 means the
