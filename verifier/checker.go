@@ -313,7 +313,7 @@ func (ck *checker) budgetError(pc int) *Error {
 	if best < 0 {
 		return ck.errorf(Complexity, pc, "verification visited more than %d instructions without finishing; simplify the branches leading here", ck.budget)
 	}
-	return ck.errorf(Complexity, ck.loopJump(best), "verification visited more than %d instructions without finishing: the loop at pc %d ran %d iterations and its bound is still not proven (compare the counter with a constant, or bound the value it is compared with)", ck.budget, best, bestN)
+	return ck.errorf(Complexity, ck.loopJump(best), "verification visited more than %d instructions without finishing: the loop at pc %d ran at least %d iterations and its bound is still not proven (compare the counter with a constant, or bound the value it is compared with)", ck.budget, best, bestN)
 }
 
 func itoa(i int) string {
