@@ -466,6 +466,10 @@ func (r *runTarget) loadAlone(coll *loader.Collection, engine vm.Engine, vars []
 			"(helpers that take pointers are not available; give --hook to verify it against a hook)", p.Section, p.Name))
 	}
 	exe, err := engine.Compile(&vm.Program{Name: p.Name, Insns: p.Insns, Maps: refs, Helpers: table})
+	if err != nil && r.hook == nil {
+		return fmt.Errorf("%s: program %s: compile with %s: %w (unverified programs may call only helpers "+
+			"that take no pointers; give --hook to verify it against a hook)", r.object, p.Name, engine.Name(), err)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: program %s: compile with %s: %w", r.object, p.Name, engine.Name(), err)
 	}

@@ -25,6 +25,20 @@ __u64 sum_bytes(__u8 *mem, __u64 len)
 	return s;
 }
 
+/* Faults: reads past its memory. */
+SEC("generic/oob")
+__u64 read_past(__u8 *mem, __u64 len)
+{
+	return mem[len + 8];
+}
+
+/* Faults when unverified: map helpers take pointers. */
+SEC("generic/helper")
+__u64 use_map(__u8 *mem, __u64 len)
+{
+	return bpf_ringbuf_output(&events, mem, len, 0);
+}
+
 /* For the hook "zz_run" that run_test.go registers: out[i] = in[i] * factor, one
  * bpf_printk line and one ring buffer record {factor, 0, seq} per run. */
 struct zz_ctx {
