@@ -28,6 +28,9 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 	} else {
 		b = constVal(uint64(int64(ins.Imm)))
 	}
+	if a.isPtr() && b.isPtr() && sameRegion(a, b) && !is32 && op != asm.JumpSet {
+		return ck.regionBranch(st, ins, a, b, target, fall)
+	}
 	if a.isPtr() || b.isPtr() {
 		return ck.ptrBranch(st, pc, ins, a, b, target, fall)
 	}
@@ -291,9 +294,61 @@ func (ck *checker) setNull(st *state, p value, isNull bool) {
 		case isNull:
 			*v = constVal(0)
 		case v.k == kMapValueOrNull:
-			v.k, v.id = kMapValue, 0
+			v.k = kMapValue // the id stays: it names the looked-up value
 		default:
 			v.k = kAlloc
 		}
 	})
+}
+
+// sameRegion reports two valid pointers into the same object (the stack
+// of one frame, the value of one map lookup or global, the context, one
+// ringbuf record): comparing them compares their offsets and reveals no
+// address.
+func sameRegion(a, b value) bool {
+	if a.k != b.k || a.frame != b.frame || a.idx != b.idx || a.id != b.id || a.isNullable() || a.k == kMapHandle {
+		return false
+	}
+	// map value pointers carry the id of their lookup (or globalID for
+	// global data); id 0 (after a join) may mean different values
+	return a.k != kMapValue || a.id != 0
+}
+
+// regionBranch compares two pointers into one region (p < end loops) by
+// their offsets. Addresses do not wrap, so unsigned and signed orders of
+// the addresses are the signed order of the offsets.
+func (ck *checker) regionBranch(st *state, ins asm.Instruction, a, b value, target, fall int) (int, *state, int, *Error) {
+	op := ins.Op.JumpOp()
+	switch op {
+	case asm.JumpGT:
+		op = asm.JumpSGT
+	case asm.JumpGE:
+		op = asm.JumpSGE
+	case asm.JumpLT:
+		op = asm.JumpSLT
+	case asm.JumpLE:
+		op = asm.JumpSLE
+	}
+	t, f, okT, okF := refine(op, a.s, b.s)
+	apply := func(s *state, v [2]Scalar) {
+		regs := &s.top().regs
+		regs[ins.Dst].s = v[0]
+		if ins.Src != ins.Dst {
+			regs[ins.Src].s = v[1]
+		}
+	}
+	switch {
+	case okT && okF:
+		fork := st.clone()
+		apply(fork, t)
+		apply(st, f)
+		return fall, fork, target, nil
+	case okT:
+		apply(st, t)
+		return target, nil, 0, nil
+	case okF:
+		apply(st, f)
+		return fall, nil, 0, nil
+	}
+	return -1, nil, 0, nil
 }

@@ -248,13 +248,17 @@ func (ck *checker) ldImm64(st *state, pc int, ins asm.Instruction) *Error {
 			return ck.errorf(BadMapRef, pc, "direct value access needs an array map; %s has type %d", ck.mapName(int(ins.Imm)), m.Type)
 		}
 		off := uint64(uint32(ck.insns[pc+1].Imm))
-		f.regs[ins.Dst] = value{k: kMapValue, idx: ins.Imm, s: constScalar(off)}
+		f.regs[ins.Dst] = value{k: kMapValue, idx: ins.Imm, id: globalID | uint32(ins.Imm), s: constScalar(off)}
 	default:
 		v, _ := asm.Imm64(ck.insns, pc)
 		f.regs[ins.Dst] = constVal(v)
 	}
 	return nil
 }
+
+// globalID | map index is the id of pointers into a map's single value
+// (global data): every such pointer points into the same object.
+const globalID = 1 << 31
 
 func knownMapType(t uint32) bool {
 	switch t {

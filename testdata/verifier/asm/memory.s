@@ -318,3 +318,82 @@ add %r0, 1
 sub %r1, 1
 jne %r1, 0, l
 exit
+
+-- ok_pointer_walk_to_end
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r1, %r0
+add %r1, 16
+mov %r2, %r0
+add %r2, 48
+mov %r0, 0
+loop:
+ldxw %r3, [%r1+0]
+add %r0, %r3
+add %r1, 4
+jlt %r1, %r2, loop
+and %r0, 255
+exit
+out:
+mov %r0, 0
+exit
+
+-- bad_pointer_walk_past_end
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r1, %r0
+mov %r2, %r0
+add %r2, 48
+mov %r0, 0
+loop:
+ldxw %r3, [%r1+4] # ERROR E014
+add %r0, %r3
+add %r1, 4
+jlt %r1, %r2, loop
+and %r0, 255
+exit
+out:
+mov %r0, 0
+exit
+
+-- bad_compare_different_lookups
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+mov %r6, %r0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+jeq %r6, 0, out
+jlt %r6, %r0, out # ERROR E024
+out:
+mov %r0, 0
+exit
+
+-- ok_stack_pointer_walk
+stdw [%r10-32], 1
+stdw [%r10-24], 2
+stdw [%r10-16], 3
+stdw [%r10-8], 4
+mov %r1, %r10
+add %r1, -32
+mov %r0, 0
+loop:
+ldxdw %r3, [%r1+0]
+add %r0, %r3
+add %r1, 8
+jne %r1, %r10, loop
+and %r0, 255
+exit
