@@ -975,27 +975,30 @@ func parseHexMem(s string) ([]byte, error) {
 
 // runReport is what a run prints; --json prints it as it is.
 type runReport struct {
-	Object   string      `json:"object"`
-	Program  string      `json:"program"`
-	Section  string      `json:"section"`
-	Hook     string      `json:"hook,omitempty"`
-	Context  string      `json:"context,omitempty"` // C struct name
-	Verified bool        `json:"verified"`
-	Engine   string      `json:"engine"`
-	Notes    []string    `json:"notes,omitempty"`
-	Inputs   []runField  `json:"inputs,omitempty"`
-	Mem      string      `json:"mem,omitempty"` // generic programs: input bytes, hex
-	Runs     int         `json:"runs"`
-	NsPerRun float64     `json:"ns_per_run"`
-	R0       uint64      `json:"r0"`
-	R0Signed int64       `json:"r0_signed"`
-	R0Means  string      `json:"r0_meaning,omitempty"`
-	Outputs  []runField  `json:"outputs,omitempty"`
-	MemAfter string      `json:"mem_after,omitempty"`
-	Effect   *tunerEff   `json:"effect,omitempty"`
-	Outcomes []outcome   `json:"outcomes,omitempty"`
-	Maps     []mapReport `json:"maps"`
-	Printk   []string    `json:"printk,omitempty"`
+	Object   string     `json:"object"`
+	Program  string     `json:"program"`
+	Section  string     `json:"section"`
+	Hook     string     `json:"hook,omitempty"`
+	Context  string     `json:"context,omitempty"` // C struct name
+	Verified bool       `json:"verified"`
+	Engine   string     `json:"engine"`
+	Notes    []string   `json:"notes,omitempty"`
+	Inputs   []runField `json:"inputs,omitempty"`
+	Mem      string     `json:"mem,omitempty"` // generic programs: input bytes, hex
+	Runs     int        `json:"runs"`
+	NsPerRun float64    `json:"ns_per_run"`
+	R0       uint64     `json:"r0"`
+	R0Signed int64      `json:"r0_signed"`
+	R0Means  string     `json:"r0_meaning,omitempty"`
+	Outputs  []runField `json:"outputs,omitempty"`
+	MemAfter string     `json:"mem_after,omitempty"`
+	Effect   *tunerEff  `json:"effect,omitempty"`
+	Outcomes []outcome  `json:"outcomes,omitempty"`
+	// OtherRuns counts the runs whose result was none of the first
+	// maxOutcomes distinct ones.
+	OtherRuns int         `json:"other_runs,omitempty"`
+	Maps      []mapReport `json:"maps"`
+	Printk    []string    `json:"printk,omitempty"`
 
 	costGrid bool // text: print cost[...] as a table
 }
@@ -1007,6 +1010,9 @@ type runField struct {
 	Meaning string `json:"meaning,omitempty"`
 	raw     uint64
 }
+
+// maxOutcomes is how many distinct results --repeat tells apart.
+const maxOutcomes = 256
 
 // outcome is one distinct result of --repeat runs.
 type outcome struct {
@@ -1106,6 +1112,8 @@ func (r *runTarget) execute(o *runOptions) (*runReport, error) {
 		key := fmt.Sprint(r0, rep.Outputs, rep.MemAfter)
 		if k, ok := seen[key]; ok {
 			rep.Outcomes[k].Count++
+		} else if len(rep.Outcomes) == maxOutcomes {
+			rep.OtherRuns++
 		} else {
 			seen[key] = len(rep.Outcomes)
 			rep.Outcomes = append(rep.Outcomes, outcome{Count: 1, FirstRun: i, R0: r0, Outputs: append([]runField(nil), rep.Outputs...)})
@@ -1392,6 +1400,10 @@ func (r *runTarget) tunerEffect(r0 uint64, ctx []byte) *tunerEff {
 		}
 		ca, cp = int(a), int(p)
 	} else if a >= 0 || p >= 0 {
+		if get("abi_version") == 2 {
+			eff.Text = "dropped (tuner v2 cannot take an algorithm without a protocol or the reverse); " + nccl
+			return eff
+		}
 		ca, cp = cheapest(func(x, y int) bool { return (a >= 0 && x == int(a)) || (p >= 0 && y == int(p)) })
 		if ca < 0 {
 			eff.Text = "dropped (nothing available in the row/column chosen); " + nccl
@@ -1439,8 +1451,16 @@ func writeRunReport(w io.Writer, rep *runReport) {
 		fmt.Fprintf(w, "mem: %d bytes (r1 = its address, r2 = %d)%s\n", len(rep.Mem)/2, len(rep.Mem)/2, hexLines(rep.Mem, "  "))
 	}
 	if rep.Runs > 1 {
-		fmt.Fprintf(w, "runs: %d, %s per run, %d distinct result(s):\n", rep.Runs, nsText(rep.NsPerRun), len(rep.Outcomes))
-		for _, oc := range rep.Outcomes {
+		distinct := strconv.Itoa(len(rep.Outcomes))
+		if rep.OtherRuns > 0 {
+			distinct = "more than " + distinct
+		}
+		fmt.Fprintf(w, "runs: %d, %s per run, %s distinct result(s):\n", rep.Runs, nsText(rep.NsPerRun), distinct)
+		for i, oc := range rep.Outcomes {
+			if i == 16 {
+				fmt.Fprintf(w, "  ... %d more (--json lists %d)\n", len(rep.Outcomes)-i, len(rep.Outcomes))
+				break
+			}
 			var outs []string
 			for _, f := range oc.Outputs {
 				outs = append(outs, fmt.Sprintf("%s=%v", f.Name, f.Value))
