@@ -187,8 +187,19 @@ func TestRunSizeAware(t *testing.T) {
 			t.Errorf("size_aware %q: program %s hook %s verified %v", tc.args, r.Program, r.Hook, r.Verified)
 		}
 	}
+	// --mem gives the raw context: no typical values, nothing derived.
+	r := runJSON(t, sizeAwareObj, "--mem", strings.Repeat("00", 160), "--set", "coll_type=allreduce", "--bytes", "8MiB",
+		"--ranks", "8", "--nodes", "1")
+	if r.R0 != 1 || r.in("avail_mask") != 0 || r.in("comm_id") != 0 || r.out("algorithm") != 0 {
+		t.Errorf("--mem zeroes: r0 %d, avail_mask %#x, algorithm %d", r.R0, r.in("avail_mask"), r.out("algorithm"))
+	}
+	r = runJSON(t, sizeAwareObj, "--mem", strings.Repeat("00", 160), "--set", "coll_type=allreduce", "--bytes", "8MiB",
+		"--ranks", "8", "--nodes", "1", "--set", "avail_mask=0x20")
+	if r.R0 != 0 || r.out("algorithm") != 1 || r.out("protocol") != 2 {
+		t.Errorf("--mem with ring/simple available: r0 %d, %+v", r.R0, r.Outputs)
+	}
 	// Derived inputs follow the given ones.
-	r := runJSON(t, sizeAwareObj, "--ranks", "16", "--nodes", "2", "--costs", "nvls=na")
+	r = runJSON(t, sizeAwareObj, "--ranks", "16", "--nodes", "2", "--costs", "nvls=na")
 	if r.in("n_nvl_domains") != 2 || r.in("min_ranks_per_nvl_domain") != 8 || r.in("avail_mask") != 0x1fffff&^(7<<12) {
 		t.Errorf("derived: n_nvl_domains %d, min ranks %d, avail_mask %#x", r.in("n_nvl_domains"),
 			r.in("min_ranks_per_nvl_domain"), r.in("avail_mask"))
