@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# build-art.sh ART: everything scripts/gpu-check.sh needs, built on the development machine (Go,
+# clang-19) into the folder ART, for a GPU machine that has neither:
+#   libncclbpf.so   the plugin (tuner + profiler)
+#   ncclbpf         the CLI (cgo; needs glibc >= the newest GLIBC_ version it references, printed)
+#   p2p_count.bpf.o, p2p_count_b.bpf.o (-DVARIANT_B: the object a reload swaps in),
+#   unsafe_null_deref.bpf.o (rejected by the verifier, on purpose)
+# The objects are rebuilt from testhost/gpu/*.bpf.c when clang-19 is there (the committed .o files
+# are copied otherwise).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 ART" >&2; exit 2; }
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$1"
+ART=$(cd "$1" && pwd)
+cd "$ROOT"
+go build -buildmode=c-shared -o "$ART/libncclbpf.so" ./plugin
+rm -f "$ART/libncclbpf.h"
+CGO_ENABLED=1 go build -o "$ART/ncclbpf" ./cmd/ncclbpf
+CLANG=${CLANG:-/usr/bin/clang-19}
+if [ -x "$CLANG" ]; then
+	C=("$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include)
+	"${C[@]}" -c testhost/gpu/p2p_count.bpf.c -o testhost/gpu/p2p_count.bpf.o
+	"${C[@]}" -DVARIANT_B -c testhost/gpu/p2p_count.bpf.c -o testhost/gpu/p2p_count_b.bpf.o
+	"${C[@]}" -c testhost/gpu/unsafe_null_deref.bpf.c -o testhost/gpu/unsafe_null_deref.bpf.o
+fi
+cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/unsafe_null_deref.bpf.o "$ART/"
+"$ART/ncclbpf" verify "$ART/p2p_count.bpf.o" >/dev/null
+"$ART/ncclbpf" verify "$ART/p2p_count_b.bpf.o" >/dev/null
+if "$ART/ncclbpf" verify "$ART/unsafe_null_deref.bpf.o" >/dev/null 2>&1; then
+	echo "build-art: the verifier accepted unsafe_null_deref.bpf.o; it must refuse it" >&2
+	exit 1
+fi
+for f in libncclbpf.so ncclbpf; do
+	echo "$f: newest glibc symbol $(objdump -T "$ART/$f" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+done
+ls -l "$ART"

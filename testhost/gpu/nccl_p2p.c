@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nccl_p2p.c: NCCL's C API on one GPU, send/recv to self, for scripts/gpu-check.sh. A test program,
+ * compiled on the GPU machine against its NCCL (not part of the product):
+ *
+ *   gcc -O2 -I/usr/local/cuda/include -o nccl_p2p nccl_p2p.c -L/usr/local/cuda/lib64 -lnccl -lcudart
+ *
+ *   nccl_p2p check N BYTES       two 1-rank communicators (two tuner/profiler init and finalize),
+ *                                N groups of (ncclSend + ncclRecv to self) on each, every group with
+ *                                its own fill value; every received buffer is copied to its own
+ *                                slot of pinned host memory and checked byte by byte at the end
+ *   nccl_p2p bench ITERS BLOCKS BYTES SYNC
+ *                                BLOCKS timed blocks of ITERS groups on one communicator (SYNC 1: a
+ *                                stream synchronize after every group, 0: one per block, 2: both,
+ *                                pipelined first); prints microseconds per group of each block and
+ *                                their median, one line per mode
+ *
+ * PyTorch hides which communicators exist and when they are destroyed; here ncclCommFinalize and
+ * ncclCommDestroy are explicit. The last line is "NCCL_P2P {json}"; exit status 0 when every
+ * buffer was right and every call succeeded.
+ */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CUDA(x)                                                                                   \
+	do {                                                                                          \
+		cudaError_t e_ = (x);                                                                     \
+		if (e_ != cudaSuccess) {                                                                  \
+			fprintf(stderr, "nccl_p2p: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+			exit(2);                                                                              \
+		}                                                                                         \
+	} while (0)
+#define NCCL(x)                                                                                   \
+	do {                                                                                          \
+		ncclResult_t r_ = (x);                                                                    \
+		if (r_ != ncclSuccess) {                                                                  \
+			fprintf(stderr, "nccl_p2p: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r_)); \
+			exit(2);                                                                              \
+		}                                                                                         \
+	} while (0)
+
+static double now_us(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static ncclComm_t comm_new(void) {
+	ncclUniqueId id;
+	ncclComm_t c;
+	NCCL(ncclGetUniqueId(&id));
+	NCCL(ncclCommInitRank(&c, 1, id, 0));
+	return c;
+}
+
+static void comm_end(ncclComm_t c) {
+	NCCL(ncclCommFinalize(c));
+	NCCL(ncclCommDestroy(c));
+}
+
+static void group(ncclComm_t c, void *send, void *recv, size_t bytes, cudaStream_t s) {
+	NCCL(ncclGroupStart());
+	NCCL(ncclSend(send, bytes, ncclInt8, 0, c, s));
+	NCCL(ncclRecv(recv, bytes, ncclInt8, 0, c, s));
+	NCCL(ncclGroupEnd());
+}
+
+static int cmp_double(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static int run_check(int n, size_t bytes) {
+	cudaStream_t s;
+	CUDA(cudaStreamCreate(&s));
+	void *send, *recv;
+	unsigned char *host;
+	CUDA(cudaMalloc(&send, bytes));
+	CUDA(cudaMalloc(&recv, bytes));
+	CUDA(cudaMallocHost((void **)&host, 2 * (size_t)n * bytes));
+	memset(host, 0, 2 * (size_t)n * bytes);
+	ncclComm_t comm[2] = {comm_new(), comm_new()};
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < n; i++) {
+			int v = 1 + (k * n + i) % 251;
+			CUDA(cudaMemsetAsync(send, v, bytes, s));
+			CUDA(cudaMemsetAsync(recv, 0, bytes, s));
+			group(comm[k], send, recv, bytes, s);
+			CUDA(cudaMemcpyAsync(host + ((size_t)k * n + i) * bytes, recv, bytes, cudaMemcpyDeviceToHost, s));
+		}
+	CUDA(cudaStreamSynchronize(s));
+	long bad_groups = 0;
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < n; i++) {
+			unsigned char v = (unsigned char)(1 + (k * n + i) % 251);
+			const unsigned char *p = host + ((size_t)k * n + i) * bytes;
+			for (size_t j = 0; j < bytes; j++)
+				if (p[j] != v) {
+					bad_groups++;
+					break;
+				}
+		}
+	comm_end(comm[0]);
+	comm_end(comm[1]);
+	int version = 0;
+	ncclGetVersion(&version);
+	printf("NCCL_P2P {\"mode\":\"check\",\"nccl\":%d,\"comms\":2,\"groups_per_comm\":%d,\"sends\":%d,\"recvs\":%d,"
+	       "\"bytes\":%zu,\"bad_groups\":%ld,\"ok\":%s}\n",
+	       version, n, 2 * n, 2 * n, bytes, bad_groups, bad_groups ? "false" : "true");
+	CUDA(cudaFreeHost(host));
+	CUDA(cudaFree(send));
+	CUDA(cudaFree(recv));
+	return bad_groups ? 1 : 0;
+}
+
+/* One timed mode of run_bench: prints its line, returns 1 when the received bytes were right. */
+static int bench_mode(ncclComm_t c, void *send, void *recv, unsigned char *host, double *per, int iters, int blocks,
+                      size_t bytes, int sync, cudaStream_t s) {
+	int ok = 1;
+	for (int b = 0; b < blocks; b++) {
+		CUDA(cudaMemsetAsync(recv, 0, bytes, s));
+		CUDA(cudaStreamSynchronize(s));
+		double t0 = now_us();
+		for (int i = 0; i < iters; i++) {
+			group(c, send, recv, bytes, s);
+			if (sync) CUDA(cudaStreamSynchronize(s));
+		}
+		CUDA(cudaStreamSynchronize(s));
+		per[b] = (now_us() - t0) / iters;
+		CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
+		for (size_t j = 0; j < bytes; j++)
+			if (host[j] != 0x5a) {
+				ok = 0;
+				break;
+			}
+	}
+	printf("NCCL_P2P {\"mode\":\"bench\",\"iters\":%d,\"blocks\":%d,\"bytes\":%zu,\"sync\":%d,\"us_per_group\":[", iters,
+	       blocks, bytes, sync);
+	for (int b = 0; b < blocks; b++) printf("%s%.3f", b ? "," : "", per[b]);
+	qsort(per, (size_t)blocks, sizeof *per, cmp_double);
+	double med = blocks % 2 ? per[blocks / 2] : (per[blocks / 2 - 1] + per[blocks / 2]) / 2;
+	printf("],\"median_us\":%.3f,\"ok\":%s}\n", med, ok ? "true" : "false");
+	return ok;
+}
+
+static int run_bench(int iters, int blocks, size_t bytes, int sync_mode) {
+	cudaStream_t s;
+	CUDA(cudaStreamCreate(&s));
+	void *send, *recv;
+	CUDA(cudaMalloc(&send, bytes));
+	CUDA(cudaMalloc(&recv, bytes));
+	CUDA(cudaMemsetAsync(send, 0x5a, bytes, s));
+	double *per = calloc((size_t)blocks, sizeof *per);
+	unsigned char *host = malloc(bytes);
+	if (!per || !host) {
+		fprintf(stderr, "nccl_p2p: out of memory\n");
+		return 2;
+	}
+	ncclComm_t c = comm_new();
+	for (int i = 0; i < 200; i++) group(c, send, recv, bytes, s); /* warm-up */
+	CUDA(cudaStreamSynchronize(s));
+	int ok = 1;
+	if (sync_mode != 1) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 0, s);
+	if (sync_mode != 0) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 1, s);
+	comm_end(c);
+	free(per);
+	free(host);
+	CUDA(cudaFree(send));
+	CUDA(cudaFree(recv));
+	return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 4 && !strcmp(argv[1], "check")) {
+		int n = atoi(argv[2]);
+		long b = atol(argv[3]);
+		if (n < 1 || n > 100000 || b < 1 || b > (64 << 20)) {
+			fprintf(stderr, "nccl_p2p: check N BYTES: N in 1..100000, BYTES in 1..64 MiB\n");
+			return 2;
+		}
+		CUDA(cudaSetDevice(0));
+		return run_check(n, (size_t)b);
+	}
+	if (argc >= 6 && !strcmp(argv[1], "bench")) {
+		int iters = atoi(argv[2]), blocks = atoi(argv[3]), sync = atoi(argv[5]);
+		long b = atol(argv[4]);
+		if (iters < 1 || blocks < 1 || blocks > 1000 || b < 1 || b > (64 << 20) || sync < 0 || sync > 2) {
+			fprintf(stderr, "nccl_p2p: bench ITERS BLOCKS BYTES SYNC: ITERS >= 1, BLOCKS 1..1000, BYTES 1..64 MiB, SYNC 0..2\n");
+			return 2;
+		}
+		CUDA(cudaSetDevice(0));
+		return run_bench(iters, blocks, (size_t)b, sync);
+	}
+	fprintf(stderr, "usage: %s check N BYTES | %s bench ITERS BLOCKS BYTES SYNC\n", argv[0], argv[0]);
+	return 2;
+}
