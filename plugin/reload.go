@@ -126,6 +126,10 @@ type reloadResult struct {
 	SHA256   string
 }
 
+// errSeqPassed says that an at-seq reload named a sequence number some
+// communicator has already passed.
+var errSeqPassed = errors.New("sequence already passed")
+
 // errReloadBusy says that another reload runs or waits for its activation.
 var errReloadBusy = errors.New("another reload is in progress or waiting for its activation sequence; try again when it completes")
 
@@ -180,6 +184,18 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	info := newPolicyInfo(req.Name, req.Object)
 	res.SHA256 = info.SHA256
 
+	if req.AtSeq != nil {
+		// A communicator already at or past the sequence would switch late, at
+		// the publish below, not with the other ranks: refuse (the window
+		// between this check and the publish is a few microseconds).
+		var min, max C.uint64_t
+		if n := C.ncclbpf_comms_seq_range(&min, &max); n > 0 && uint64(max) >= *req.AtSeq {
+			b.Close()
+			liveBundles.Add(-1)
+			return res, fmt.Errorf("%w: a communicator has already made %d calls, at or past seq %d; name a later sequence",
+				errSeqPassed, uint64(max), *req.AtSeq)
+		}
+	}
 	t1 := time.Now()
 	if req.AtSeq == nil {
 		res.Attached, err = publishBundle(b)
@@ -271,8 +287,8 @@ func activate(old, b *bundle.Bundle, act *activation) {
 	forced := false
 	wait := 100 * time.Microsecond
 	for {
-		var min C.uint64_t
-		n := C.ncclbpf_comms_min_seq(&min)
+		var min, max C.uint64_t
+		n := C.ncclbpf_comms_seq_range(&min, &max)
 		if n == 0 || uint64(min) > act.AtSeq {
 			break
 		}

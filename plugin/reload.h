@@ -35,9 +35,10 @@ int ncclbpf_reload_finish(int slot);
 int ncclbpf_reload_armed(int slot);
 
 /*
- * ncclbpf_comms_min_seq stores in *min the smallest getCollInfo count of the live communicators
- * (UINT64_MAX if there are none) and returns how many are live (slot.c; takes the registry lock).
+ * ncclbpf_comms_seq_range stores in *min and *max the smallest and largest getCollInfo count of the
+ * live communicators (UINT64_MAX and 0 if there are none) and returns how many are live (slot.c;
+ * takes the registry lock).
  */
-int ncclbpf_comms_min_seq(uint64_t *min);
+int ncclbpf_comms_seq_range(uint64_t *min, uint64_t *max);
 
 #endif /* NCCLBPF_RELOAD_H */

@@ -79,3 +79,32 @@ func ncclbpfTestingReloadStats(live, ok, failed, maxPublishNs *C.longlong) {
 	*failed = C.longlong(rstats.Failures)
 	*maxPublishNs = C.longlong(rstats.MaxPublish.Nanoseconds())
 }
+
+// ncclbpfTestingMapU64 reads the 8-byte value at index key of the running
+// bundle's array map name into *out. Returns 0, or -1 (no such map, not an
+// array of 8-byte values, index out of range).
+//
+//export ncclbpfTestingMapU64
+func ncclbpfTestingMapU64(name *C.char, key C.uint, out *C.ulonglong) C.int {
+	mu.Lock()
+	b := current
+	mu.Unlock()
+	if b == nil {
+		return -1
+	}
+	m := b.Map(C.GoString(name))
+	if m == nil || m.Spec().ValueSize != 8 {
+		return -1
+	}
+	k := []byte{byte(key), byte(key >> 8), byte(key >> 16), byte(key >> 24)}
+	v, err := m.Lookup(k)
+	if err != nil || len(v) < 8 {
+		return -1
+	}
+	var x uint64
+	for i := 7; i >= 0; i-- {
+		x = x<<8 | uint64(v[i])
+	}
+	*out = C.ulonglong(x)
+	return 0
+}

@@ -133,16 +133,19 @@ void ncclbpf_tuner_get_stats(struct ncclbpf_tuner_stats *out) {
 }
 
 /* Declared in reload.h: the progress of the live communicators, for synchronized activation. */
-int ncclbpf_comms_min_seq(uint64_t *min) {
-	uint64_t m = UINT64_MAX;
+int ncclbpf_comms_seq_range(uint64_t *min, uint64_t *max) {
+	uint64_t lo = UINT64_MAX, hi = 0;
 	int n = 0;
 	pthread_mutex_lock(&nb_registry_lock);
 	for (struct nb_comm *c = nb_registry; c; c = c->next, n++) {
 		uint64_t s = atomic_load_explicit(&c->seq, memory_order_relaxed);
-		if (s < m)
-			m = s;
+		if (s < lo)
+			lo = s;
+		if (s > hi)
+			hi = s;
 	}
 	pthread_mutex_unlock(&nb_registry_lock);
-	*min = m;
+	*min = lo;
+	*max = hi;
 	return n;
 }

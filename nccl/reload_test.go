@@ -1,0 +1,100 @@
+package nccl
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Hot reload through the NCCL-like C host (testhost/reload_hammer.c). The
+// default sizes keep the run short on a 2-core CI machine; the long run of
+// the acceptance criteria is
+//
+//	NCCLBPF_HAMMER_CALLS=10000000 NCCLBPF_HAMMER_RELOADS=15000 go test ./nccl -run ReloadHammer -v -timeout 1h
+
+var (
+	hammerOnce sync.Once
+	hammerErr  error
+	hammerBin  string
+)
+
+func reloadHammer(t *testing.T) string {
+	t.Helper()
+	artifacts(t)
+	hammerOnce.Do(func() {
+		hammerBin = filepath.Join(art.dir, "reload_hammer")
+		cmd := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
+			"-I", "include", "-o", hammerBin, "testhost/reload_hammer.c", "-ldl")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			hammerErr = fmt.Errorf("building the reload hammer: %v\n%s", err, out)
+		}
+	})
+	if hammerErr != nil {
+		t.Fatal(hammerErr)
+	}
+	return hammerBin
+}
+
+// runHammer runs the reload hammer host and returns its "key value" lines.
+func runHammer(t *testing.T, env []string, args ...string) map[string]string {
+	t.Helper()
+	cmd := exec.Command(reloadHammer(t), args...)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cleanEnv(), env...)
+	for _, k := range []string{"NCCLBPF_HAMMER_CALLS", "NCCLBPF_HAMMER_RELOADS", "NCCLBPF_HAMMER_THREADS", "NCCLBPF_SYNC_RANKS"} {
+		if v := os.Getenv(k); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	t.Logf("%s %s:\n%s", filepath.Base(cmd.Path), args[0], out)
+	if err != nil {
+		t.Fatalf("reload_hammer %s: %v\n%s", args[0], err, stderr.String())
+	}
+	kv := map[string]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(l, " "); ok {
+			kv[k] = v
+		}
+	}
+	if !strings.Contains(string(out), "PASS") {
+		t.Fatalf("no PASS:\n%s\n%s", out, stderr.String())
+	}
+	return kv
+}
+
+func TestReloadHammer(t *testing.T) {
+	reloadHammer(t) // builds art.lib
+	a, b, bad := "testhost/reload_a.bpf.o", "testhost/reload_b.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=" + a}
+	if os.Getenv("NCCLBPF_HAMMER_CALLS") == "" {
+		env = append(env, "NCCLBPF_HAMMER_CALLS=20000", "NCCLBPF_HAMMER_RELOADS=30", "NCCLBPF_HAMMER_THREADS=8")
+	}
+	kv := runHammer(t, env, "hammer", art.lib, a, b, bad)
+	// The host checks the invariants itself; make sure it saw both policies
+	// and failing reloads, so that the checks had something to check.
+	for _, k := range []string{"decisions_a", "decisions_b", "reloads_ok", "reloads_failed"} {
+		if kv[k] == "" || kv[k] == "0" {
+			t.Errorf("%s = %q: the hammer did not exercise it", k, kv[k])
+		}
+	}
+	if kv["bad_decisions"] != "0" {
+		t.Errorf("bad decisions: %s", kv["bad_decisions"])
+	}
+}
+
+func TestReloadAtSeqSwitchesAllRanksTogether(t *testing.T) {
+	reloadHammer(t)
+	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=testhost/reload_a.bpf.o"}
+	kv := runHammer(t, env, "sync", art.lib, "testhost/reload_b.bpf.o")
+	if kv["pending_after_arm"] != "1" {
+		t.Errorf("pending_after_arm = %s: the slow ranks had not reached the sequence, the switch must wait for them", kv["pending_after_arm"])
+	}
+}

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reload_hammer.c: hot reload under load, through libncclbpf.so as NCCL drives it (dlopen, tuner
+ * v6 init per communicator, contiguous cost table).
+ *
+ *   reload_hammer hammer LIB POLICY_A POLICY_B BAD
+ *       NCCLBPF_POLICY=POLICY_A must be set. THREADS threads (one communicator each) call
+ *       getCollInfo at least CALLS times each and for as long as the reloader runs; the reloader
+ *       reloads RELOADS times, cycling B, BAD (fails verification), A. Every call must return
+ *       ncclSuccess with a decision wholly of A (Tree/LL, 3 channels) or of B (Ring/Simple, 7).
+ *       The map "hits" that both policies define alike must count exactly the decisions each
+ *       took (it is carried over by every reload: no update lost). Code memory must not grow.
+ *   reload_hammer sync LIB POLICY_B
+ *       NCCLBPF_POLICY=POLICY_A. RANKS threads (simulated ranks, one communicator each) driven at
+ *       different speeds; once they run, a reload to B "at seq N" is requested: every rank must
+ *       take A's decision for call_seq < N and B's from N on, and the activation must complete.
+ *
+ * Sizes from the environment: NCCLBPF_HAMMER_THREADS (8), NCCLBPF_HAMMER_CALLS (200000),
+ * NCCLBPF_HAMMER_RELOADS (300), NCCLBPF_SYNC_RANKS (4). Output: "key value" lines for the Go test.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "nccl_abi.h"
+
+#define FAIL(...)                                                                                                     \
+	do {                                                                                                          \
+		fprintf(stderr, "FAIL: " __VA_ARGS__);                                                                \
+		fputc('\n', stderr);                                                                                  \
+		exit(1);                                                                                              \
+	} while (0)
+
+typedef int (*reload_fn)(const char *path, long long at_seq, char *msg, size_t n);
+typedef int (*pending_fn)(void);
+typedef void (*rstats_fn)(long long *live, long long *ok, long long *failed, long long *max_publish_ns);
+typedef int (*mapu64_fn)(const char *name, unsigned key, unsigned long long *out);
+
+static const host_tuner_v6_t *tuner;
+static reload_fn do_reload;
+static pending_fn reload_pending;
+static rstats_fn reload_stats;
+static mapu64_fn map_u64;
+
+static void *sym(void *lib, const char *name) {
+	void *p = dlsym(lib, name);
+	if (!p)
+		FAIL("%s not exported: %s", name, dlerror());
+	return p;
+}
+
+static void open_lib(const char *path) {
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		FAIL("dlopen %s: %s", path, dlerror());
+	tuner = sym(lib, "ncclTunerPlugin_v6");
+	do_reload = (reload_fn)sym(lib, "ncclbpfTestingReload");
+	reload_pending = (pending_fn)sym(lib, "ncclbpfTestingReloadPending");
+	reload_stats = (rstats_fn)sym(lib, "ncclbpfTestingReloadStats");
+	map_u64 = (mapu64_fn)sym(lib, "ncclbpfTestingMapU64");
+}
+
+static long env_long(const char *name, long def) {
+	const char *v = getenv(name);
+	return v && *v ? atol(v) : def;
+}
+
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double tsc_per_ns;
+
+static void calibrate(void) {
+	uint64_t t0 = now_ns(), c0 = __rdtsc();
+	while (now_ns() - t0 < 50000000)
+		;
+	uint64_t t1 = now_ns(), c1 = __rdtsc();
+	tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
+}
+
+static void host_log(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+	(void)level, (void)flags, (void)file, (void)line, (void)fmt;
+}
+
+/* Which policy took a decision: 'A', 'B', '-' (none applied: only before the first load) or 0 (mixed). */
+static char decision(ncclResult_t rc, const float *table, int nch) {
+	if (rc != ncclSuccess)
+		return 0;
+	int zeros = 0, at = -1;
+	for (int i = 0; i < 21; i++)
+		if (table[i] == 0.0f)
+			zeros++, at = i;
+	if (zeros == 0 && nch == 0)
+		return '-';
+	if (zeros != 1)
+		return 0;
+	if (at == 0 * 3 + 0 && nch == 3)
+		return 'A';
+	if (at == 1 * 3 + 2 && nch == 7)
+		return 'B';
+	return 0;
+}
+
+static ncclResult_t call(void *ctx, float *table, int *nch) {
+	for (int i = 0; i < 21; i++)
+		table[i] = 1.0f + (float)i;
+	*nch = 0;
+	return tuner->getCollInfo(ctx, 4 /* AllReduce */, 1 << 20, 1, (float **)(void *)table, 7, 3, 0, nch);
+}
+
+static void *new_comm(uint64_t id) {
+	void *ctx = NULL;
+	host_nvl_info_t nvl = {1, 8, 8};
+	if (tuner->init(&ctx, id, 8, 1, host_log, &nvl, NULL) != ncclSuccess || ctx == NULL)
+		FAIL("tuner init");
+	return ctx;
+}
+
+/* Executable anonymous mappings: JIT code blocks (the Go runtime and libraries are file-backed). */
+static int exec_anon_mappings(void) {
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof line, f)) {
+		char perms[8] = {0};
+		unsigned long ino = 1;
+		char path[256] = {0};
+		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %lu %255s", perms, &ino, path) >= 2 && perms[2] == 'x' &&
+		    ino == 0 && path[0] == 0)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* ---- hammer --------------------------------------------------------------------------------- */
+
+static atomic_int reloader_done;
+static long calls_min;
+
+struct worker {
+	pthread_t th;
+	int id;
+	uint64_t calls, a, b, none, bad, max_cycles, over_10us;
+	uint64_t first_bad_seq;
+};
+
+static void *worker_main(void *arg) {
+	struct worker *w = arg;
+	void *ctx = new_comm(0x1000 + (uint64_t)w->id);
+	float table[21];
+	int nch;
+	for (uint64_t i = 0;; i++) {
+		if (i >= (uint64_t)calls_min && atomic_load_explicit(&reloader_done, memory_order_relaxed))
+			break;
+		uint64_t t0 = __rdtsc();
+		ncclResult_t rc = call(ctx, table, &nch);
+		uint64_t dt = __rdtsc() - t0;
+		if (dt > w->max_cycles)
+			w->max_cycles = dt;
+		if (dt > (uint64_t)(10000 * tsc_per_ns))
+			w->over_10us++;
+		switch (decision(rc, table, nch)) {
+		case 'A':
+			w->a++;
+			break;
+		case 'B':
+			w->b++;
+			break;
+		case '-':
+			w->none++;
+			break;
+		default:
+			if (w->bad++ == 0)
+				w->first_bad_seq = i;
+		}
+		w->calls++;
+	}
+	tuner->finalize(ctx);
+	return NULL;
+}
+
+static int hammer(const char *a, const char *b, const char *bad) {
+	int nthreads = (int)env_long("NCCLBPF_HAMMER_THREADS", 8);
+	calls_min = env_long("NCCLBPF_HAMMER_CALLS", 200000);
+	long reloads = env_long("NCCLBPF_HAMMER_RELOADS", 300);
+	calibrate();
+	/* The first init loads POLICY_A; count code mappings once it runs. */
+	void *first = new_comm(1);
+	int maps0 = exec_anon_mappings();
+	struct worker *ws = calloc((size_t)nthreads, sizeof *ws);
+	for (int i = 0; i < nthreads; i++) {
+		ws[i].id = i;
+		if (pthread_create(&ws[i].th, NULL, worker_main, &ws[i]) != 0)
+			FAIL("pthread_create");
+	}
+	const char *cycle[3] = {b, bad, a};
+	long ok = 0, failed = 0, busy = 0;
+	uint64_t max_reload_ns = 0, sum_reload_ns = 0;
+	char msg[1024];
+	uint64_t t0 = now_ns();
+	for (long i = 0; i < reloads; i++) {
+		const char *p = cycle[i % 3];
+		uint64_t r0 = now_ns();
+		int rc = do_reload(p, -1, msg, sizeof msg);
+		uint64_t d = now_ns() - r0;
+		if (rc == 0) {
+			ok++;
+			sum_reload_ns += d;
+			if (d > max_reload_ns)
+				max_reload_ns = d;
+			if (p == bad)
+				FAIL("reload of the unverifiable policy succeeded: %s", msg);
+		} else if (rc == -2) {
+			busy++;
+		} else {
+			failed++;
+			if (p != bad)
+				FAIL("reload %ld of %s failed: %s", i, p, msg);
+			if (!strstr(msg, "rejected") || !strstr(msg, "unchanged"))
+				FAIL("the failed reload does not say why: %s", msg);
+		}
+	}
+	uint64_t reload_wall = now_ns() - t0;
+	atomic_store(&reloader_done, 1);
+	uint64_t calls = 0, na = 0, nb = 0, nnone = 0, nbad = 0, maxc = 0, over = 0;
+	for (int i = 0; i < nthreads; i++) {
+		pthread_join(ws[i].th, NULL);
+		calls += ws[i].calls, na += ws[i].a, nb += ws[i].b, nnone += ws[i].none, nbad += ws[i].bad;
+		over += ws[i].over_10us;
+		if (ws[i].max_cycles > maxc)
+			maxc = ws[i].max_cycles;
+		if (ws[i].bad)
+			fprintf(stderr, "thread %d: %lu bad decisions, first at call %lu\n", i, (unsigned long)ws[i].bad,
+			        (unsigned long)ws[i].first_bad_seq);
+	}
+	uint64_t wall = now_ns() - t0;
+	tuner->finalize(first);
+	unsigned long long hits_a = 0, hits_b = 0;
+	int hm = map_u64("hits", 0, &hits_a) | map_u64("hits", 1, &hits_b);
+	long long live, rok, rfailed, max_pub;
+	reload_stats(&live, &rok, &rfailed, &max_pub);
+	int maps1 = exec_anon_mappings();
+	printf("threads %d\ncalls %lu\ncalls_per_thread_min %ld\ndecisions_a %lu\ndecisions_b %lu\ndecisions_none %lu\n"
+	       "bad_decisions %lu\n",
+	       nthreads, (unsigned long)calls, calls_min, (unsigned long)na, (unsigned long)nb, (unsigned long)nnone,
+	       (unsigned long)nbad);
+	printf("reload_attempts %ld\nreloads_ok %ld\nreloads_failed %ld\nreloads_busy %ld\n", reloads, ok, failed, busy);
+	printf("reload_mean_us %.1f\nreload_max_us %.1f\npublish_max_ns %lld\n", ok ? sum_reload_ns / 1e3 / ok : 0.0,
+	       max_reload_ns / 1e3, max_pub);
+	printf("call_max_ns %.0f\ncalls_over_10us %lu\nreload_phase_s %.2f\nwall_s %.2f\n", maxc / tsc_per_ns,
+	       (unsigned long)over, reload_wall / 1e9, wall / 1e9);
+	printf("hits_a %llu\nhits_b %llu\nlive_bundles %lld\nexec_mappings_before %d\nexec_mappings_after %d\n", hits_a,
+	       hits_b, live, maps0, maps1);
+	if (nbad)
+		FAIL("%lu calls returned an error or a decision of neither policy", (unsigned long)nbad);
+	if (hm != 0)
+		FAIL("map hits not readable");
+	/* "first" made no calls; the workers' decisions are all the policy calls there were. */
+	if (hits_a != na || hits_b != nb)
+		FAIL("map hits counts A %llu B %llu, decisions were A %lu B %lu: updates lost across reloads", hits_a,
+		     hits_b, (unsigned long)na, (unsigned long)nb);
+	if (live != 1)
+		FAIL("%lld bundles alive after the hammer, want 1 (the running one)", live);
+	if (maps1 > maps0 + 2)
+		FAIL("executable mappings grew from %d to %d: code of replaced bundles not freed", maps0, maps1);
+	printf("PASS\n");
+	return 0;
+}
+
+/* ---- synchronized activation ----------------------------------------------------------------- */
+
+struct rank {
+	pthread_t th;
+	int id;
+	atomic_uint_fast64_t until, seq;
+	uint64_t first_b, last_a; /* call_seq of the first B decision, of the last A decision */
+	uint64_t bad;
+};
+
+static atomic_int go_ranks;
+
+static void *rank_main(void *arg) {
+	struct rank *r = arg;
+	void *ctx = new_comm(0xabc); /* the same communicator on every rank */
+	float table[21];
+	int nch;
+	r->first_b = UINT64_MAX;
+	while (!atomic_load(&go_ranks))
+		;
+	for (uint64_t s = 0; s < atomic_load(&r->until); s++) {
+		ncclResult_t rc = call(ctx, table, &nch); /* before reading nch */
+		char d = decision(rc, table, nch);
+		if (d == 'A')
+			r->last_a = s;
+		else if (d == 'B') {
+			if (r->first_b == UINT64_MAX)
+				r->first_b = s;
+		} else {
+			if (r->bad++ < 4)
+				fprintf(stderr, "rank %d: call %lu: decision '%c' (rc/cells/channels of neither policy)\n", r->id,
+				        (unsigned long)s, d ? d : '?');
+		}
+		atomic_store(&r->seq, s + 1);
+		/* rank speeds differ: rank i sleeps 10 + i * 40 us per call */
+		struct timespec ts = {0, 10000L + 40000L * r->id};
+		nanosleep(&ts, NULL);
+	}
+	tuner->finalize(ctx);
+	return NULL;
+}
+
+static int sync_test(const char *b) {
+	int nranks = (int)env_long("NCCLBPF_SYNC_RANKS", 4);
+	struct rank *rs = calloc((size_t)nranks, sizeof *rs);
+	/* Load A (the first init) before any rank runs. */
+	void *first = new_comm(1);
+	for (int i = 0; i < nranks; i++) {
+		rs[i].id = i;
+		atomic_store(&rs[i].until, UINT64_MAX);
+		if (pthread_create(&rs[i].th, NULL, rank_main, &rs[i]) != 0)
+			FAIL("pthread_create");
+	}
+	tuner->finalize(first);
+	atomic_store(&go_ranks, 1);
+	/* Let the fastest rank get ahead, then ask for the switch 300 calls after the fastest. */
+	while (atomic_load(&rs[0].seq) < 200)
+		;
+	/* As an operator would: name a sequence ahead of every rank; if the load took so long that a
+	 * rank got there first, the reload is refused (nothing changes) and we try further ahead. */
+	uint64_t hi = 0, at = 0, margin = 300;
+	char msg[1024];
+	int attempts = 0;
+	for (;;) {
+		hi = 0;
+		for (int i = 0; i < nranks; i++)
+			if (atomic_load(&rs[i].seq) > hi)
+				hi = atomic_load(&rs[i].seq);
+		at = hi + margin;
+		attempts++;
+		int rc = do_reload(b, (long long)at, msg, sizeof msg);
+		if (rc == 0)
+			break;
+		if (rc == -1 && strstr(msg, "already") && attempts < 10) {
+			margin *= 4;
+			continue;
+		}
+		FAIL("at-seq reload: %s", msg);
+	}
+	uint64_t slowest = UINT64_MAX;
+	for (int i = 0; i < nranks; i++) {
+		uint64_t s = atomic_load(&rs[i].seq);
+		if (s < slowest)
+			slowest = s;
+	}
+	int pending_after_arm = reload_pending();
+	for (int i = 0; i < nranks; i++)
+		atomic_store(&rs[i].until, at + 200); /* ranks stop 200 calls after the switch */
+	for (int i = 0; i < nranks; i++)
+		pthread_join(rs[i].th, NULL);
+	/* The activation completes once every communicator passed at (or all are gone). */
+	uint64_t t0 = now_ns();
+	while (reload_pending() && now_ns() - t0 < 10000000000ull)
+		usleep(1000);
+	long long live, rok, rfailed, max_pub;
+	reload_stats(&live, &rok, &rfailed, &max_pub);
+	printf("attempts %d\n", attempts);
+	printf("ranks %d\nat_seq %lu\nfastest_at_request %lu\nslowest_at_request %lu\npending_after_arm %d\n", nranks,
+	       (unsigned long)at, (unsigned long)hi, (unsigned long)slowest, pending_after_arm);
+	int fails = 0;
+	for (int i = 0; i < nranks; i++) {
+		printf("rank %d last_a %lu first_b %lu bad %lu\n", i, (unsigned long)rs[i].last_a,
+		       (unsigned long)rs[i].first_b, (unsigned long)rs[i].bad);
+		if (rs[i].bad || rs[i].first_b != at || rs[i].last_a != at - 1)
+			fails++;
+	}
+	printf("pending_at_end %d\nlive_bundles %lld\n", reload_pending(), live);
+	if (fails)
+		FAIL("%d ranks did not switch exactly at seq %lu", fails, (unsigned long)at);
+	if (reload_pending())
+		FAIL("activation still pending after every rank passed seq %lu", (unsigned long)at);
+	if (live != 1)
+		FAIL("%lld bundles alive after the activation, want 1", live);
+	printf("PASS\n");
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 6 && strcmp(argv[1], "hammer") == 0) {
+		open_lib(argv[2]);
+		return hammer(argv[3], argv[4], argv[5]);
+	}
+	if (argc >= 4 && strcmp(argv[1], "sync") == 0) {
+		open_lib(argv[2]);
+		return sync_test(argv[3]);
+	}
+	fprintf(stderr, "usage: reload_hammer hammer LIB POLICY_A POLICY_B BAD | reload_hammer sync LIB POLICY_B\n");
+	return 2;
+}
