@@ -28,7 +28,8 @@
 #                 and synchronized; PyTorch: pipelined); the analysis takes medians and ratios
 #
 # Knobs (environment): PY (python3), ROUNDS (5), PY_ROUNDS (3), GROUPS_A (4000), GROUPS_B (1000),
-# C_GROUPS (2000), CASE_TIMEOUT (90 s), SKIP_BENCH=1, SKIP_C=1, CUDA_HOME (/usr/local/cuda),
+# C_GROUPS (2000), CASE_TIMEOUT (90 s), BUDGET_S (0: none; cases that would start later than this
+# many seconds after the start are skipped and listed), SKIP_BENCH=1, SKIP_C=1, CUDA_HOME (/usr/local/cuda),
 # RELOAD_CMD / DUMP_CMD (templates with {cli} {pid} {obj}; default `{cli} reload {pid} {obj}` and
 # `{cli} map dump {pid}`, used only when `ncclbpf help reload` / `ncclbpf help map` succeed).
 set -uo pipefail
@@ -70,6 +71,11 @@ unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY NCCLBPF_POLICY_CONFI
 run_case() {
 	local name=$1 mode=$2 policy=$3 config=$4 debug=$5
 	shift 6
+	if [ "${BUDGET_S:-0}" -gt 0 ] && [ $(($(date +%s) - T0)) -ge "$BUDGET_S" ]; then
+		log "$name: skipped (BUDGET_S=$BUDGET_S s spent)"
+		echo "$name skipped" >>"$OUT/skipped.txt"
+		return
+	fi
 	local t rc ms
 	t=$(date +%s%N)
 	(
@@ -96,6 +102,7 @@ run_case() {
 
 : >"$OUT/cases.txt"
 : >"$OUT/steps.log"
+rm -f "$OUT/skipped.txt"
 # ---- environment -------------------------------------------------------------------------------
 {
 	echo "date: $(date -u +%FT%TZ)"
@@ -144,10 +151,10 @@ run_case py-missing plugin "$ART/no-such-policy.bpf.o" "" 1 -- "${CHECK[@]}" --l
 CBIN=""
 if [ "${SKIP_C:-0}" != 1 ]; then
 	CBIN=$OUT/nccl_p2p.bin
-	if gcc -O2 -I"$CUDA_HOME/include" -o "$CBIN" "$G/nccl_p2p.c" -L"$CUDA_HOME/lib64" -lnccl -lcudart \
-		>"$OUT/c-build.log" 2>&1; then
+	# rpath rather than LD_LIBRARY_PATH: the PyTorch cases must keep loading their own libraries
+	if gcc -O2 -I"$CUDA_HOME/include" -o "$CBIN" "$G/nccl_p2p.c" -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" \
+		-lnccl -lcudart >"$OUT/c-build.log" 2>&1; then
 		log "built nccl_p2p (test program) against $(ls /usr/include/nccl.h 2>/dev/null)"
-		export LD_LIBRARY_PATH=$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 		run_case c-prof plugin "$PROF" "target=$((2 * C_GROUPS))" 1 -- "$CBIN" check "$C_GROUPS" 4096
 	else
 		log "nccl_p2p did not build (c-build.log): C cases skipped"
@@ -183,6 +190,6 @@ rm -f "$CBIN"
 log "all cases done in $(($(date +%s) - T0)) s"
 
 # Everything in a few files (the device tool brings back at most 8): one bundle of the logs.
-(cd "$OUT" && tar czf logs.tgz ./*.log cases.txt params.txt 2>/dev/null)
+(cd "$OUT" && tar czf logs.tgz ./*.log cases.txt params.txt $(ls skipped.txt 2>/dev/null))
 "$PY" "$G/analyze.py" "$OUT" | tee "$OUT/summary.txt"
 grep -q '^GPU-CHECK: PASS' "$OUT/summary.txt"

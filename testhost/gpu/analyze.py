@@ -87,6 +87,7 @@ def main():
     params = dict(kv.split("=", 1) for kv in (read(os.path.join(out, "params.txt")) or "").split() if "=" in kv)
     logs = {name: read(os.path.join(out, name + ".log")) for name in cases}
 
+    skipped = (read(os.path.join(out, "skipped.txt")) or "").split()[::2]
     print("=== cases (name, exit status, ms)")
     for name, (rc, ms) in cases.items():
         print(f"    {name:24s} rc {rc:3d} {ms} ms" + ("  TIMED OUT (hang)" if rc in (124, 137) else ""))
@@ -100,6 +101,10 @@ def main():
         print("=== ncclbpf verify on this machine")
         for line in ver.splitlines():
             print("    " + line[:220])
+
+    if skipped:
+        print("    skipped (time budget): " + ", ".join(skipped))
+        v.add("every case ran", "NOT SHOWN", "skipped for the time budget: " + ", ".join(skipped))
 
     # 1. no crash, no hang, correct results, in every case
     bad = [f"{n} rc {rc}" for n, (rc, _) in cases.items() if rc != 0]
