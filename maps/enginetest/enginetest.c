@@ -92,6 +92,7 @@ int et_c_setup(uint32_t entries) {
   if (c_array == NULL || c_hash.heads == NULL || c_hash.elems == NULL) return -ENOMEM;
   for (uint32_t k = 0; k < entries; k++) {
     struct et_value v = {{k, 0}};
+    c_array[k] = v;
     c_hash_update(k, &v, 0);
   }
   return 0;

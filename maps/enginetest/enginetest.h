@@ -33,8 +33,8 @@ enum {
 };
 uintptr_t et_c_fn(int which);
 /* et_c_setup (re)creates the C array and hash table with `entries`
- * entries (a power of two) and stores keys 0..entries-1 in the table
- * ({key, 0}). Returns 0 or -ENOMEM. */
+ * entries (a power of two): array[k] = {k, 0} and the table holds keys
+ * 0..entries-1 with value {key, 0}. Returns 0 or -ENOMEM. */
 int et_c_setup(uint32_t entries);
 /* Reads back value[0] of the C hash table's key (for the tests); 1 when
  * found. */

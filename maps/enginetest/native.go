@@ -44,7 +44,8 @@ const (
 func (op COp) Addr() uintptr { return uintptr(C.et_c_fn(C.int(op))) }
 
 // SetupC (re)creates the plain C array and hash table with entries
-// entries (a power of two); the table gets keys 0..entries-1.
+// entries (a power of two): array[k] = {k, 0}, and the table holds keys
+// 0..entries-1 with value {key, 0}.
 func SetupC(entries uint32) error {
 	if entries == 0 || entries&(entries-1) != 0 {
 		return fmt.Errorf("enginetest: C tables: %d entries is not a power of two", entries)
