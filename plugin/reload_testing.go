@@ -2,6 +2,8 @@ package main
 
 /*
 #include <stddef.h>
+#include "shim.h"
+#include "profiler.h"
 */
 import "C"
 
@@ -106,5 +108,36 @@ func ncclbpfTestingMapU64(name *C.char, key C.uint, out *C.ulonglong) C.int {
 		x = x<<8 | uint64(v[i])
 	}
 	*out = C.ulonglong(x)
+	return 0
+}
+
+// ncclbpfTestingUnload empties every hook slot, waits for the grace
+// periods and frees the running bundle, so that a leak checker run at exit
+// sees no memory of ncclbpf still in use. Returns 0, -1 if a grace period
+// was impossible (nothing freed).
+//
+//export ncclbpfTestingUnload
+func ncclbpfTestingUnload() C.int {
+	reloadMu.Lock()
+	defer reloadMu.Unlock()
+	mu.Lock()
+	old := current
+	publish(slotTuner, 0)
+	publish(slotChunkSize, 0)
+	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
+		C.ncclbpf_prof_publish(C.int(id), 0)
+	}
+	current = nil
+	mu.Unlock()
+	if old == nil {
+		return 0
+	}
+	if C.ncclbpf_slot_synchronize() != 0 || C.ncclbpf_prof_synchronize() != 0 {
+		return -1
+	}
+	old.Close()
+	if initialCounted {
+		liveBundles.Add(-1)
+	}
 	return 0
 }
