@@ -1346,85 +1346,63 @@ func r0Meaning(h *hook.Hook, r0 uint64) string {
 	return ""
 }
 
-// tunerEffect applies the host's rules (plugin/tuner.c) to the decision in
-// ctx: what NCCL ends up running, and what it would run without a policy.
+// tunerEffect applies the host's rules to the decision in ctx (nccl.Apply,
+// the Go mirror of plugin/tuner.c): what NCCL ends up running, and what it
+// would run without a policy.
 func (r *runTarget) tunerEffect(r0 uint64, ctx []byte) *tunerEff {
-	cost := func(i int) uint32 {
+	var table [nccl.Cells]float32
+	for i := range table {
 		el, _ := r.elem(fmt.Sprintf("cost[%d]", i))
-		return uint32(el.Get(ctx))
-	}
-	cheapest := func(ok func(a, p int) bool) (int, int) {
-		best, ba, bp := uint32(0), -1, -1
-		for a := 0; a < 7; a++ {
-			for p := 0; p < 3; p++ {
-				if c := cost(a*3 + p); c>>31 == 0 && ok(a, p) && (ba < 0 || c < best) {
-					best, ba, bp = c, a, p
-				}
-			}
-		}
-		return ba, bp
+		table[i] = math.Float32frombits(uint32(el.Get(ctx)))
 	}
 	cell := func(a, p int) string {
-		if a < 0 {
+		if a < 0 || p < 0 {
 			return "no available cell"
 		}
 		return algoNames[a] + "/" + protoNames[p]
 	}
-	na, np := cheapest(func(int, int) bool { return true })
+	na, np := nccl.Pick(table)
 	eff := &tunerEff{NCCL: cell(na, np), Algorithm: "nccl", Protocol: "nccl"}
 	if na >= 0 {
-		eff.NCCL += " (" + costText(cost(na*3+np)) + ", the cheapest available cell)"
+		eff.NCCL += " (" + costText(math.Float32bits(table[na*3+np])) + ", the cheapest available cell)"
 	}
-	get := func(name string) int64 { el, _ := r.elem(name); return el.Signed(ctx) }
-	a, p, ch := get("algorithm"), get("protocol"), get("n_channels")
-	nccl := "NCCL decides: " + cell(na, np) + " with its own channel count"
+	nccl0 := "NCCL decides: " + cell(na, np) + " with its own channel count"
+	d, err := nccl.DecodeDecision(ctx)
+	if err != nil {
+		eff.Text = err.Error()
+		return eff
+	}
+	partial := (d.Algorithm >= 0) != (d.Protocol >= 0)
+	abi, _ := r.elem("abi_version")
+	inTable := d.Algorithm >= -1 && d.Algorithm < len(algoNames) && d.Protocol >= -1 && d.Protocol < len(protoNames)
+	if r0 == hook.TunerApply && partial && inTable && d.Channels >= 0 && abi.Get(ctx) == 2 { // checked after these
+		eff.Text = "dropped (tuner v2 cannot take an algorithm without a protocol or the reverse); " + nccl0
+		return eff
+	}
+	out := nccl.Apply(table, r0, d)
 	switch {
 	case r0 != hook.TunerApply:
-		eff.Text = nccl + " (the program returned " + strconv.FormatUint(r0, 10) + ")"
+		eff.Text = nccl0 + " (the program returned " + strconv.FormatUint(r0, 10) + ")"
 		return eff
-	case a == -1 && p == -1 && ch == 0:
-		eff.Text = nccl + " (every output left to NCCL)"
+	case out.Dropped != "":
+		eff.Text = "dropped (" + out.Dropped + "); " + nccl0
 		return eff
-	case a < -1 || a >= 7 || p < -1 || p >= 3:
-		eff.Text = "dropped (algorithm/protocol outside NCCL's table); " + nccl
+	case !out.Applied:
+		eff.Text = nccl0 + " (every output left to NCCL)"
 		return eff
-	case ch < 0:
-		eff.Text = "dropped (negative channel count); " + nccl
-		return eff
-	}
-	var ca, cp int
-	if a >= 0 && p >= 0 {
-		if cost(int(a*3+p))>>31 != 0 {
-			eff.Text = "dropped (NCCL marked " + cell(int(a), int(p)) + " unavailable); " + nccl
-			return eff
-		}
-		ca, cp = int(a), int(p)
-	} else if a >= 0 || p >= 0 {
-		if get("abi_version") == 2 {
-			eff.Text = "dropped (tuner v2 cannot take an algorithm without a protocol or the reverse); " + nccl
-			return eff
-		}
-		ca, cp = cheapest(func(x, y int) bool { return (a >= 0 && x == int(a)) || (p >= 0 && y == int(p)) })
-		if ca < 0 {
-			eff.Text = "dropped (nothing available in the row/column chosen); " + nccl
-			return eff
-		}
-	} else {
-		ca, cp = na, np
 	}
 	eff.Applied = true
-	eff.Algorithm, eff.Protocol = algoNames[ca], protoNames[cp]
+	eff.Algorithm, eff.Protocol, eff.Channels = algoNames[out.Algorithm], protoNames[out.Protocol], int64(out.Channels)
 	chText := "its own channel count"
-	if ch > 0 {
-		eff.Channels = min(ch, 64)
-		chText = fmt.Sprintf("%d channels", eff.Channels)
-		if ch > 64 {
-			chText += " (clamped from " + strconv.FormatInt(ch, 10) + ")"
+	if out.Channels > 0 {
+		chText = fmt.Sprintf("%d channels", out.Channels)
+		if d.Channels > out.Channels {
+			chText += fmt.Sprintf(" (clamped from %d)", d.Channels)
 		}
 	}
-	eff.Text = "NCCL runs " + cell(ca, cp) + " with " + chText
-	if a < 0 || p < 0 {
-		eff.Text += " (the cheapest cell of the " + map[bool]string{true: "row", false: "column"}[a >= 0] + " chosen)"
+	eff.Text = "NCCL runs " + cell(out.Algorithm, out.Protocol) + " with " + chText
+	if partial {
+		eff.Text += " (the cheapest cell of the " + map[bool]string{true: "row", false: "column"}[d.Algorithm >= 0] + " chosen)"
 	}
 	return eff
 }

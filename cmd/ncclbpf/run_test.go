@@ -532,7 +532,7 @@ func TestTunerEffect(t *testing.T) {
 		{1, []string{"algorithm=ring", "protocol=simple"}, false, "", "", "", "the program returned 1"},
 		{0, nil, false, "", "", "", "every output left to NCCL"},
 		{0, []string{"algorithm=ring", "protocol=simple"}, true, "ring", "simple", "0", "NCCL runs ring/simple with its own channel count"},
-		{0, []string{"algorithm=ring", "protocol=ll"}, false, "", "", "", "dropped (NCCL marked ring/ll unavailable)"},
+		{0, []string{"algorithm=ring", "protocol=ll"}, false, "", "", "", "dropped (the chosen cell is unavailable (-1.0))"},
 		{0, []string{"algorithm=ring"}, true, "ring", "simple", "0", "(the cheapest cell of the row chosen)"},
 		{0, []string{"protocol=ll"}, true, "nvls", "ll", "0", "(the cheapest cell of the column chosen)"},
 		{0, []string{"protocol=ll", "abi_version=2"}, false, "", "", "", "tuner v2 cannot take"},
