@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* nccl.h (fake): the few NCCL declarations testhost/gpu/nccl_p2p.c uses, for the dry run without a
+ * GPU (testhost/gpu/dry-run.sh). Written for this test; not NVIDIA's header. */
+#pragma once
+#include <cuda_runtime.h>
+typedef struct { char internal[128]; } ncclUniqueId;
+typedef struct ncclComm *ncclComm_t;
+typedef enum { ncclSuccess = 0 } ncclResult_t;
+typedef enum { ncclInt8 = 0 } ncclDataType_t;
+ncclResult_t ncclGetUniqueId(ncclUniqueId *);
+ncclResult_t ncclCommInitRank(ncclComm_t *, int, ncclUniqueId, int);
+ncclResult_t ncclCommFinalize(ncclComm_t);
+ncclResult_t ncclCommDestroy(ncclComm_t);
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+ncclResult_t ncclSend(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+ncclResult_t ncclRecv(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+const char *ncclGetErrorString(ncclResult_t);
+ncclResult_t ncclGetVersion(int *);
