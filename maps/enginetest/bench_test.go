@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"sort"
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
@@ -192,4 +193,49 @@ func TestBenchPrograms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkMapOpsPaired measures the ratio of each operation from JIT
+// code to plain C on a loaded machine: chunks of 65536 calls alternate
+// between C and the JIT, each timed with the thread's CPU time, and the
+// medians per chunk are reported as c-ns/op and jit-ns/op with their ratio
+// jit/c. b.N is the number of calls of each; the benchmark's own ns/op is
+// the wall time of one C call plus one JIT call.
+//
+//	go test ./maps/enginetest/ -run '^$' -bench MapOpsPaired -benchtime 20000000x -count 5
+func BenchmarkMapOpsPaired(b *testing.B) {
+	if err := SetupC(benchEntries); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range benchCases {
+		entry, _ := benchEntry(b, bc)
+		b.Run("op="+bc.name, func(b *testing.B) {
+			const chunk = 1 << 16
+			fns := [2]uintptr{bc.c.Addr(), entry}
+			var per [2][]float64
+			for left := b.N; left > 0; left -= chunk {
+				k := min(left, chunk)
+				for i, fn := range fns {
+					_, cpu := TimedLoop(fn, uint64(k), benchEntries-1, 0)
+					per[i] = append(per[i], float64(cpu.Nanoseconds())/float64(k))
+				}
+			}
+			c, jit := median(per[0]), median(per[1])
+			b.ReportMetric(c, "c-ns/op")
+			b.ReportMetric(jit, "jit-ns/op")
+			b.ReportMetric(jit/c, "jit/c")
+		})
+	}
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -22,6 +22,11 @@ typedef uint64_t (*et_fn)(void *ctx);
  * ctx.flags = flags, and returns the sum of the results. */
 uint64_t et_loop(uintptr_t fn, uint64_t n, uint64_t mask, uint64_t flags);
 
+/* et_timed_loop is et_loop that returns the calling thread's CPU time
+ * spent in the loop, in ns (CLOCK_THREAD_CPUTIME_ID: time the thread was
+ * descheduled does not count); *sum gets the sum of the results. */
+uint64_t et_timed_loop(uintptr_t fn, uint64_t n, uint64_t mask, uint64_t flags, uint64_t *sum);
+
 /* Plain C counterparts of the benchmark programs. */
 enum {
   ET_C_EMPTY,         /* return ctx->key */

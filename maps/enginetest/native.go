@@ -8,6 +8,7 @@ import "C"
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 )
 
 // Ctx is the context the test programs get in r1: four 64-bit words.
@@ -68,6 +69,15 @@ func CHashGet(key uint64) (uint64, bool) {
 // the sum of the results.
 func Loop(fn uintptr, n, mask, flags uint64) uint64 {
 	return uint64(C.et_loop(C.uintptr_t(fn), C.uint64_t(n), C.uint64_t(mask), C.uint64_t(flags)))
+}
+
+// TimedLoop is Loop that also returns the CPU time the calling thread
+// spent in the loop (time it was descheduled does not count), so that
+// measurements on a loaded machine stay meaningful.
+func TimedLoop(fn uintptr, n, mask, flags uint64) (sum uint64, cpu time.Duration) {
+	var s C.uint64_t
+	ns := C.et_timed_loop(C.uintptr_t(fn), C.uint64_t(n), C.uint64_t(mask), C.uint64_t(flags), &s)
+	return uint64(s), time.Duration(ns)
 }
 
 // Threads runs fn on threads native pthreads (1..64), iters calls each,
