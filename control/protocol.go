@@ -1,0 +1,158 @@
+// Package control is the local control plane of libncclbpf.so: every
+// process that loads the plugin serves a unix socket, named by its pid, in
+// one directory per user; `ncclbpf ps|stats|map|reload` talk to it.
+//
+// The protocol is JSON lines: one Request per line (at most MaxRequest
+// bytes, newline included), one Response line back, several requests per
+// connection. A request that cannot be parsed, is too long or names an
+// unknown operation gets a Response with OK false and Error set; the server
+// goes on serving. Only peers of the server's own uid are served
+// (SO_PEERCRED), on top of the directory (0700) and socket (0600)
+// permissions.
+package control
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Operations of Request.Op.
+const (
+	OpInfo      = "info"       // policy, load time, process: Response.Info
+	OpStats     = "stats"      // counters: Response.Stats
+	OpMaps      = "maps"       // map list: Response.Maps
+	OpMapDump   = "map_dump"   // Request.Map: Response.Dump
+	OpMapUpdate = "map_update" // Request.Map, Key, Value (hex)
+	OpReload    = "reload"     // Request.Object (+ Name, AtSeq, TimeoutMS, Vars): Response.Reload
+	OpRollback  = "rollback"   // reload the object that ran before the last reload (+ AtSeq)
+)
+
+// MaxRequest is the longest request line the server reads (policy objects
+// travel base64-encoded in reload requests).
+const MaxRequest = 16 << 20
+
+// Request is one line a client sends.
+type Request struct {
+	Op string `json:"op"`
+	// Map, Key and Value (hex, little-endian as the map stores them) for
+	// the map operations.
+	Map   string `json:"map,omitempty"`
+	Key   string `json:"key,omitempty"`
+	Value string `json:"value,omitempty"`
+	// Object is the ELF object of a reload; Name identifies it (a path).
+	Object []byte `json:"object,omitempty"`
+	Name   string `json:"name,omitempty"`
+	// Vars sets `volatile const` globals of the reloaded object
+	// ("name=value,...", as NCCLBPF_POLICY_CONFIG).
+	Vars string `json:"vars,omitempty"`
+	// AtSeq makes a reload take effect at this per-communicator call
+	// sequence (tuner calls with call_seq >= AtSeq use the new code).
+	AtSeq *uint64 `json:"at_seq,omitempty"`
+	// TimeoutMS bounds the wait for every communicator to reach AtSeq.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// Response is the line the server answers with.
+type Response struct {
+	OK     bool            `json:"ok"`
+	Error  string          `json:"error,omitempty"`
+	Info   *Info           `json:"info,omitempty"`
+	Stats  *Stats          `json:"stats,omitempty"`
+	Maps   []MapInfo       `json:"maps,omitempty"`
+	Dump   json.RawMessage `json:"dump,omitempty"`
+	Reload *ReloadResult   `json:"reload,omitempty"`
+}
+
+// Info identifies a process and the policy it runs.
+type Info struct {
+	PID      int       `json:"pid"`
+	Exe      string    `json:"exe,omitempty"`
+	Started  time.Time `json:"started"` // when the plugin's control server started
+	Running  bool      `json:"running"` // a policy is published
+	Policy   string    `json:"policy,omitempty"`
+	SHA256   string    `json:"sha256,omitempty"`
+	Size     int       `json:"size,omitempty"`
+	LoadedAt time.Time `json:"loaded_at,omitempty"`
+	Attached string    `json:"attached,omitempty"` // hook=program, ...
+	// LoadMessage is the first load's message (as in NCCL's log).
+	LoadMessage string `json:"load_message,omitempty"`
+	// PendingAtSeq is the sequence an armed at-seq reload waits for.
+	PendingAtSeq *uint64 `json:"pending_at_seq,omitempty"`
+}
+
+// Stats are the counters of a process.
+type Stats struct {
+	Info     Info          `json:"info"`
+	Tuner    TunerStats    `json:"tuner"`
+	Profiler ProfilerStats `json:"profiler"`
+	Reload   ReloadStats   `json:"reload"`
+}
+
+// TunerStats are the tuner shim's counters, over all communicators.
+type TunerStats struct {
+	CommsLive     uint64 `json:"comms_live"`
+	CommsTotal    uint64 `json:"comms_total"`
+	Calls         uint64 `json:"calls"`        // getCollInfo calls
+	PolicyCalls   uint64 `json:"policy_calls"` // ... that ran a program
+	Applied       uint64 `json:"applied"`
+	Rejected      uint64 `json:"rejected"` // guardrail: decisions NCCL could not take, dropped
+	Clamped       uint64 `json:"clamped"`  // guardrail: channel counts clamped
+	ChunkCalls    uint64 `json:"chunk_calls"`
+	ChunkApplied  uint64 `json:"chunk_applied"`
+	ChunkRejected uint64 `json:"chunk_rejected"` // guardrail
+	SeqMin        uint64 `json:"seq_min"`        // smallest getCollInfo count of a live communicator
+	SeqMax        uint64 `json:"seq_max"`
+	LoadStatus    int    `json:"load_status"` // 0 loaded, 1 none configured, <0 failed, 2 not yet
+}
+
+// ProfilerStats are the profiler shim's counters.
+type ProfilerStats struct {
+	Calls         map[string]uint64 `json:"calls"` // program calls per hook
+	EventsDropped uint64            `json:"events_dropped"`
+	EventsForced  uint64            `json:"events_forced"`
+	Orphans       uint64            `json:"orphans"`
+	Contexts      uint64            `json:"contexts"`
+	Version       int               `json:"version"`
+	Mask          int               `json:"mask"`
+}
+
+// ReloadStats count reloads of the process.
+type ReloadStats struct {
+	Reloads           uint64 `json:"reloads"`
+	Failures          uint64 `json:"failures"`
+	LastError         string `json:"last_error,omitempty"`
+	LastPublishNS     int64  `json:"last_publish_ns"`
+	MaxPublishNS      int64  `json:"max_publish_ns"`
+	LastGraceNS       int64  `json:"last_grace_ns"`
+	Leaked            int    `json:"leaked"` // replaced bundles kept: no grace period possible
+	ForcedActivations uint64 `json:"forced_activations"`
+	LastActivated     string `json:"last_activated,omitempty"`
+	LiveBundles       int64  `json:"live_bundles"`
+	Previous          string `json:"previous,omitempty"` // what rollback would load
+}
+
+// MapInfo describes one map of the running bundle.
+type MapInfo struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	KeySize    uint32 `json:"key_size"`
+	ValueSize  uint32 `json:"value_size"`
+	MaxEntries uint32 `json:"max_entries"`
+	Frozen     bool   `json:"frozen,omitempty"`
+}
+
+// ReloadResult describes a successful reload.
+type ReloadResult struct {
+	Policy    string   `json:"policy"`
+	SHA256    string   `json:"sha256"`
+	Attached  string   `json:"attached"`
+	Reused    []string `json:"reused,omitempty"` // maps kept with their contents
+	LoadNS    int64    `json:"load_ns"`          // load, verify, compile
+	PublishNS int64    `json:"publish_ns"`
+	GraceNS   int64    `json:"grace_ns"`
+	Pending   bool     `json:"pending,omitempty"` // at-seq: armed, not yet active everywhere
+	AtSeq     uint64   `json:"at_seq,omitempty"`
+}
+
+// Errorf-style helper for handlers.
+func errResponse(err error) *Response { return &Response{Error: err.Error()} }

@@ -1,0 +1,335 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Environment variables of the control plane (read by the plugin).
+const (
+	// EnvDir is the directory of the sockets; default DefaultDir.
+	EnvDir = "NCCLBPF_CONTROL_DIR"
+	// EnvControl set to 0 disables the control server.
+	EnvControl = "NCCLBPF_CONTROL"
+)
+
+// DefaultDir is the socket directory: $NCCLBPF_CONTROL_DIR, else
+// $XDG_RUNTIME_DIR/ncclbpf, else /tmp/ncclbpf-UID.
+func DefaultDir(getenv func(string) string) string {
+	if d := getenv(EnvDir); d != "" {
+		return d
+	}
+	if d := getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "ncclbpf")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("ncclbpf-%d", os.Getuid()))
+}
+
+// SocketPath is the socket of process pid in dir.
+func SocketPath(dir string, pid int) string {
+	return filepath.Join(dir, strconv.Itoa(pid)+".sock")
+}
+
+// Handler answers one well-formed request (Op is one of the Op constants).
+type Handler func(*Request) *Response
+
+// Server serves a Handler on a unix socket.
+type Server struct {
+	handler Handler
+	// checkPeer decides whether a peer uid may talk to the server.
+	checkPeer func(uid uint32) error
+	// IdleTimeout closes connections that send nothing for that long.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing one response.
+	WriteTimeout time.Duration
+
+	ln    *net.UnixListener
+	path  string
+	slots chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+	done  bool
+}
+
+// MaxConns is the number of connections served at once; more get an error.
+const MaxConns = 16
+
+// SameUID is the default peer check: only the server's own uid.
+func SameUID(uid uint32) error {
+	if me := uint32(os.Getuid()); uid != me {
+		return fmt.Errorf("permission denied: peer uid %d is not the owner (uid %d) of this process", uid, me)
+	}
+	return nil
+}
+
+// Listen creates the socket of process pid in dir (creating dir with mode
+// 0700 if needed; an existing dir must belong to this uid and be closed to
+// others) and returns a server that answers with h. A stale socket of the
+// same name (a dead process whose pid came back) is replaced.
+func Listen(dir string, pid int, h Handler) (*Server, error) {
+	if err := ensureDir(dir); err != nil {
+		return nil, err
+	}
+	path := SocketPath(dir, pid)
+	if _, err := os.Lstat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("control socket %s: another server is listening there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("control socket %s: removing the stale socket: %w", path, err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	return &Server{handler: h, checkPeer: SameUID, IdleTimeout: 60 * time.Second, WriteTimeout: 30 * time.Second,
+		ln: ln, path: path, slots: make(chan struct{}, MaxConns), conns: map[net.Conn]bool{}}, nil
+}
+
+func ensureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("control directory %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("control directory %s: %w", dir, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("control directory %s: not a directory", dir)
+	case ok && st.Uid != uint32(os.Getuid()):
+		return fmt.Errorf("control directory %s: owned by uid %d, not by this process's uid %d", dir, st.Uid, os.Getuid())
+	case fi.Mode().Perm()&0o077 != 0:
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("control directory %s: mode %v is open to others and cannot be fixed: %w", dir, fi.Mode().Perm(), err)
+		}
+	}
+	return nil
+}
+
+// SetPeerCheck replaces the peer check (default SameUID); for tests.
+func (s *Server) SetPeerCheck(f func(uid uint32) error) { s.checkPeer = f }
+
+// Path returns the socket's path.
+func (s *Server) Path() string { return s.path }
+
+// Serve accepts connections until Close; it returns nil after Close.
+func (s *Server) Serve() error {
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			s.mu.Lock()
+			done := s.done
+			s.mu.Unlock()
+			if done {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("control socket %s: accept: %w", s.path, err)
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			s.reply(c, &Response{Error: fmt.Sprintf("busy: %d connections already open", MaxConns)})
+			c.Close()
+			continue
+		}
+		s.mu.Lock()
+		s.conns[c] = true
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				c.Close()
+				<-s.slots
+				s.wg.Done()
+			}()
+			s.serveConn(c)
+		}()
+	}
+}
+
+// Close stops the server, closes its connections and removes the socket.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.done = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+// peerUID returns the uid of the process at the other end (SO_PEERCRED).
+func peerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("SO_PEERCRED: %w", cerr)
+	}
+	return cred.Uid, nil
+}
+
+func (s *Server) reply(c net.Conn, r *Response) error {
+	if r.Error == "" {
+		r.OK = true
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(&Response{Error: "internal error: encoding the response: " + err.Error()})
+	}
+	c.SetWriteDeadline(time.Now().Add(s.WriteTimeout))
+	_, err = c.Write(append(b, '\n'))
+	return err
+}
+
+var errTooLong = fmt.Errorf("request longer than %d bytes", MaxRequest)
+
+// readLine reads one line of at most max bytes (newline included) and
+// returns it without the newline.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			return nil, errTooLong
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return nil, fmt.Errorf("request not terminated by a newline: %w", io.ErrUnexpectedEOF)
+		default:
+			return nil, err
+		}
+	}
+}
+
+func (s *Server) serveConn(c *net.UnixConn) {
+	uid, err := peerUID(c)
+	if err == nil {
+		err = s.checkPeer(uid)
+	}
+	if err != nil {
+		s.reply(c, &Response{Error: err.Error()})
+		return
+	}
+	r := bufio.NewReaderSize(c, 64<<10)
+	for {
+		c.SetReadDeadline(time.Now().Add(s.IdleTimeout))
+		line, err := readLine(r, MaxRequest)
+		if err != nil {
+			if errors.Is(err, errTooLong) || errors.Is(err, io.ErrUnexpectedEOF) {
+				// The rest of the stream cannot be trusted to start a request: answer and close.
+				s.reply(c, &Response{Error: "bad request: " + err.Error()})
+			}
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		if s.reply(c, s.handle(line)) != nil {
+			return
+		}
+	}
+}
+
+// handle parses one request line and runs the handler; it never panics.
+func (s *Server) handle(line []byte) (resp *Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp = &Response{Error: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	req, err := ParseRequest(line)
+	if err != nil {
+		return errResponse(err)
+	}
+	resp = s.handler(req)
+	if resp == nil {
+		resp = &Response{Error: "internal error: no response"}
+	}
+	return resp
+}
+
+// ParseRequest decodes and checks one request line.
+func ParseRequest(line []byte) (*Request, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, errors.New("bad request: empty line (want one JSON object per line)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var req Request
+	if err := dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("bad request: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("bad request: data after the JSON object")
+	}
+	switch req.Op {
+	case OpInfo, OpStats, OpMaps, OpRollback:
+	case OpMapDump:
+		if req.Map == "" {
+			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
+		}
+	case OpMapUpdate:
+		if req.Map == "" || req.Key == "" || req.Value == "" {
+			return nil, fmt.Errorf("bad request: %s needs \"map\", \"key\" and \"value\" (hex)", req.Op)
+		}
+	case OpReload:
+		if len(req.Object) == 0 {
+			return nil, fmt.Errorf("bad request: %s needs \"object\" (the ELF bytes, base64)", req.Op)
+		}
+	case "":
+		return nil, errors.New("bad request: no \"op\"")
+	default:
+		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback)", req.Op)
+	}
+	if req.TimeoutMS < 0 {
+		return nil, errors.New("bad request: negative timeout_ms")
+	}
+	return &req, nil
+}
