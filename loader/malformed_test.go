@@ -269,3 +269,24 @@ func TestBrokenBTFVerdictIsStable(t *testing.T) {
 		}
 	}
 }
+
+// TestNotELFMessages: the three ways a file fails to be an ELF object
+// read differently, so a user knows whether the file is empty, cut short
+// or something else entirely.
+func TestNotELFMessages(t *testing.T) {
+	obj := readObject(t, "policy.o")
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "empty file, not an ELF object"},
+		{"truncated", obj[:300], "damaged ELF object (truncated"},
+		{"text", []byte("mov %r0, 1\nexit\n"), "not an ELF object: "},
+	} {
+		_, err := loader.LoadBytes(tc.b)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+}

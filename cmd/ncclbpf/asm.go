@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/conformance"
@@ -57,14 +59,38 @@ func runAsm(e *env, args []string) error {
 		if insns, err = t.Program(); err != nil {
 			return err
 		}
-	} else if insns, err = asm.Assemble(string(data)); err != nil {
-		return fmt.Errorf("%s: %w", args[0], err)
+	} else {
+		if err := checkText(args[0], data); err != nil {
+			return err
+		}
+		if insns, err = asm.Assemble(string(data)); err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+	}
+	if len(insns) == 0 {
+		return fmt.Errorf("%s holds no instructions: want assembler text such as \"mov %%r0, 1\" and \"exit\", one a line", args[0])
 	}
 	if *out != "" {
 		return os.WriteFile(*out, asm.Encode(insns), 0o644)
 	}
 	for _, ins := range insns {
 		fmt.Fprintf(e.Stdout, "%#016x\n", ins.Word())
+	}
+	return nil
+}
+
+// checkText refuses input that is not assembler text (an ELF object, raw
+// instruction bytes, anything binary) before the assembler quotes its
+// "lines" back in error messages.
+func checkText(name string, data []byte) error {
+	if bytes.HasPrefix(data, []byte("\x7fELF")) {
+		return fmt.Errorf("%s is an ELF object, not assembler text (\"ncclbpf disasm %s\" prints its instructions)", name, name)
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return fmt.Errorf("%s is not assembler text: byte %d is NUL (binary data; \"ncclbpf disasm\" reads raw instruction bytes)", name, i)
+	}
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%s is not assembler text: it is not valid UTF-8 (binary data; \"ncclbpf disasm\" reads raw instruction bytes)", name)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,5 +175,40 @@ func TestConformanceCorpus(t *testing.T) {
 		if code != 0 || !strings.HasSuffix(stdout, " passed, 0 failed\n") || stderr != "" {
 			t.Errorf("conformance --engine %s: exit %d\n%s%s", name, code, stdout, stderr)
 		}
+	}
+}
+
+// TestBadInputFiles: every command that reads a file answers a missing,
+// empty, random or truncated one with a clear error naming it and exit
+// status 1, never a panic.
+func TestBadInputFiles(t *testing.T) {
+	dir := t.TempDir()
+	obj, err := os.ReadFile(filepath.Join("..", "..", "testdata", "loader", "policy.o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, 2000)
+	rand.New(rand.NewSource(7)).Read(junk)
+	files := map[string]string{
+		"missing": filepath.Join(dir, "missing.o"),
+		"empty":   writeFile(t, dir, "empty.o", ""),
+		"random":  writeFile(t, dir, "random.o", string(junk)),
+		"trunc":   writeFile(t, dir, "trunc.o", string(obj[:300])),
+	}
+	for _, cmd := range []string{"disasm", "verify", "run", "conformance", "asm"} {
+		for kind, path := range files {
+			code, stdout, stderr := runCLI(cmd, path)
+			out := stdout + stderr
+			if code != 1 || !strings.Contains(out, filepath.Base(path)) || strings.Contains(out, "panic") || strings.Contains(out, "goroutine ") {
+				t.Errorf("ncclbpf %s %s (%s): exit %d, want 1 and an error naming the file\nstdout: %s\nstderr: %s", cmd, filepath.Base(path), kind, code, stdout, stderr)
+			}
+			if len(out) > 1000 {
+				t.Errorf("ncclbpf %s %s (%s): %d bytes of output, want one short error", cmd, filepath.Base(path), kind, len(out))
+			}
+		}
+	}
+	// raw instruction bytes are still disassembled, and --raw shows junk
+	if code, stdout, _ := runCLI("disasm", "--raw", files["random"]); code != 0 || !strings.Contains(stdout, "0: .insn 0x") {
+		t.Errorf("disasm --raw random.o: exit %d, stdout %.200q", code, stdout)
 	}
 }

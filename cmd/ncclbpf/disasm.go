@@ -18,14 +18,17 @@ import (
 func init() {
 	register(&command{
 		Name:    "disasm",
-		Args:    "[--section S] [--plain] FILE",
+		Args:    "[--section S] [--plain] [--raw] FILE",
 		Summary: "disassemble an ELF object, a .data test or raw instruction bytes",
 		Help: `FILE is one of:
   - an ELF object built by clang -target bpf: each program is printed with
     its C source lines interleaved (a line is shown where it changes), its
     functions labelled, and map, helper and jump targets annotated;
   - a .data conformance test: its "-- raw" words, else its "-- asm" text;
-  - anything else: raw little-endian instruction bytes (8 per slot);
+  - anything else: raw little-endian instruction bytes (8 per slot), as
+    "ncclbpf asm -o" writes them; a file whose slots are not all known
+    instructions is refused as not a program (--raw prints it anyway,
+    unknown slots as ".insn 0x...");
   - "-" reads raw bytes from stdin.
 
 Each instruction is printed as "PC: TEXT" in the uBPF assembler dialect
@@ -45,6 +48,7 @@ func runDisasm(e *env, args []string) error {
 	fs := e.flags()
 	section := fs.String("section", "", "ELF objects: print only the programs of this section (or with this name)")
 	plain := fs.Bool("plain", false, "print only assembler text: no pc, annotations or source lines")
+	raw := fs.Bool("raw", false, "raw bytes: print slots that are no known instruction as .insn instead of refusing the file")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err
@@ -55,6 +59,9 @@ func runDisasm(e *env, args []string) error {
 	data, err := readInput(args[0])
 	if err != nil {
 		return err
+	}
+	if len(data) == 0 {
+		return fmt.Errorf("%s is empty: want an ELF object, a .data test or raw instruction bytes", args[0])
 	}
 	switch {
 	case bytes.HasPrefix(data, []byte("\x7fELF")):
@@ -80,6 +87,15 @@ func runDisasm(e *env, args []string) error {
 	insns, err := asm.Decode(data)
 	if err != nil {
 		return fmt.Errorf("%s: not an ELF object or .data file, and as raw instructions: %w", args[0], err)
+	}
+	if !*raw {
+		for pc := 0; pc < len(insns); {
+			text, width := asm.FormatAt(insns, pc)
+			if strings.HasPrefix(text, ".insn ") {
+				return fmt.Errorf("%s is not an ELF object or a .data test, and not raw instructions either: slot %d (%#016x) is no known eBPF instruction (--raw prints the bytes anyway)", args[0], pc, insns[pc].Word())
+			}
+			pc += width
+		}
 	}
 	writeInsns(e.Stdout, insns, nil, *plain)
 	return nil
