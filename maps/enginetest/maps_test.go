@@ -255,6 +255,17 @@ func TestLRUHash(t *testing.T) {
 		wantKeys(t, m, 1, 3, 6, 8)
 		expect(t, "write 8", run(t, p.write, Ctx{Key: 8, Val: 81}), 0)
 		wantGo(t, m, u64(8), 81, 9)
+		// Go lookups do not count as uses (as in Linux): after program
+		// lookups of 3, 6 and 8, key 1 is the oldest even though Go just
+		// read it, and the next insert evicts it.
+		for _, k := range []uint64{3, 6, 8} {
+			if _, _, ok := p.Lookup(t, k); !ok {
+				t.Fatalf("lookup %d: missing", k)
+			}
+		}
+		wantGo(t, m, u64(1), 10, 1)
+		expect(t, "update ANY 9 (evicts 1)", p.Update(t, 9, 90, fAny), 0)
+		wantKeys(t, m, 3, 6, 8, 9)
 	})
 }
 
