@@ -45,7 +45,7 @@ var ProfilerContext = Context{
 		{Name: "event", Offset: 112, Size: 4, Access: Read, Scope: RankUniform},
 		{Name: "flags", Offset: 116, Size: 4, Access: Read, Scope: RankLocal},
 		{Name: "abi_version", Offset: 120, Size: 4, Access: Read, Scope: RankUniform},
-		{Name: "reserved", Offset: 124, Size: 4, Access: Read, Scope: RankLocal},
+		{Name: "reserved", Offset: 124, Size: 4, Access: Read, Scope: RankUniform},
 	},
 }
 

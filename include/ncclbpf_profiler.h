@@ -102,7 +102,7 @@ struct ncclbpf_prof_ctx {
 	__u32 event;           /* 112 [uniform] NCCLBPF_PROF_* hook id */
 	__u32 flags;           /* 116 [local]   NCCLBPF_PROF_F_* */
 	__u32 abi_version;     /* 120 [uniform if all ranks run the same NCCL] profiler ABI 1..6 */
-	__u32 reserved;        /* 124 0 */
+	__u32 reserved;        /* 124 [uniform] always 0 */
 };
 
 /* ncclbpf_prof_latency_ns is the best measured latency of the event: the GPU span when NCCL gave
