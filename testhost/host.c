@@ -411,6 +411,79 @@ static uint64_t c_small(void *vctx) {
 
 static int tables_equal(float a[NA][NP], float b[NA][NP]) { return memcmp(a, b, sizeof(float) * NCELLS) == 0; }
 
+/* getCollInfo (v3..v6) with arguments as given, NULLs included: no invariant checks. */
+static ncclResult_t raw_call(struct tuner *t, void *ctx, float *table, int num_algo, int num_proto, int *nch) {
+	switch (t->ver) {
+	case 6: return t->v6->getCollInfo(ctx, NCCLBPF_COLL_ALLREDUCE, 8u << 20, 1, (float **)table, num_algo, num_proto, 0, nch);
+	case 5: return t->v5->getCollInfo(ctx, NCCLBPF_COLL_ALLREDUCE, 8u << 20, 1, (float **)table, num_algo, num_proto, 0, nch);
+	case 4: return t->v4->getCollInfo(ctx, NCCLBPF_COLL_ALLREDUCE, 8u << 20, 1, (float **)table, num_algo, num_proto, 0, nch);
+	case 3: return t->v3->getCollInfo(ctx, NCCLBPF_COLL_ALLREDUCE, 8u << 20, 1, (float **)table, num_algo, num_proto, nch);
+	}
+	return ncclInternalError;
+}
+
+/* Degenerate arguments (NULL context, table, nChannels, algorithm/protocol or chunk pointers; an
+ * empty table), with a program that always decides: every entry point returns ncclSuccess, writes
+ * nothing it was not given, and does not crash. NCCL passes none of these today; a future NCCL or
+ * another host might. */
+static void null_args_test(struct tuner *t, set_program_fn set, void *c, float base[NA][NP]) {
+	float tbl[NA][NP];
+	int nch;
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_bigch); /* ring/simple, 1000 channels */
+	if (t->ver == 2) {
+		int algo = -1, proto = -1;
+		nch = 0;
+		CHECK(t->v2->getCollInfo(NULL, NCCLBPF_COLL_ALLREDUCE, 1024, 0, 0, 1, &algo, &proto, &nch) == ncclSuccess &&
+		          algo == -1 && proto == -1 && nch == 0,
+		      "v2 NULL context: %d/%d/%d", algo, proto, nch);
+		CHECK(t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, 1024, 0, 0, 1, NULL, NULL, NULL) == ncclSuccess,
+		      "v2 NULL outputs: not ncclSuccess");
+		CHECK(t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, 1024, 0, 0, 1, &algo, &proto, NULL) == ncclSuccess &&
+		          algo == 1 && proto == 2,
+		      "v2 NULL nChannels: %d/%d", algo, proto);
+	} else {
+		nch = 0;
+		memcpy(tbl, base, sizeof tbl);
+		CHECK(raw_call(t, NULL, &tbl[0][0], NA, NP, &nch) == ncclSuccess && nch == 0 && tables_equal(tbl, base),
+		      "v%d NULL context: not ncclSuccess or something written", t->ver);
+		CHECK(raw_call(t, c, NULL, NA, NP, &nch) == ncclSuccess && nch == 0, "v%d NULL table: rc or nChannels %d",
+		      t->ver, nch);
+		CHECK(raw_call(t, c, &tbl[0][0], 0, 0, &nch) == ncclSuccess && nch == 0 && tables_equal(tbl, base),
+		      "v%d empty table: not ncclSuccess or something written", t->ver);
+		CHECK(raw_call(t, c, &tbl[0][0], NA, NP, NULL) == ncclSuccess && tbl[1][2] == 0.0f,
+		      "v%d NULL nChannels: not ncclSuccess or the cell not applied", t->ver);
+		CHECK(raw_call(t, c, NULL, NA, NP, NULL) == ncclSuccess, "v%d NULL table and nChannels", t->ver);
+	}
+	if (t->ver == 6) {
+		size_t chunk = 4096;
+		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, (uintptr_t)c_set);
+		CHECK(t->v6->getChunkSize(c, NCCLBPF_COLL_ALLREDUCE, 1024, 1, 2, 1, NULL) == ncclSuccess,
+		      "getChunkSize NULL chunkSize");
+		CHECK(t->v6->getChunkSize(NULL, NCCLBPF_COLL_ALLREDUCE, 1024, 1, 2, 1, &chunk) == ncclSuccess && chunk == 4096,
+		      "getChunkSize NULL context: %zu", chunk);
+		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, 0);
+	}
+	set(NCCLBPF_SLOT_TUNER_HOST, 0);
+	ncclResult_t rc = ncclInternalError;
+	switch (t->ver) {
+	case 6: rc = t->v6->finalize(NULL); break;
+	case 5: rc = t->v5->finalize(NULL); break;
+	case 4: rc = t->v4->destroy(NULL); break;
+	case 3: rc = t->v3->destroy(NULL); break;
+	case 2: rc = t->v2->destroy(NULL); break;
+	}
+	CHECK(rc == ncclSuccess, "finalize(NULL) returned %d", rc);
+	/* init with no place for the context: success (NCCL would then pass NULL to the other calls) */
+	switch (t->ver) {
+	case 6: rc = t->v6->init(NULL, 1, 2, 1, host_logger, NULL, NULL); break;
+	case 5: rc = t->v5->init(NULL, 1, 2, 1, host_logger, NULL, NULL); break;
+	case 4: rc = t->v4->init(2, 1, host_logger, NULL); break;
+	case 3: rc = t->v3->init(2, 1, host_logger, NULL); break;
+	case 2: rc = t->v2->init(2, 1, host_logger, NULL); break;
+	}
+	CHECK(rc == ncclSuccess, "init(NULL context) returned %d", rc);
+}
+
 struct thr {
 	struct tuner *t;
 	int idx;
@@ -570,6 +643,8 @@ static int selftest(struct tuner *t, const char *path) {
 	model_table(base, NCCLBPF_COLL_ALLREDUCE, nb, 4, 1, 0);
 	int nch, w0;
 	struct ncclbpf_tuner_stats_host s0, s1;
+
+	null_args_test(t, set, c, base);
 
 	if (t->ver == 2) {
 		int algo, proto;
