@@ -7,33 +7,65 @@ import (
 	"github.com/ncclbpf/ncclbpf/verifier"
 )
 
-// TestCodesStable pins code numbers and names: they are append-only.
+// TestCodesStable pins every code's number and name: codes are
+// append-only, so a renumbered, renamed or removed code fails here, and a
+// new code must be added to this table (at the end) to pass.
 func TestCodesStable(t *testing.T) {
-	for code, want := range map[verifier.Code]string{
-		verifier.InvalidOpcode:        "E001 invalid-opcode",
-		verifier.JumpIntoLdImm64:      "E004 jump-into-ldimm64",
-		verifier.UninitRegister:       "E010 uninit-register",
-		verifier.NullDeref:            "E012 null-deref",
-		verifier.MemOutOfBounds:       "E014 mem-oob",
-		verifier.CtxWidth:             "E017 ctx-width",
-		verifier.PointerLeak:          "E021 pointer-leak",
-		verifier.InfiniteLoop:         "E025 infinite-loop",
-		verifier.Complexity:           "E026 complexity",
-		verifier.BadReturn:            "E027 bad-return",
-		verifier.BadJumpTarget:        "E032 bad-jump-target",
-		verifier.DivByZero:            "W100 div-by-zero",
-		verifier.NullablePointerArith: "E022 nullable-ptr-arith",
-	} {
-		if got := code.String(); got != want {
-			t.Errorf("code %d: String() = %q, want %q", int(code), got, want)
+	pinned := []struct {
+		code verifier.Code
+		want string
+	}{
+		{verifier.InvalidOpcode, "E001 invalid-opcode"},
+		{verifier.InvalidRegister, "E002 invalid-register"},
+		{verifier.JumpOutOfRange, "E003 jump-out-of-range"},
+		{verifier.JumpIntoLdImm64, "E004 jump-into-ldimm64"},
+		{verifier.MissingExit, "E005 missing-exit"},
+		{verifier.UnreachableCode, "E006 unreachable-code"},
+		{verifier.TooManyInstructions, "E007 too-many-insns"},
+		{verifier.CallDepth, "E008 call-depth"},
+		{verifier.StackBudget, "E009 stack-budget"},
+		{verifier.UninitRegister, "E010 uninit-register"},
+		{verifier.UninitStack, "E011 uninit-stack"},
+		{verifier.NullDeref, "E012 null-deref"},
+		{verifier.StackOutOfBounds, "E013 stack-oob"},
+		{verifier.MemOutOfBounds, "E014 mem-oob"},
+		{verifier.CtxOutOfLayout, "E015 ctx-out-of-layout"},
+		{verifier.CtxAccessDenied, "E016 ctx-access-denied"},
+		{verifier.CtxWidth, "E017 ctx-width"},
+		{verifier.UnknownHelper, "E018 unknown-helper"},
+		{verifier.HelperNotAllowed, "E019 helper-not-allowed"},
+		{verifier.BadHelperArg, "E020 bad-helper-arg"},
+		{verifier.PointerLeak, "E021 pointer-leak"},
+		{verifier.NullablePointerArith, "E022 nullable-ptr-arith"},
+		{verifier.BadPointerArith, "E023 bad-ptr-arith"},
+		{verifier.PointerCompare, "E024 ptr-compare"},
+		{verifier.InfiniteLoop, "E025 infinite-loop"},
+		{verifier.Complexity, "E026 complexity"},
+		{verifier.BadReturn, "E027 bad-return"},
+		{verifier.NotAPointer, "E028 not-a-pointer"},
+		{verifier.ReadOnlyMap, "E029 readonly-map"},
+		{verifier.UnreleasedRef, "E030 unreleased-ref"},
+		{verifier.BadMapRef, "E031 bad-map-ref"},
+		{verifier.BadJumpTarget, "E032 bad-jump-target"},
+		{verifier.DivByZero, "W100 div-by-zero"},
+	}
+	known := map[verifier.Code]bool{}
+	for _, p := range pinned {
+		known[p.code] = true
+		if got := p.code.String(); got != p.want {
+			t.Errorf("code %d: String() = %q, want %q (codes are append-only: never renumber or rename one)", int(p.code), got, p.want)
 		}
-		if c, ok := verifier.ParseCode(want[:4]); !ok || c != code {
-			t.Errorf("ParseCode(%q) = %v, %v", want[:4], c, ok)
+		if c, ok := verifier.ParseCode(p.want[:4]); !ok || c != p.code {
+			t.Errorf("ParseCode(%q) = %v, %v", p.want[:4], c, ok)
+		}
+		if c, ok := verifier.ParseCode(p.want[5:]); !ok || c != p.code {
+			t.Errorf("ParseCode(%q) = %v, %v", p.want[5:], c, ok)
 		}
 	}
-	for c := verifier.InvalidOpcode; c <= verifier.BadJumpTarget; c++ {
-		if c.Name() == "unknown" {
-			t.Errorf("code %d has no name", int(c))
+	// Every named code is pinned above: a new code is appended to the table.
+	for c := verifier.Code(0); c < 1000; c++ {
+		if c.Name() != "unknown" && !known[c] {
+			t.Errorf("code %v is not pinned in TestCodesStable: append it to the table", c)
 		}
 	}
 }

@@ -16,6 +16,9 @@ import (
 
 var annotRE = regexp.MustCompile(`ERROR (E\d{3})`)
 
+// warnRE marks the line where an accepted program must get a warning.
+var warnRE = regexp.MustCompile(`WARNING (W\d{3})`)
+
 // annotations returns line number -> expected code for a source file.
 func annotations(t *testing.T, path string) map[int]string {
 	t.Helper()
@@ -26,6 +29,22 @@ func annotations(t *testing.T, path string) map[int]string {
 	out := map[int]string{}
 	for i, l := range strings.Split(string(b), "\n") {
 		if m := annotRE.FindStringSubmatch(l); m != nil {
+			out[i+1] = m[1]
+		}
+	}
+	return out
+}
+
+// warningAnnotations returns the WARNING annotations of a C source by line.
+func warningAnnotations(t *testing.T, path string) map[int]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	for i, l := range strings.Split(string(b), "\n") {
+		if m := warnRE.FindStringSubmatch(l); m != nil {
 			out[i+1] = m[1]
 		}
 	}
@@ -74,7 +93,9 @@ func TestCorpusC(t *testing.T) {
 	for _, obj := range objs {
 		src := strings.TrimSuffix(obj, ".o") + ".c"
 		want := annotations(t, src)
+		wantWarn := warningAnnotations(t, src)
 		hit := map[int]string{}
+		warnHit := map[int]bool{}
 		coll, err := loader.LoadFile(obj)
 		if err != nil {
 			t.Fatalf("%s: %v", obj, err)
@@ -82,14 +103,22 @@ func TestCorpusC(t *testing.T) {
 		for _, p := range coll.Programs {
 			name := filepath.Base(src) + ":" + p.Name
 			cfg := configFor(t, coll, p)
-			_, err := cfg.Verify(p.Insns, nil)
+			res, err := cfg.Verify(p.Insns, nil)
 			var ve *verifier.Error
 			switch {
 			case strings.HasPrefix(p.Name, "ok_"):
 				if err != nil {
 					t.Errorf("%s: rejected, want accepted:\n%v", name, explain(err))
-				} else {
-					stats.accepted++
+					continue
+				}
+				stats.accepted++
+				// a warning is expected exactly where a WARNING annotation is
+				for _, w := range res.Warnings {
+					if code, ok := wantWarn[w.Line]; !ok || code != w.Code.String()[:4] {
+						t.Errorf("%s: warning at line %d, which has no WARNING %s annotation:\n%s", name, w.Line, w.Code.String()[:4], w.Explain())
+						continue
+					}
+					warnHit[w.Line] = true
 				}
 			case strings.HasPrefix(p.Name, "bad_"):
 				if !errors.As(err, &ve) {
@@ -115,6 +144,11 @@ func TestCorpusC(t *testing.T) {
 		for line, code := range want {
 			if hit[line] == "" {
 				t.Errorf("%s:%d: annotation %s matched by no program", src, line, code)
+			}
+		}
+		for line, code := range wantWarn {
+			if !warnHit[line] {
+				t.Errorf("%s:%d: WARNING %s annotation matched by no accepted program's warning", src, line, code)
 			}
 		}
 	}

@@ -6,7 +6,10 @@ import (
 	"testing"
 )
 
-const verifyObj = "../../testdata/verifier/tuner.o"
+const (
+	verifyObj = "../../testdata/verifier/tuner.o"
+	warnObj   = "../../testdata/verifier/warn.o"
+)
 
 func TestVerifyCommand(t *testing.T) {
 	code, stdout, stderr := runCLI("verify", verifyObj)
@@ -26,6 +29,24 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	if code, stdout, _ := runCLI("verify", "--section", "ok_tuner_cached", verifyObj); code != 0 || !strings.HasSuffix(stdout, "1 passed, 0 failed\n") {
 		t.Errorf("verify --section ok_tuner_cached: exit %d, stdout %q", code, stdout)
+	}
+	// a warning does not fail the program, and names file, line, column, pc
+	code, stdout, stderr = runCLI("verify", warnObj)
+	want := "PASS ok_tuner_division (tuner, hook tuner): 11 instructions\n" +
+		"  ./warn.c:10:32: W100 div-by-zero: the divisor r3 may be 0 (u[0,4294967295]); eBPF then gives 0 for a division and leaves the dividend for a modulo\n" +
+		"      __u64 per_rank = ctx->n_bytes / ctx->n_ranks; /* WARNING W100 */\n" +
+		"      pc 2: div %r2, %r3\n" +
+		"1 passed, 0 failed\n"
+	if code != 0 || stdout != want || stderr != "" {
+		t.Errorf("verify warn.o: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, stderr, stdout, want)
+	}
+	code, stdout, _ = runCLI("verify", "--json", warnObj)
+	var warned []verifyReport
+	if err := json.Unmarshal([]byte(stdout), &warned); err != nil || code != 0 || len(warned) != 1 || len(warned[0].Warnings) != 1 {
+		t.Fatalf("verify --json warn.o: exit %d, %v, %q", code, err, stdout)
+	}
+	if w := warned[0].Warnings[0]; w.Code != "W100" || w.Line != 10 || w.Col != 32 || w.PC != 2 || !strings.HasSuffix(w.File, "warn.c") {
+		t.Errorf("verify --json warn.o: warning %+v", w)
 	}
 	code, stdout, _ = runCLI("verify", "--json", "--section", "bad_tuner_write_input", verifyObj)
 	var reports []verifyReport
