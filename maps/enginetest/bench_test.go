@@ -73,18 +73,22 @@ var benchCases = []benchCase{
 	{"array-update", benchUpdate, true, maps.Array, CArrayUpdate},
 	{"hash-lookup", benchLookup, true, maps.Hash, CHashLookup},
 	{"hash-update", benchUpdate, true, maps.Hash, CHashUpdate},
+	// The other map types, next to the nearest plain C structure.
+	{"lru-lookup", benchLookup, true, maps.LRUHash, CHashLookup},
+	{"lru-update", benchUpdate, true, maps.LRUHash, CHashUpdate},
+	{"percpu-lookup", benchLookup, true, maps.PerCPUArray, CArrayLookup},
 }
 
 // benchMap makes the benchmark map of type typ: 1024 entries, 16-byte
-// values; a hash map gets keys 0..1023 (every lookup hits, every update
-// replaces), like the C table.
+// values {key, 0} (in every slot of a per-CPU array); a hash map gets keys
+// 0..1023 (every lookup hits, every update replaces), like the C table.
 func benchMap(tb testing.TB, typ maps.Type) *maps.Map {
 	s := maps.Spec{Name: "bench", Type: typ, KeySize: 8, ValueSize: 16, MaxEntries: benchEntries}
-	if typ == maps.Array {
+	if typ == maps.Array || typ == maps.PerCPUArray {
 		s.KeySize = 4
 	}
 	m := newMap(tb, s)
-	if typ == maps.Hash {
+	if typ == maps.Hash || typ == maps.LRUHash {
 		for k := uint64(0); k < benchEntries; k++ {
 			if err := m.Update(u64(k), val16(k, 0), maps.UpdateNoExist); err != nil {
 				tb.Fatal(err)
@@ -172,7 +176,7 @@ func TestBenchPrograms(t *testing.T) {
 			if bc.name == "array-lookup" && jit != 3*benchEntries*(benchEntries-1)/2 {
 				t.Fatalf("array lookup sum %d: not every key hit", jit)
 			}
-			if bc.mapType == maps.Hash {
+			if bc.mapType == maps.Hash || bc.mapType == maps.LRUHash {
 				for k := uint64(0); k < benchEntries; k++ {
 					a, _, ok := lookup16(t, m, u64(k))
 					cv, cok := CHashGet(k)
