@@ -30,8 +30,9 @@
 # Knobs (environment): PY (python3), ROUNDS (5), PY_ROUNDS (3), GROUPS_A (4000), GROUPS_B (1000),
 # C_GROUPS (2000), CASE_TIMEOUT (90 s), BUDGET_S (0: none; cases that would start later than this
 # many seconds after the start are skipped and listed), SKIP_BENCH=1, SKIP_C=1, CUDA_HOME (/usr/local/cuda),
-# RELOAD_CMD / DUMP_CMD (templates with {cli} {pid} {obj}; default `{cli} reload {pid} {obj}` and
-# `{cli} map dump {pid}`, used only when `ncclbpf help reload` / `ncclbpf help map` succeed).
+# RELOAD_CMD / DUMP_CMD (templates with {cli} {pid} {obj} {n}; by default `ncclbpf reload --vars
+# target=N PID p2p_count_b.bpf.o` and `ncclbpf map dump PID MAP` of p2p_count, p2p_by_comm and b_count,
+# then `ncclbpf ps` and `ncclbpf stats PID`; used only when `ncclbpf help reload` / `help map` succeed).
 set -uo pipefail
 
 usage() { echo "usage: $0 ART [OUT]   (ART: folder with libncclbpf.so, ncclbpf, the .bpf.o files)" >&2; exit 2; }
@@ -129,9 +130,11 @@ log "verifier results in verify.log"
 HAVE_RELOAD=0 HAVE_DUMP=0
 "$CLI" help reload >/dev/null 2>&1 && HAVE_RELOAD=1
 "$CLI" help map >/dev/null 2>&1 && HAVE_DUMP=1
-RELOAD_CMD=${RELOAD_CMD:-"{cli} reload {pid} {obj}"}
-DUMP_CMD=${DUMP_CMD:-"{cli} map dump {pid}"}
-fill() { local s=${1//\{cli\}/$CLI}; s=${s//\{obj\}/$PROF_B}; echo "$s"; } # {pid}: filled by the program
+N=$((GROUPS_A + GROUPS_B)) # send events and recv events each expected in py-prof
+# The reloaded object gets the same target, so its printk also proves the count across the reload.
+RELOAD_CMD=${RELOAD_CMD:-"{cli} reload --vars target={n} {pid} {obj}"}
+DUMP_CMD=${DUMP_CMD:-"sh -c '{cli} map dump {pid} p2p_count; {cli} map dump {pid} p2p_by_comm; {cli} map dump {pid} b_count; {cli} ps; {cli} stats {pid}'"}
+fill() { local s=${1//\{cli\}/$CLI}; s=${s//\{obj\}/$PROF_B}; s=${s//\{n\}/$N}; echo "$s"; } # {pid}: by the program
 MID="" END=""
 [ $HAVE_RELOAD = 1 ] && MID=$(fill "$RELOAD_CMD")
 [ $HAVE_DUMP = 1 ] && END=$(fill "$DUMP_CMD")
@@ -139,7 +142,6 @@ echo "have_reload=$HAVE_RELOAD have_dump=$HAVE_DUMP groups_a=$GROUPS_A groups_b=
 log "control plane in this CLI: reload=$HAVE_RELOAD map=$HAVE_DUMP"
 
 # ---- PyTorch checks ------------------------------------------------------------------------------
-N=$((GROUPS_A + GROUPS_B)) # send events and recv events each expected
 CHECK=("$PY" "$G/p2p_check.py" check --groups-a "$GROUPS_A" --groups-b "$GROUPS_B")
 run_case py-prof plugin "$PROF" "target=$N" 1 -- "${CHECK[@]}" --mid-cmd "$MID" --end-cmd "$END" --label py-prof
 run_case py-noplugin noplugin "" "" 1 -- "${CHECK[@]}" --label py-noplugin

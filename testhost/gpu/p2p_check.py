@@ -123,7 +123,7 @@ def main():
         if a.end_cmd:
             run_cmd(a.end_cmd, os.getpid(), res, "end")
         dist.destroy_process_group(gb)
-        res.update(groups_a=done_a, groups_b=done_b, sends=done_a + done_b, recvs=done_a + done_b,
+        res.update(comms=2, groups_a=done_a, groups_b=done_b, sends=done_a + done_b, recvs=done_a + done_b,
                    bad_elements=nbad, allreduce_ok=allreduce_ok)
         ok = nbad == 0 and allreduce_ok
     else:
