@@ -85,7 +85,7 @@ run_case() {
 			[ -n "$config" ] && export NCCLBPF_POLICY_CONFIG=$config
 		fi
 		if [ "$debug" = 1 ]; then
-			export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV
+			export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV,PROFILE
 		else
 			export NCCL_DEBUG=WARN
 		fi
