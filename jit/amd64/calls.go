@@ -7,17 +7,25 @@ import (
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
-// mainPrologue saves the callee-saved registers, allocates the outermost
-// frame, records it in r12, points r10 (rbp) at the top of the eBPF stack
-// and zeroes r0 and r3-r9.
+// mainPrologue saves the callee-saved registers the program uses,
+// allocates the outermost frame, records it in r12 (when needed), points
+// r10 (rbp) at the top of the eBPF stack (when the program names r10) and
+// zeroes the registers that may be read before written (see mainFrame).
 func (c *compiler) mainPrologue() {
-	for _, r := range [...]reg{rbp, rbx, r12, r13, r14, r15} {
+	fr := &c.frame
+	for _, r := range fr.saved {
 		c.push(r)
 	}
-	c.aluRI(extSub, true, rsp, mainStackAlloc)
-	c.aluRR(opMovMR, true, frameReg, rsp)
-	c.leaRM(rbp, rsp, asm.StackSize)
-	for _, r := range [...]reg{rax, rdx, rcx, r8, rbx, r13, r14, r15} {
+	if fr.alloc != 0 {
+		c.aluRI(extSub, true, rsp, fr.alloc)
+	}
+	if fr.anchor {
+		c.aluRR(opMovMR, true, frameReg, rsp)
+	}
+	if fr.stack {
+		c.leaRM(rbp, rsp, asm.StackSize)
+	}
+	for _, r := range fr.zero {
 		c.aluRR(opXorMR, false, r, r)
 	}
 }
@@ -25,9 +33,18 @@ func (c *compiler) mainPrologue() {
 // mainEpilogue returns from the outermost frame with fault word 0.
 func (c *compiler) mainEpilogue() {
 	c.aluRR(opXorMR, false, rdx, rdx)
-	c.aluRI(extAdd, true, rsp, mainStackAlloc)
-	for _, r := range [...]reg{r15, r14, r13, r12, rbx, rbp} {
-		c.pop(r)
+	c.mainReturn()
+}
+
+// mainReturn frees the outermost frame (rsp must point at it), restores
+// the saved registers and returns.
+func (c *compiler) mainReturn() {
+	fr := &c.frame
+	if fr.alloc != 0 {
+		c.aluRI(extAdd, true, rsp, fr.alloc)
+	}
+	for i := len(fr.saved) - 1; i >= 0; i-- {
+		c.pop(fr.saved[i])
 	}
 	c.ret()
 }
@@ -142,18 +159,23 @@ func (c *compiler) fault(kind FaultKind, pc int, at int32) {
 	c.faults = append(c.faults, faultSite{at: at, word: uint32(kind) | uint32(pc)<<8})
 }
 
-// emitCold emits, after the program: the common return path (restores rsp
+// emitCold emits, after the program (nothing when no unwind, fault or callx
+// exists): the common return path (restores rsp
 // from r12, so it works at any call depth), the unwind stub, one stub per
 // fault site, the callx thunks and table.
 func (c *compiler) emitCold() {
+	if len(c.unwinds) == 0 && len(c.faults) == 0 && c.tableLen == 0 {
+		return // no way out but exit
+	}
 	c.align(16)
 	retCommon := c.len()
-	c.aluRR(opMovMR, true, rsp, frameReg)
-	c.aluRI(extAdd, true, rsp, mainStackAlloc)
-	for _, r := range [...]reg{r15, r14, r13, r12, rbx, rbp} {
-		c.pop(r)
+	// Without the r12 anchor there are no BPF-to-BPF calls or callx thunks:
+	// every unwind leaves from the outermost frame's body, where rsp already
+	// points at the frame.
+	if c.frame.anchor {
+		c.aluRR(opMovMR, true, rsp, frameReg)
 	}
-	c.ret()
+	c.mainReturn()
 	unwind := c.len()
 	c.aluRR(opXorMR, false, rax, rax)
 	c.aluRR(opXorMR, false, rdx, rdx)

@@ -67,6 +67,7 @@ func Compile(p *vm.Program) (*Executable, error) {
 	if err := c.analyze(); err != nil {
 		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 	}
+	c.planFrame()
 	near := c.nearHint()
 	size := c.sizeBound()
 	for attempt := 0; ; attempt++ {
@@ -116,6 +117,7 @@ type compiler struct {
 	helperIDs  []int32 // ids of p.Helpers, ascending (callx table order)
 	tableLen   int32   // entries in the callx table (max id + 1), 0 if no callx
 	hasCallx   bool
+	frame      mainFrame // prologue and epilogue of the outermost function
 
 	// Emission state.
 	pcOff     []int32 // native offset of each pc (len n+1)

@@ -253,7 +253,7 @@ func TestDisassemble(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"; prologue\n", "push rbp",
+		"; prologue\n", "sub rsp, 0x8", // helper call: rsp 16-byte aligned; no stack, nothing to save
 		"0: mov %r0, 1\n", "mov eax, 0x1",
 		"1: lddw %r1, 0x1122334455667788\n", "mov rdi, 0x1122334455667788",
 		"3: jeq %r0, 1, +1\n", "cmp rax, 0x1",

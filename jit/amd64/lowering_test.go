@@ -22,8 +22,8 @@ var loweringCases = []struct{ insn, native string }{
 	{"movsx832 %r1, %r2", "movsx edi, sil"},
 	{"movsx1664 %r1, %r2", "movsx rdi, si"},
 	{"movsx3264 %r0, %r9", "movsxd rax, r15d"},
-	{"div %r1, %r2", "mov r11, rsi; test r11, r11; jz 0x51; mov r9, rax; mov rax, rdi; mov r10, rdx; xor edx, edx; div r11; mov rdi, rax; mov rax, r9; mov rdx, r10; jmp 0x53; xor edi, edi"},
-	{"sdiv32 %r3, %r0", "mov r11d, eax; test r11d, r11d; jz 0x50; cmp r11d, -0x1; jz 0x54; mov r9, rax; mov rax, rdx; cdq; idiv r11d; mov rdx, rax; mov rax, r9; jmp 0x56; xor edx, edx; jmp 0x56; neg edx"},
+	{"div %r1, %r2", "mov r11, rsi; test r11, r11; jz 0x23; mov r9, rax; mov rax, rdi; mov r10, rdx; xor edx, edx; div r11; mov rdi, rax; mov rax, r9; mov rdx, r10; jmp 0x25; xor edi, edi"},
+	{"sdiv32 %r3, %r0", "mov r11d, eax; test r11d, r11d; jz 0x24; cmp r11d, -0x1; jz 0x28; mov r9, rax; mov rax, rdx; cdq; idiv r11d; mov rdx, rax; mov rax, r9; jmp 0x2a; xor edx, edx; jmp 0x2a; neg edx"},
 	{"mod %r0, 0", ""},
 	{"smod %r4, -1", "xor ecx, ecx"},
 	{"div32 %r5, 7", "mov r11d, 0x7; mov r9, rax; mov rax, r8; mov r10, rdx; xor edx, edx; div r11d; mov r8, rax; mov rax, r9; mov rdx, r10"},
@@ -41,13 +41,13 @@ var loweringCases = []struct{ insn, native string }{
 	{"sth [%r1+2], 7", "mov word ptr [rdi+0x2], 0x7"},
 	{"lock add [%r1+8], %r2", "lock add qword ptr [rdi+0x8], rsi"},
 	{"lock fetch add32 [%r1+0], %r0", "lock xadd dword ptr [rdi], eax"},
-	{"lock fetch and [%r0+0], %r0", "mov r9, rax; mov r10, rax; mov rax, qword ptr [r9]; mov r11, rax; and r11, r10; lock cmpxchg qword ptr [r9], r11; jnz 0x39"},
+	{"lock fetch and [%r0+0], %r0", "mov r9, rax; mov r10, rax; mov rax, qword ptr [r9]; mov r11, rax; and r11, r10; lock cmpxchg qword ptr [r9], r11; jnz 0xb"},
 	{"lock xchg [%r10-8], %r3", "xchg qword ptr [rbp-0x8], rdx"},
 	{"lock cmpxchg32 [%r1+4], %r2", "lock cmpxchg dword ptr [rdi+0x4], esi; mov eax, eax"},
 	{"jsgt32 %r1, %r2, +0", ""},
-	{"jset %r3, 8, +1", "test rdx, 0x8; jnz 0x51"},
-	{"jlt %r4, 0, +1", "test rcx, rcx; jb 0x4d"},
-	{"call %r3", "jmp 0x7b"},
+	{"jset %r3, 8, +1", "test rdx, 0x8; jnz 0x14"},
+	{"jlt %r4, 0, +1", "test rcx, rcx; jb 0x10"},
+	{"call %r3", "jmp 0x2c"},
 }
 
 func TestLowering(t *testing.T) {
@@ -68,6 +68,44 @@ func TestLowering(t *testing.T) {
 		x.Close()
 		if g := strings.Join(got, "; "); g != tc.native {
 			t.Errorf("%s:\n got %s\nwant %s", tc.insn, g, tc.native)
+		}
+	}
+}
+
+// prologueCases pin the outermost frame (see mainFrame): the code before
+// pc 0, and for "whole" cases all the code. Only the callee-saved registers
+// a program names are saved, the eBPF stack exists only when r10 is named,
+// rsp is 16-byte aligned at helper calls, and only registers that may be
+// read before written are zeroed.
+var prologueCases = []struct {
+	name, src, native string
+	whole             bool
+}{
+	{"constant", "mov %r0, 1\nexit", "mov eax, 0x1; xor edx, edx; ret", true},
+	{"context load", "ldxw %r0, [%r1+4]\nexit", "mov eax, dword ptr [rdi+0x4]; xor edx, edx; ret", true},
+	{"reads r0 and r3 uninitialised", "add %r0, %r3\nexit", "xor eax, eax; xor edx, edx", false},
+	{"written on one path only", "jeq %r1, 0, +1\nmov %r7, 1\nmov %r0, %r7\nexit", "push r13; xor r13d, r13d", false},
+	{"r6 kept, no stack", "mov %r6, %r1\nldxdw %r0, [%r6+0]\nexit", "push rbx", false},
+	{"stack", "stdw [%r10-8], 1\nldxdw %r0, [%r10-8]\nexit", "push rbp; sub rsp, 0x200; lea rbp, ptr [rsp+0x200]", false},
+	{"helper call aligns", "mov %r1, 1\nmov %r2, 2\ncall 2\nexit", "sub rsp, 0x8; xor edx, edx; xor ecx, ecx; xor r8d, r8d", false},
+	{"helper call, r6 and stack", "mov %r6, %r1\nstdw [%r10-8], 1\nmov %r1, %r10\ncall 7\nadd %r0, %r6\nexit", "push rbp; push rbx; sub rsp, 0x208; lea rbp, ptr [rsp+0x200]; xor edx, edx; xor ecx, ecx; xor r8d, r8d", false},
+	{"callx anchors r12", "mov %r0, 0\nmov %r1, 0\nmov %r3, 0\nmov %r4, 0\nmov %r5, 0\nmov %r2, 2\ncall %r2\nexit", "push r12; mov r12, rsp", false},
+	{"local call: full frame", "call local f\nexit\nf:\nmov %r0, 1\nexit", "push rbp; push rbx; push r12; push r13; push r14; push r15; sub rsp, 0x208; mov r12, rsp; lea rbp, ptr [rsp+0x200]; xor eax, eax; xor edx, edx; xor ecx, ecx; xor r8d, r8d; xor ebx, ebx; xor r13d, r13d; xor r14d, r14d; xor r15d, r15d", false},
+}
+
+func TestPrologue(t *testing.T) {
+	for _, tc := range prologueCases {
+		x := compileText(t, tc.src)
+		end := x.PCMap()[0].Start
+		if tc.whole {
+			end = len(x.Code())
+		}
+		var got []string
+		for _, l := range NativeLines(x.Code(), 0, end) {
+			got = append(got, strings.TrimSpace(l[strings.LastIndex(l, "  ")+2:]))
+		}
+		if g := strings.Join(got, "; "); g != tc.native {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, g, tc.native)
 		}
 	}
 }
