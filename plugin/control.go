@@ -1,0 +1,266 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "shim.h"
+#include "profiler.h"
+#include "reload.h"
+*/
+import "C"
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+	"unsafe"
+
+	"github.com/ncclbpf/ncclbpf/bundle"
+	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/maps"
+	"github.com/ncclbpf/ncclbpf/nccl"
+)
+
+// The control server (package control) starts when the library is loaded,
+// on a goroutine of its own: never on an NCCL thread. NCCLBPF_CONTROL=0
+// disables it; NCCLBPF_CONTROL_DIR moves it. Problems are reported once on
+// stderr, never to NCCL: the job runs on without a control plane.
+
+var (
+	controlStarted = time.Now()
+	controlServer  *control.Server
+)
+
+func init() {
+	if cGetenv(control.EnvControl) == "0" {
+		return
+	}
+	go startControl()
+}
+
+func startControl() {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "ncclbpf: control server: internal error: %v\n", r)
+		}
+	}()
+	dir := control.DefaultDir(cGetenv)
+	s, err := control.Listen(dir, os.Getpid(), handleControl)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ncclbpf: no control socket (%v); set %s=0 to silence this\n", err, control.EnvControl)
+		return
+	}
+	controlServer = s
+	go removeStaleSockets(dir)
+	if err := s.Serve(); err != nil {
+		fmt.Fprintf(os.Stderr, "ncclbpf: control server stopped: %v\n", err)
+	}
+}
+
+// removeStaleSockets deletes sockets of the directory that nobody listens
+// on any more (processes that exited without closing theirs).
+func removeStaleSockets(dir string) {
+	es, _ := control.Scan(dir)
+	for _, e := range es {
+		if e.PID == os.Getpid() {
+			continue
+		}
+		c, err := net.DialTimeout("unix", e.Path, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if errors.Is(err, errConnRefused) {
+			os.Remove(e.Path)
+		}
+	}
+}
+
+// handleControl answers one request of the control socket.
+func handleControl(req *control.Request) *control.Response {
+	switch req.Op {
+	case control.OpInfo:
+		info := currentInfo()
+		return &control.Response{Info: &info}
+	case control.OpStats:
+		st := currentStats()
+		return &control.Response{Stats: &st}
+	case control.OpMaps:
+		return mapList()
+	case control.OpMapDump:
+		m, err := runningMap(req.Map)
+		if err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		d, err := maps.Dump(m)
+		if err != nil {
+			return &control.Response{Error: fmt.Sprintf("map %s: dump: %v", req.Map, err)}
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			return &control.Response{Error: fmt.Sprintf("map %s: dump: %v", req.Map, err)}
+		}
+		return &control.Response{Dump: b}
+	case control.OpMapUpdate:
+		return mapUpdate(req)
+	case control.OpReload, control.OpRollback:
+		return controlReload(req)
+	}
+	return &control.Response{Error: "unknown op " + req.Op}
+}
+
+func currentInfo() control.Info {
+	mu.Lock()
+	b := current
+	mu.Unlock()
+	exe, _ := os.Executable()
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	info := control.Info{PID: os.Getpid(), Exe: exe, Started: controlStarted, Running: b != nil,
+		LoadMessage: C.GoString(C.ncclbpf_load_message())}
+	if b != nil {
+		info.Policy, info.SHA256, info.Size, info.LoadedAt = running.Name, running.SHA256, running.Size, running.LoadedAt
+		info.Attached = describe(b)
+	}
+	if pending != nil {
+		s := pending.AtSeq
+		info.PendingAtSeq = &s
+	}
+	return info
+}
+
+func currentStats() control.Stats {
+	st := control.Stats{Info: currentInfo()}
+	var ts C.struct_ncclbpf_tuner_stats
+	C.ncclbpf_tuner_get_stats(&ts)
+	st.Tuner = control.TunerStats{CommsLive: uint64(ts.comms_live), CommsTotal: uint64(ts.comms_total),
+		Calls: uint64(ts.calls), PolicyCalls: uint64(ts.policy_calls), Applied: uint64(ts.applied),
+		Rejected: uint64(ts.rejected), Clamped: uint64(ts.clamped), ChunkCalls: uint64(ts.chunk_calls),
+		ChunkApplied: uint64(ts.chunk_applied), ChunkRejected: uint64(ts.chunk_rejected), LoadStatus: int(ts.load_status)}
+	var lo, hi C.uint64_t
+	if C.ncclbpf_comms_seq_range(&lo, &hi) > 0 {
+		st.Tuner.SeqMin, st.Tuner.SeqMax = uint64(lo), uint64(hi)
+	}
+	var ps C.struct_ncclbpf_prof_stats
+	C.ncclbpf_prof_get_stats(&ps)
+	st.Profiler = control.ProfilerStats{Calls: map[string]uint64{}, EventsDropped: uint64(ps.events_dropped),
+		EventsForced: uint64(ps.events_forced), Orphans: uint64(ps.orphans), Contexts: uint64(ps.contexts),
+		Version: int(ps.version), Mask: int(ps.mask)}
+	for _, name := range hook.ProfilerHookNames {
+		cname := C.CString(name)
+		id := C.ncclbpf_prof_hook_id(cname)
+		C.free(unsafe.Pointer(cname))
+		if id >= 0 && id <= C.NCCLBPF_PROF_LAST_HOOK {
+			st.Profiler.Calls[name] = uint64(ps.calls[id])
+		}
+	}
+	stateMu.Lock()
+	st.Reload = control.ReloadStats{Reloads: rstats.Reloads, Failures: rstats.Failures, LastError: rstats.LastError,
+		LastPublishNS: rstats.LastPublish.Nanoseconds(), MaxPublishNS: rstats.MaxPublish.Nanoseconds(),
+		LastGraceNS: rstats.LastGrace.Nanoseconds(), Leaked: rstats.Leaked, ForcedActivations: rstats.ForcedActive,
+		LastActivated: rstats.LastActivated, LiveBundles: liveBundles.Load()}
+	if !initialCounted && st.Info.Running {
+		st.Reload.LiveBundles++
+	}
+	if previous != nil {
+		st.Reload.Previous = previous.Name + " (sha256 " + previous.SHA256[:12] + ")"
+	}
+	stateMu.Unlock()
+	return st
+}
+
+func runningBundle() (*bundle.Bundle, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if current == nil {
+		return nil, errors.New("no policy is running")
+	}
+	return current, nil
+}
+
+func runningMap(name string) (*maps.Map, error) {
+	b, err := runningBundle()
+	if err != nil {
+		return nil, err
+	}
+	m := b.Map(name)
+	if m == nil {
+		var names []string
+		for _, m := range b.Maps {
+			names = append(names, m.Name())
+		}
+		return nil, fmt.Errorf("map %q: no such map in %s (have: %v)", name, b.Name, names)
+	}
+	return m, nil
+}
+
+func mapList() *control.Response {
+	b, err := runningBundle()
+	if err != nil {
+		return &control.Response{Error: err.Error()}
+	}
+	var out []control.MapInfo
+	for _, m := range b.Maps {
+		s := m.Spec()
+		out = append(out, control.MapInfo{Name: s.Name, Type: s.Type.String(), KeySize: s.KeySize,
+			ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Frozen: m.Frozen()})
+	}
+	return &control.Response{Maps: out}
+}
+
+func mapUpdate(req *control.Request) *control.Response {
+	m, err := runningMap(req.Map)
+	if err != nil {
+		return &control.Response{Error: err.Error()}
+	}
+	key, err := hex.DecodeString(req.Key)
+	if err != nil {
+		return &control.Response{Error: fmt.Sprintf("map %s: key: %v (want hex bytes)", req.Map, err)}
+	}
+	val, err := hex.DecodeString(req.Value)
+	if err != nil {
+		return &control.Response{Error: fmt.Sprintf("map %s: value: %v (want hex bytes)", req.Map, err)}
+	}
+	if err := m.Update(key, val, 0); err != nil {
+		return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}
+	}
+	return &control.Response{}
+}
+
+func controlReload(req *control.Request) *control.Response {
+	r := reloadRequest{Name: req.Name, Object: req.Object, AtSeq: req.AtSeq,
+		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond}
+	if req.Op == control.OpRollback {
+		stateMu.Lock()
+		p := previous
+		stateMu.Unlock()
+		if p == nil {
+			return &control.Response{Error: "rollback: no earlier policy object to go back to"}
+		}
+		r.Name, r.Object = p.Name, p.obj
+	}
+	if r.Name == "" {
+		r.Name = "reloaded policy"
+	}
+	if req.Vars != "" {
+		vars, err := nccl.ParseVars(req.Vars)
+		if err != nil {
+			return &control.Response{Error: fmt.Sprintf("reload %s: vars: %v", r.Name, err)}
+		}
+		for _, v := range vars {
+			r.Vars = append(r.Vars, bundle.Var{Name: v.Name, Value: v.Value})
+		}
+	}
+	res, err := reloadPolicy(r)
+	if err != nil {
+		return &control.Response{Error: err.Error()}
+	}
+	return &control.Response{Reload: &control.ReloadResult{Policy: r.Name, SHA256: res.SHA256, Attached: res.Attached,
+		Reused: res.Reused, LoadNS: res.Load.Nanoseconds(), PublishNS: res.Publish.Nanoseconds(),
+		GraceNS: res.Grace.Nanoseconds(), Pending: res.Pending, AtSeq: res.AtSeq}}
+}
