@@ -75,6 +75,7 @@ type reloadStats struct {
 	LastPublish   time.Duration // slots pointed at the new code
 	LastGrace     time.Duration // grace periods before the old code was freed
 	MaxPublish    time.Duration
+	SumPublish    time.Duration
 	Leaked        int    // replaced bundles never freed (no grace period possible)
 	ForcedActive  uint64 // at-seq activations completed by their timeout
 	LastActivated string
@@ -216,6 +217,7 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	running = info
 	rstats.Reloads++
 	rstats.LastPublish = res.Publish
+	rstats.SumPublish += res.Publish
 	if res.Publish > rstats.MaxPublish {
 		rstats.MaxPublish = res.Publish
 	}

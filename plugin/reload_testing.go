@@ -111,6 +111,16 @@ func ncclbpfTestingMapU64(name *C.char, key C.uint, out *C.ulonglong) C.int {
 	return 0
 }
 
+// ncclbpfTestingPublishSumNs returns the total time of all successful
+// publishes, in nanoseconds (with the reload count: the mean).
+//
+//export ncclbpfTestingPublishSumNs
+func ncclbpfTestingPublishSumNs() C.longlong {
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	return C.longlong(rstats.SumPublish.Nanoseconds())
+}
+
 // ncclbpfTestingUnload empties every hook slot, waits for the grace
 // periods and frees the running bundle, so that a leak checker run at exit
 // sees no memory of ncclbpf still in use. Returns 0, -1 if a grace period

@@ -14,6 +14,9 @@
  *       NCCLBPF_POLICY=POLICY_A. RANKS threads (simulated ranks, one communicator each) driven at
  *       different speeds; once they run, a reload to B "at seq N" is requested: every rank must
  *       take A's decision for call_seq < N and B's from N on, and the activation must complete.
+ *   reload_hammer serve LIB SECONDS
+ *       Two communicators calling getCollInfo every 200 us for SECONDS: a job to point the
+ *       control plane (ncclbpf ps, stats, map, reload) at.
  *
  * Sizes from the environment: NCCLBPF_HAMMER_THREADS (8), NCCLBPF_HAMMER_CALLS (200000),
  * NCCLBPF_HAMMER_RELOADS (300), NCCLBPF_SYNC_RANKS (4). Output: "key value" lines for the Go test.
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -43,6 +47,7 @@ typedef int (*pending_fn)(void);
 typedef void (*rstats_fn)(long long *live, long long *ok, long long *failed, long long *max_publish_ns);
 typedef int (*mapu64_fn)(const char *name, unsigned key, unsigned long long *out);
 typedef int (*unload_fn)(void);
+typedef long long (*pubsum_fn)(void);
 
 static const host_tuner_v6_t *tuner;
 static reload_fn do_reload;
@@ -50,6 +55,7 @@ static pending_fn reload_pending;
 static rstats_fn reload_stats;
 static mapu64_fn map_u64;
 static unload_fn unload;
+static pubsum_fn publish_sum;
 
 static void *sym(void *lib, const char *name) {
 	void *p = dlsym(lib, name);
@@ -68,6 +74,7 @@ static void open_lib(const char *path) {
 	reload_stats = (rstats_fn)sym(lib, "ncclbpfTestingReloadStats");
 	map_u64 = (mapu64_fn)sym(lib, "ncclbpfTestingMapU64");
 	unload = (unload_fn)sym(lib, "ncclbpfTestingUnload");
+	publish_sum = (pubsum_fn)sym(lib, "ncclbpfTestingPublishSumNs");
 }
 
 static long env_long(const char *name, long def) {
@@ -157,6 +164,10 @@ struct worker {
 	pthread_t th;
 	int id;
 	uint64_t calls, a, b, none, bad, max_cycles, over_10us;
+	/* the longest call during which this thread certainly did not lose the CPU (no context
+	 * switch since the previous slow call): the machine may be oversubscribed */
+	uint64_t max_cycles_unpreempted;
+	long csw;
 	uint64_t first_bad_seq;
 };
 
@@ -175,6 +186,14 @@ static void *worker_main(void *arg) {
 			w->max_cycles = dt;
 		if (dt > (uint64_t)(10000 * tsc_per_ns))
 			w->over_10us++;
+		if (dt > w->max_cycles_unpreempted && dt > (uint64_t)(2000 * tsc_per_ns)) {
+			struct rusage ru;
+			getrusage(RUSAGE_THREAD, &ru);
+			long csw = ru.ru_nvcsw + ru.ru_nivcsw;
+			if (csw == w->csw)
+				w->max_cycles_unpreempted = dt;
+			w->csw = csw;
+		}
 		switch (decision(rc, table, nch)) {
 		case 'A':
 			w->a++;
@@ -238,13 +257,15 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	}
 	uint64_t reload_wall = now_ns() - t0;
 	atomic_store(&reloader_done, 1);
-	uint64_t calls = 0, na = 0, nb = 0, nnone = 0, nbad = 0, maxc = 0, over = 0;
+	uint64_t calls = 0, na = 0, nb = 0, nnone = 0, nbad = 0, maxc = 0, over = 0, maxu = 0;
 	for (int i = 0; i < nthreads; i++) {
 		pthread_join(ws[i].th, NULL);
 		calls += ws[i].calls, na += ws[i].a, nb += ws[i].b, nnone += ws[i].none, nbad += ws[i].bad;
 		over += ws[i].over_10us;
 		if (ws[i].max_cycles > maxc)
 			maxc = ws[i].max_cycles;
+		if (ws[i].max_cycles_unpreempted > maxu)
+			maxu = ws[i].max_cycles_unpreempted;
 		if (ws[i].bad)
 			fprintf(stderr, "thread %d: %lu bad decisions, first at call %lu\n", i, (unsigned long)ws[i].bad,
 			        (unsigned long)ws[i].first_bad_seq);
@@ -261,8 +282,9 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	       nthreads, (unsigned long)calls, calls_min, (unsigned long)na, (unsigned long)nb, (unsigned long)nnone,
 	       (unsigned long)nbad);
 	printf("reload_attempts %ld\nreloads_ok %ld\nreloads_failed %ld\nreloads_busy %ld\n", reloads, ok, failed, busy);
-	printf("reload_mean_us %.1f\nreload_max_us %.1f\npublish_max_ns %lld\n", ok ? sum_reload_ns / 1e3 / ok : 0.0,
-	       max_reload_ns / 1e3, max_pub);
+	printf("reload_mean_us %.1f\nreload_max_us %.1f\npublish_mean_ns %.0f\npublish_max_ns %lld\n",
+	       ok ? sum_reload_ns / 1e3 / ok : 0.0, max_reload_ns / 1e3, rok ? (double)publish_sum() / rok : 0.0, max_pub);
+	printf("call_max_unpreempted_ns %.0f\n", maxu / tsc_per_ns);
 	printf("call_max_ns %.0f\ncalls_over_10us %lu\nreload_phase_s %.2f\nwall_s %.2f\n", maxc / tsc_per_ns,
 	       (unsigned long)over, reload_wall / 1e9, wall / 1e9);
 	printf("hits_a %llu\nhits_b %llu\nlive_bundles %lld\nexec_mappings_before %d\nexec_mappings_after %d\n", hits_a,
@@ -403,6 +425,37 @@ static int sync_test(const char *b) {
 	return 0;
 }
 
+/* ---- serve: a long-running "job" for the control plane ---------------------------------------- */
+
+static atomic_int serve_stop;
+
+static void *serve_main(void *arg) {
+	void *ctx = new_comm(0x5e5e + (uint64_t)(uintptr_t)arg);
+	float table[21];
+	int nch;
+	while (!atomic_load(&serve_stop)) {
+		call(ctx, table, &nch);
+		usleep(200); /* a collective every 200 us */
+	}
+	tuner->finalize(ctx);
+	return NULL;
+}
+
+/* Two communicators calling getCollInfo until SECONDS have passed or stdin closes. */
+static int serve(double seconds) {
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, serve_main, (void *)(uintptr_t)i);
+	printf("serving pid %d\n", (int)getpid());
+	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+	while (now_ns() < end)
+		usleep(10000);
+	atomic_store(&serve_stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 6 && strcmp(argv[1], "hammer") == 0) {
@@ -413,6 +466,11 @@ int main(int argc, char **argv) {
 		open_lib(argv[2]);
 		return sync_test(argv[3]);
 	}
-	fprintf(stderr, "usage: reload_hammer hammer LIB POLICY_A POLICY_B BAD | reload_hammer sync LIB POLICY_B\n");
+	if (argc >= 4 && strcmp(argv[1], "serve") == 0) {
+		open_lib(argv[2]);
+		return serve(atof(argv[3]));
+	}
+	fprintf(stderr, "usage: reload_hammer hammer LIB POLICY_A POLICY_B BAD | reload_hammer sync LIB POLICY_B | "
+	                "reload_hammer serve LIB SECONDS\n");
 	return 2;
 }
