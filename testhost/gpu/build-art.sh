@@ -5,8 +5,8 @@
 #   ncclbpf         the CLI (cgo; needs glibc >= the newest GLIBC_ version it references, printed)
 #   p2p_count.bpf.o, p2p_count_b.bpf.o (-DVARIANT_B: the object a reload swaps in),
 #   unsafe_null_deref.bpf.o (rejected by the verifier, on purpose)
-# The objects are rebuilt from testhost/gpu/*.bpf.c when clang-19 is there (the committed .o files
-# are copied otherwise).
+# The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
+# .o files are copied otherwise); the committed ones are left alone.
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 ART" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,11 +19,12 @@ CGO_ENABLED=1 go build -o "$ART/ncclbpf" ./cmd/ncclbpf
 CLANG=${CLANG:-/usr/bin/clang-19}
 if [ -x "$CLANG" ]; then
 	C=("$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include)
-	"${C[@]}" -c testhost/gpu/p2p_count.bpf.c -o testhost/gpu/p2p_count.bpf.o
-	"${C[@]}" -DVARIANT_B -c testhost/gpu/p2p_count.bpf.c -o testhost/gpu/p2p_count_b.bpf.o
-	"${C[@]}" -c testhost/gpu/unsafe_null_deref.bpf.c -o testhost/gpu/unsafe_null_deref.bpf.o
+	"${C[@]}" -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count.bpf.o"
+	"${C[@]}" -DVARIANT_B -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count_b.bpf.o"
+	"${C[@]}" -c testhost/gpu/unsafe_null_deref.bpf.c -o "$ART/unsafe_null_deref.bpf.o"
+else
+	cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/unsafe_null_deref.bpf.o "$ART/"
 fi
-cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/unsafe_null_deref.bpf.o "$ART/"
 "$ART/ncclbpf" verify "$ART/p2p_count.bpf.o" >/dev/null
 "$ART/ncclbpf" verify "$ART/p2p_count_b.bpf.o" >/dev/null
 if "$ART/ncclbpf" verify "$ART/unsafe_null_deref.bpf.o" >/dev/null 2>&1; then
