@@ -201,6 +201,16 @@ def main():
                       f"issued {want} sends and {r.get('recvs')} receives; p2p_count "
                       f"{ {k: x for k, x in cnt.items() if x} }; "
                       f"p2p_by_comm {len(byc)} communicators, {sum(byc.values())} events")
+                st = end.get("stdout") or ""
+                m = re.search(r"profiler/p2p_end\s+(\d+) calls", st)
+                m2 = re.search(r"(\d+) events dropped, (\d+) forced, (\d+) orphans", st)
+                if m:
+                    calls = int(m.group(1))
+                    ok = calls == 2 * want and m2 is not None and m2.groups() == ("0", "0", "0")
+                    v.add("the plugin's own counters agree (ncclbpf stats)", "PASS" if ok else "FAIL",
+                          f"profiler/p2p_end {calls} calls (want {2 * want}); "
+                          + (f"{m2.group(1)} dropped, {m2.group(2)} forced, {m2.group(3)} orphans" if m2 else
+                             "no dropped/forced/orphans line"))
                 b = d.get("b_count")
                 if r.get("mid"):
                     nb = (b or {}).get(FUNC_SEND, 0) + (b or {}).get(FUNC_RECV, 0)
