@@ -1,0 +1,159 @@
+package nccl
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/maps"
+)
+
+// TestControlSocketEndToEnd drives a running host process (the hammer's
+// serve mode: two communicators calling getCollInfo) through its control
+// socket: info, stats, map dump/update, a reload that keeps a map, a reload
+// the plugin refuses (nothing changes), an at-seq reload, rollback.
+func TestControlSocketEndToEnd(t *testing.T) {
+	bin := reloadHammer(t)
+	root := repoRoot(t)
+	dir := filepath.Join(t.TempDir(), "ctl")
+	cmd := exec.Command(bin, "serve", art.lib, "60")
+	cmd.Dir = root
+	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(root, "testhost/reload_a.bpf.o"), "NCCLBPF_CONTROL_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("host: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "serving pid ")))
+	if err != nil || pid != cmd.Process.Pid {
+		t.Fatalf("host said %q", line)
+	}
+	var cl *control.Client
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if cl, err = control.DialPID(dir, pid); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no control socket: %v", err)
+		}
+	}
+	defer cl.Close()
+	mustCall := func(req *control.Request) *control.Response {
+		t.Helper()
+		resp, err := cl.Call(req)
+		if err != nil {
+			t.Fatalf("%s: %v", req.Op, err)
+		}
+		return resp
+	}
+	fi, err := os.Stat(control.SocketPath(dir, pid))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode: %v %v", fi, err)
+	}
+
+	// The socket comes up when the library is loaded, the policy with the first init.
+	info := mustCall(&control.Request{Op: control.OpInfo}).Info
+	for deadline := time.Now().Add(10 * time.Second); !info.Running && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		info = mustCall(&control.Request{Op: control.OpInfo}).Info
+	}
+	if !info.Running || !strings.HasSuffix(info.Policy, "reload_a.bpf.o") || info.Attached != "tuner=reload_a" || len(info.SHA256) != 64 {
+		t.Fatalf("info: %+v", info)
+	}
+	hits := func() (a, b uint64) {
+		t.Helper()
+		var d maps.MapDump
+		if err := json.Unmarshal(mustCall(&control.Request{Op: control.OpMapDump, Map: "hits"}).Dump, &d); err != nil {
+			t.Fatal(err)
+		}
+		v := func(i int) uint64 { f, _ := d.Entries[i].Value.(float64); return uint64(f) }
+		return v(0), v(1)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if a, _ := hits(); a == 0 {
+		t.Fatal("policy A did not count its calls in hits")
+	}
+	// map update: hits[0] = 1<<40, then it keeps counting from there.
+	mustCall(&control.Request{Op: control.OpMapUpdate, Map: "hits", Key: "00000000", Value: "0000000000010000"})
+	if a, _ := hits(); a < 1<<40 {
+		t.Fatalf("map update did not land: hits[0] = %d", a)
+	}
+	objB, _ := os.ReadFile(filepath.Join(root, "testhost/reload_b.bpf.o"))
+	r := mustCall(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}).Reload
+	if r.Attached != "tuner=reload_b" || len(r.Reused) != 1 || r.Reused[0] != "hits" {
+		t.Fatalf("reload B: %+v", r)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if a, b := hits(); a < 1<<40 || b == 0 {
+		t.Fatalf("after reload: hits = %d, %d; want A's count kept and B counting", a, b)
+	}
+	// A bad object: refused by the plugin's own verifier; B keeps running.
+	bad, _ := os.ReadFile(filepath.Join(root, "nccl/testdata/unsafe_oob.bpf.o"))
+	_, err = cl.Call(&control.Request{Op: control.OpReload, Object: bad, Name: "bad"})
+	if err == nil || !strings.Contains(err.Error(), "rejected") || !strings.Contains(err.Error(), "unchanged") {
+		t.Fatalf("bad reload: %v", err)
+	}
+	if _, err = cl.Call(&control.Request{Op: control.OpReload, Object: []byte("not an ELF"), Name: "junk"}); err == nil {
+		t.Fatal("junk reload accepted")
+	}
+	if info := mustCall(&control.Request{Op: control.OpInfo}).Info; info.Attached != "tuner=reload_b" {
+		t.Fatalf("a failed reload changed the policy: %+v", info)
+	}
+	// at-seq in the past: refused.
+	past := uint64(0)
+	if _, err = cl.Call(&control.Request{Op: control.OpReload, Object: objB, Name: "B", AtSeq: &past}); err == nil ||
+		!strings.Contains(err.Error(), "already") {
+		t.Fatalf("at-seq 0 on a running job: %v", err)
+	}
+	st := mustCall(&control.Request{Op: control.OpStats}).Stats
+	if st.Tuner.CommsLive != 2 || st.Tuner.PolicyCalls == 0 || st.Reload.Reloads != 1 || st.Reload.Failures != 3 ||
+		st.Reload.LiveBundles != 1 {
+		t.Fatalf("stats: %+v", st)
+	}
+	// at-seq in the future: armed, then active once both communicators pass it.
+	objA, _ := os.ReadFile(filepath.Join(root, "testhost/reload_a.bpf.o"))
+	at := st.Tuner.SeqMax + 500
+	r = mustCall(&control.Request{Op: control.OpReload, Object: objA, Name: "A", AtSeq: &at}).Reload
+	if !r.Pending || r.AtSeq != at {
+		t.Fatalf("at-seq reload: %+v", r)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		in := mustCall(&control.Request{Op: control.OpInfo}).Info
+		if in.PendingAtSeq == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("at-seq activation never completed")
+		}
+	}
+	st = mustCall(&control.Request{Op: control.OpStats}).Stats
+	if st.Tuner.SeqMin <= at || st.Reload.ForcedActivations != 0 || st.Reload.LiveBundles != 1 {
+		t.Fatalf("after activation: %+v", st)
+	}
+	// rollback goes back to B.
+	r = mustCall(&control.Request{Op: control.OpRollback}).Reload
+	if r.Attached != "tuner=reload_b" {
+		t.Fatalf("rollback: %+v", r)
+	}
+	// Another uid's view: covered in package control; a dead process's socket:
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := control.DialPID(dir, pid); !errors.Is(err, control.ErrStale) && !errors.Is(err, control.ErrNoProcess) {
+		t.Fatalf("dial after the process died: %v", err)
+	}
+}
