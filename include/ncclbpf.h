@@ -118,8 +118,8 @@ typedef __u32 __wsum;
  *
  * Inputs are read-only; the verifier rejects writes to them. Outputs start at their "leave it to
  * NCCL" values, and the host checks every decision before NCCL sees it: an (algorithm, protocol)
- * cell that NCCL marked unavailable is never enabled, channels are clamped to
- * [1, NCCLBPF_MAX_CHANNELS], and a decision NCCL cannot take is counted, logged once and dropped.
+ * cell NCCL marked unavailable is never enabled, channels are clamped to [1, NCCLBPF_MAX_CHANNELS] (and
+ * dropped for CollNet, which NCCL does not cap), and a decision NCCL cannot take is counted, logged once.
  *
  * The structure has no pointers, so that the verifier can check every access against this layout;
  * the cost table is copied in (84 bytes) rather than referenced. Offsets are part of the ABI between

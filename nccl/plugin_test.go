@@ -306,7 +306,8 @@ func TestPolicyGrids(t *testing.T) {
 	}
 }
 
-// expectTable applies a decision to a cost table the way the shim does.
+// expectTable applies a decision to a cost table the way the shim does
+// (channel counts are not passed when NCCL's pick is CollNet).
 func expectTable(tbl [21]float32, a, p, ch int) ([21]float32, int) {
 	switch {
 	case a >= 0 && p >= 0:
@@ -318,6 +319,9 @@ func expectTable(tbl [21]float32, a, p, ch int) ([21]float32, int) {
 				tbl[i] = -1
 			}
 		}
+	}
+	if pa, _ := Pick(tbl); ch > 0 && (pa == 2 || pa == 3) {
+		ch = 0
 	}
 	return tbl, ch
 }

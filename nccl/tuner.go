@@ -97,6 +97,11 @@ type Outcome struct {
 	// dropped; Dropped says why it was dropped, "" otherwise.
 	Applied bool
 	Dropped string
+	// ChannelsDropped is true when the decision's channel count was not
+	// passed to NCCL because NCCL will run the collective with CollNet,
+	// which takes the count unchecked as its channel span (the shim keeps
+	// NCCL's default there); the rest of the decision is applied.
+	ChannelsDropped bool
 	// Algorithm and Protocol are NCCL's pick from Table (-1 if none).
 	Algorithm, Protocol int
 }
@@ -140,8 +145,14 @@ func Apply(table [Cells]float32, ret uint64, d Decision) Outcome {
 		o.Applied = true
 	}
 	o.Algorithm, o.Protocol = Pick(o.Table)
+	if o.Channels > 0 && isCollNet(o.Algorithm) {
+		o.Channels, o.ChannelsDropped = 0, true
+	}
 	return o
 }
+
+// isCollNet says whether algorithm a is CollNet Direct or CollNet Chain.
+func isCollNet(a int) bool { return a == 2 || a == 3 }
 
 // Pick returns the cell NCCL chooses from table, or -1, -1.
 func Pick(table [Cells]float32) (algo, proto int) {

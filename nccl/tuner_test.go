@@ -70,11 +70,24 @@ func TestApply(t *testing.T) {
 		{0, Decision{1, -1, 0}, true, false, 1, 0, 0},
 		{0, Decision{-1, 1, 3}, true, false, 0, 1, 3},
 		{0, Decision{4, -1, 0}, false, true, 0, 0, 0},
+		// CollNet takes the channel count unchecked: it is not passed
+		{0, Decision{2, 2, 8}, true, false, 2, 2, 0},
+		{0, Decision{3, -1, 8}, true, false, 3, 0, 0},
+		{0, Decision{-1, -1, 8}, true, false, 0, 0, 8},
 	} {
 		o := Apply(tbl, tc.ret, tc.d)
 		if o.Applied != tc.applied || (o.Dropped != "") != tc.dropped || o.Algorithm != tc.algo || o.Protocol != tc.proto || o.Channels != tc.channels {
 			t.Errorf("ret %d %+v: %+v", tc.ret, tc.d, o)
 		}
+		if o.ChannelsDropped != (tc.d.Channels > 0 && o.Applied && isCollNet(o.Algorithm)) {
+			t.Errorf("ret %d %+v: ChannelsDropped %v", tc.ret, tc.d, o.ChannelsDropped)
+		}
+	}
+	// channels only, NCCL's pick is CollNet Direct/LL128: not passed
+	cn := tbl
+	cn[7] = 1
+	if o := Apply(cn, 0, Decision{-1, -1, 8}); o.Algorithm != 2 || o.Protocol != 1 || o.Channels != 0 || !o.ChannelsDropped {
+		t.Errorf("channels only, CollNet picked: %+v", o)
 	}
 	if a, p := Pick([Cells]float32{-1, -1, -1}); a != 1 || p != 0 {
 		// cells beyond the three given are 0: the first of them wins

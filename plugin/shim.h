@@ -49,7 +49,7 @@ struct ncclbpf_tuner_stats {
 	uint64_t policy_calls;   /* ... that ran a program */
 	uint64_t applied;        /* decisions applied (something changed for NCCL) */
 	uint64_t rejected;       /* decisions NCCL could not take: dropped */
-	uint64_t clamped;        /* channel counts clamped to [1, NCCLBPF_MAX_CHANNELS] */
+	uint64_t clamped;        /* channel counts clamped to [1, NCCLBPF_MAX_CHANNELS], or dropped (CollNet) */
 	uint64_t chunk_calls;    /* getChunkSize calls */
 	uint64_t chunk_applied;  /* chunk sizes changed */
 	uint64_t chunk_rejected; /* chunk sizes dropped */

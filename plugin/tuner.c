@@ -218,7 +218,7 @@ static int nb_init_v2(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx)
 
 /* ---- decisions ------------------------------------------------------------------------------- */
 
-enum { NB_WHY_RANGE, NB_WHY_UNAVAILABLE, NB_WHY_CHANNELS, NB_WHY_PARTIAL_V2, NB_WHY_CHUNK, NB_WHY_N };
+enum { NB_WHY_RANGE, NB_WHY_UNAVAILABLE, NB_WHY_CHANNELS, NB_WHY_PARTIAL_V2, NB_WHY_CHUNK, NB_WHY_COLLNET_CH, NB_WHY_N };
 static atomic_uint nb_warned; /* bit per NB_WHY_*: each kind of rejection is logged once */
 
 /* Cold: count is done by the caller; log the first rejection of each kind in the process. */
@@ -235,14 +235,45 @@ __attribute__((cold, noinline)) static void nb_reject_log(struct nb_comm *c, int
 	    "a negative channel count",
 	    "an algorithm without a protocol (or the reverse), which tuner ABI v2 cannot express",
 	    "a chunk size below the protocol's grain or above 1 GiB",
+	    "a channel count for a collective NCCL will run with CollNet (NCCL takes it as the channel span "
+	    "without capping it to the communicator's channels, which a tuner cannot know)",
 	};
-	char msg[512];
+	char msg[768];
 	snprintf(msg, sizeof msg,
 	         "ncclbpf: the tuner policy chose %s (collective %d, %llu bytes: algorithm %ld, protocol %ld, "
-	         "channels/chunk %ld); the decision was dropped and NCCL's default kept. Further such decisions are "
-	         "counted, not logged.",
-	         what[why], coll, (unsigned long long)n_bytes, a, p, ch);
+	         "channels/chunk %ld); %s. Further such decisions are counted, not logged.",
+	         what[why], coll, (unsigned long long)n_bytes, a, p, ch,
+	         why == NB_WHY_COLLNET_CH ? "the channel count was dropped (NCCL's default kept), the rest applied"
+	                                  : "the decision was dropped and NCCL's default kept");
 	nb_log(c->log, NB_LOG_WARN, NB_SUBSYS_TUNING, __LINE__, msg);
+}
+
+static inline int nb_is_collnet(int a) { return a == NCCLBPF_ALGO_COLLNET_DIRECT || a == NCCLBPF_ALGO_COLLNET_CHAIN; }
+
+/* Whether NCCL may run the collective with CollNet once table is returned to it: the cell the policy
+ * made cheapest is CollNet; or, for partial or channel-only decisions, NCCL's own pick from table (the
+ * strictly smallest non-negative cell in scan order) is CollNet; with tuner v2 (table is virtual) any
+ * available CollNet cell counts. */
+static int nb_runs_collnet(const float *table, int numAlgo, int numProto, int v2, int chosen_algo, int a) {
+	if (chosen_algo >= 0)
+		return nb_is_collnet(chosen_algo);
+	if (a >= 0)
+		return nb_is_collnet(a); /* restricted to row a */
+	int pick = -1;
+	float best = 3.4e38f;
+	for (int i = 0; i < numAlgo; i++)
+		for (int j = 0; j < numProto; j++) {
+			float v = table[i * numProto + j];
+			if (!(v >= 0.0f))
+				continue;
+			if (v2 && nb_is_collnet(i))
+				return 1;
+			if (v < best) {
+				best = v;
+				pick = i;
+			}
+		}
+	return nb_is_collnet(pick);
 }
 
 /* The decision of a program that NCCL cannot take as such: partial choices, clamping, rejections. */
@@ -286,6 +317,13 @@ __attribute__((noinline)) static void nb_apply_slow(struct nb_comm *c, int coll,
 			for (int j = 0; j < numProto; j++)
 				if (!(a >= 0 ? i == a : j == p) && table[i * numProto + j] >= 0.0f)
 					table[i * numProto + j] = -1.0f;
+	}
+	if (ch > 0 && nb_runs_collnet(table, numAlgo, numProto, v2, chosen[0], a)) {
+		/* NCCL uses a CollNet task's channel count unchecked (channels 0..n-1): only its own
+		 * default is known to fit the communicator. Keep the rest of the decision. */
+		nb_inc(&c->clamped);
+		nb_reject_log(c, NB_WHY_COLLNET_CH, coll, n_bytes, a, p, ch);
+		ch = 0;
 	}
 	if (ch > 0) {
 		if (ch > NCCLBPF_MAX_CHANNELS) {
@@ -396,7 +434,7 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 		return; /* "leave it all to NCCL" */
 	/* The common decision: a full cell that NCCL has available, channels left or in range. */
 	if ((unsigned)a < (unsigned)numAlgo && (unsigned)p < (unsigned)numProto &&
-	    (unsigned)ch <= NCCLBPF_MAX_CHANNELS && table[a * numProto + p] >= 0.0f) {
+	    (unsigned)ch <= NCCLBPF_MAX_CHANNELS && (ch == 0 || !nb_is_collnet(a)) && table[a * numProto + p] >= 0.0f) {
 		table[a * numProto + p] = 0.0f;
 		chosen[0] = a;
 		chosen[1] = p;

@@ -375,6 +375,18 @@ static uint64_t p_ignored(void *vctx) {
 	x->n_channels = 5;
 	return NCCLBPF_TUNER_DEFAULT;
 }
+static uint64_t p_collnet_ch(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->algorithm = NCCLBPF_ALGO_COLLNET_DIRECT;
+	x->protocol = NCCLBPF_PROTO_SIMPLE;
+	x->n_channels = 8;
+	return NCCLBPF_TUNER_APPLY;
+}
+static uint64_t p_ch_only(void *vctx) {
+	struct ncclbpf_tuner_ctx *x = vctx;
+	x->n_channels = 8;
+	return NCCLBPF_TUNER_APPLY;
+}
 static uint64_t p_ring_ll(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = NCCLBPF_ALGO_RING;
@@ -508,6 +520,10 @@ static void *thread_main(void *arg) {
 		int nch = 0;
 		t_call(th->t, th->ctx, NCCLBPF_COLL_ALLGATHER, n_bytes, 1, 0, tbl, &nch);
 		int want = (int)((i + n_ranks) % 63) + 1;
+		int pa, pp;
+		nccl_pick(tbl, &pa, &pp);
+		if (pa == NCCLBPF_ALGO_COLLNET_DIRECT || pa == NCCLBPF_ALGO_COLLNET_CHAIN)
+			want = 0; /* channel counts are not passed for CollNet (see selftest) */
 		if (nch != want) {
 			FAIL("thread %d call %ld: nChannels %d, want %d (cross-talk or bad context)", th->idx, i, nch, want);
 			break;
@@ -664,6 +680,18 @@ static int selftest(struct tuner *t, const char *path) {
 		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_row); /* algorithm only: v2 cannot say that */
 		t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, nb, 0, 0, 1, &algo, &proto, &nch);
 		CHECK(algo == -1 && proto == -1, "v2 partial decision applied: %d %d", algo, proto);
+		/* CollNet: NCCL takes a CollNet task's channel count unchecked; only its default is safe */
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_collnet_ch);
+		algo = proto = -1;
+		nch = 0;
+		t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, 1, &algo, &proto, &nch);
+		CHECK(algo == 2 && proto == 2 && nch == 0, "v2 CollNet with channels: %d %d %d", algo, proto, nch);
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_ch_only);
+		algo = proto = -1;
+		t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, 1, &algo, &proto, &nch);
+		CHECK(algo == -1 && nch == 0, "v2 channels only, CollNet supported: %d %d", algo, nch);
+		t->v2->getCollInfo(c, NCCLBPF_COLL_ALLREDUCE, nb, 0, 0, 1, &algo, &proto, &nch);
+		CHECK(algo == -1 && nch == 8, "v2 channels only, no CollNet: %d %d", algo, nch);
 		s1 = get_stats(t);
 		CHECK(s1.rejected == 3, "v2: %" PRIu64 " rejections, want 3", s1.rejected);
 		t_fin(t, c);
@@ -753,6 +781,38 @@ static int selftest(struct tuner *t, const char *path) {
 	memcpy(tbl, nol, sizeof tbl);
 	t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
 	CHECK(tables_equal(tbl, nol) && nch == 0, "restriction to an unavailable column applied");
+
+	/* CollNet: NCCL takes a CollNet task's channel count unchecked as its channel span, and a tuner
+	 * does not know the communicator's channels: the count is dropped (counted, logged once), the
+	 * rest of the decision applied. Channels-only decisions: dropped when NCCL's pick is CollNet. */
+	{
+		float cn[NA][NP];
+		model_table(cn, NCCLBPF_COLL_ALLREDUCE, nb, 4, 1, TBL_COLLNET);
+		s0 = get_stats(t);
+		w0 = atomic_load(&n_warn);
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_collnet_ch);
+		for (int i = 0; i < 2; i++) {
+			memcpy(tbl, cn, sizeof tbl);
+			t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+			nccl_pick(tbl, &a, &p);
+			CHECK(a == 2 && p == 2 && nch == 0, "CollNet with 8 channels: got %d/%d nch %d, want 2/2 nch 0", a, p, nch);
+		}
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_ch_only);
+		memcpy(tbl, cn, sizeof tbl);
+		tbl[2][1] = 0.25f; /* NCCL's pick: CollNet direct / LL128 */
+		t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+		CHECK(nch == 0, "channels only, NCCL picks CollNet: nch %d", nch);
+		memcpy(tbl, cn, sizeof tbl);
+		tbl[1][2] = 0.25f; /* NCCL's pick: Ring / Simple */
+		t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+		CHECK(nch == 8, "channels only, NCCL picks Ring: nch %d", nch);
+		s1 = get_stats(t);
+		CHECK(s1.clamped - s0.clamped == 3 && s1.applied - s0.applied == 4 && s1.rejected == s0.rejected,
+		      "CollNet channels: clamped %" PRIu64 " applied %" PRIu64 " rejected %" PRIu64, s1.clamped - s0.clamped,
+		      s1.applied - s0.applied, s1.rejected - s0.rejected);
+		/* logged once per process: here, unless the concurrent phase already did */
+		CHECK(atomic_load(&n_warn) - w0 <= 1, "CollNet channels: %d warnings, want at most 1", atomic_load(&n_warn) - w0);
+	}
 
 	/* 3. getChunkSize (v6) */
 	if (t->ver == 6) {
