@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/maps"
+)
+
+// fakeProcess serves a control socket with canned answers and records the
+// requests it got.
+type fakeProcess struct {
+	mu   sync.Mutex
+	reqs []control.Request
+}
+
+func (f *fakeProcess) handle(req *control.Request) *control.Response {
+	f.mu.Lock()
+	f.reqs = append(f.reqs, *req)
+	f.mu.Unlock()
+	info := control.Info{PID: os.Getpid(), Started: time.Now().Add(-time.Minute), Running: true, Policy: "/p/a.bpf.o",
+		SHA256: strings.Repeat("ab", 32), LoadedAt: time.Now(), Attached: "tuner=a"}
+	switch req.Op {
+	case control.OpInfo:
+		return &control.Response{Info: &info}
+	case control.OpStats:
+		return &control.Response{Stats: &control.Stats{Info: info, Tuner: control.TunerStats{Calls: 7, PolicyCalls: 7,
+			Applied: 5, Rejected: 2, SeqMax: 100, CommsLive: 1}, Profiler: control.ProfilerStats{Calls: map[string]uint64{}}}}
+	case control.OpMaps:
+		return &control.Response{Maps: []control.MapInfo{{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2}}}
+	case control.OpMapDump:
+		d, _ := json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
+			Entries: []maps.Entry{{Key: 0, Value: 41}}})
+		return &control.Response{Dump: d}
+	case control.OpMapUpdate:
+		return &control.Response{}
+	case control.OpReload, control.OpRollback:
+		return &control.Response{Reload: &control.ReloadResult{Policy: req.Name, SHA256: strings.Repeat("cd", 32),
+			Attached: "tuner=reload_b", Reused: []string{"hits"}, Pending: req.AtSeq != nil, AtSeq: deref(req.AtSeq)}}
+	}
+	return &control.Response{Error: "unexpected"}
+}
+
+func deref(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func startFake(t *testing.T) (string, *fakeProcess) {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fakeProcess{}
+	s, err := control.Listen(dir, os.Getpid(), f.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	return dir, f
+}
+
+func ctlCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestPsStatsMap(t *testing.T) {
+	dir, _ := startFake(t)
+	// A stale socket beside the live one is skipped.
+	ln, _ := net.ListenUnix("unix", &net.UnixAddr{Name: control.SocketPath(dir, 1), Net: "unix"})
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	pid := itoa(os.Getpid())
+	code, out, errs := ctlCLI("ps", "--dir", dir)
+	if code != 0 || !strings.Contains(out, pid) || !strings.Contains(out, "/p/a.bpf.o") || strings.Count(out, "\n") != 2 {
+		t.Fatalf("ps: %d %q %q", code, out, errs)
+	}
+	code, out, _ = ctlCLI("stats", "--dir", dir, pid)
+	if code != 0 || !strings.Contains(out, "7 calls, 7 ran the policy, 5 applied, 2 rejected") {
+		t.Fatalf("stats: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "list", "--dir", dir, pid)
+	if code != 0 || !strings.Contains(out, "hits") {
+		t.Fatalf("map list: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "dump", "--dir", dir, pid, "hits")
+	if code != 0 || !strings.Contains(out, "41") {
+		t.Fatalf("map dump: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "update", "--dir", dir, pid, "hits", "1", "42")
+	if code != 0 || !strings.Contains(out, "hits[01000000] = 2a00000000000000") {
+		t.Fatalf("map update: %d %q", code, out)
+	}
+	code, _, errs = ctlCLI("map", "update", "--dir", dir, pid, "hits", "zz", "42")
+	if code != exitUsage || !strings.Contains(errs, "hex") {
+		t.Fatalf("bad key: %d %q", code, errs)
+	}
+}
+
+func TestControlErrors(t *testing.T) {
+	dir, _ := startFake(t)
+	ln, _ := net.ListenUnix("unix", &net.UnixAddr{Name: control.SocketPath(dir, 7), Net: "unix"})
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"stats", "--dir", dir, "424242"}, exitFailure, "no control socket"},
+		{[]string{"stats", "--dir", dir, "7"}, exitFailure, "the process is gone"},
+		{[]string{"stats", "--dir", dir, "abc"}, exitUsage, "not a process id"},
+		{[]string{"stats", "--dir", dir}, exitUsage, "want one PID"},
+		{[]string{"reload", "--dir", dir, itoa(os.Getpid())}, exitUsage, "want PID|--all and OBJ"},
+		{[]string{"map", "frob", "--dir", dir, itoa(os.Getpid())}, exitUsage, "unknown map verb"},
+	} {
+		code, _, errs := ctlCLI(tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}
+
+func TestReloadVerifiesLocallyFirst(t *testing.T) {
+	dir, f := startFake(t)
+	pid := itoa(os.Getpid())
+	code, _, errs := ctlCLI("reload", "--dir", dir, pid, filepath.Join("..", "..", "nccl", "testdata", "unsafe_oob.bpf.o"))
+	if code != exitFailure || !strings.Contains(errs, "rejected") || !strings.Contains(errs, "nothing was sent") {
+		t.Fatalf("bad object: %d %q", code, errs)
+	}
+	if len(f.reqs) != 0 {
+		t.Fatalf("a request was sent for an object that fails verification: %+v", f.reqs)
+	}
+	code, out, errs := ctlCLI("reload", "--dir", dir, "--all", "--at-seq", "+50", filepath.Join("..", "..", "testhost", "reload_b.bpf.o"))
+	if code != 0 || !strings.Contains(out, "armed: communicators switch at call 150") {
+		t.Fatalf("reload --all --at-seq +50: %d %q %q", code, out, errs)
+	}
+	last := f.reqs[len(f.reqs)-1]
+	if last.Op != control.OpReload || len(last.Object) == 0 || last.AtSeq == nil || *last.AtSeq != 150 {
+		t.Fatalf("sent %+v", last)
+	}
+	code, out, _ = ctlCLI("reload", "--dir", dir, "--rollback", pid)
+	if code != 0 || f.reqs[len(f.reqs)-1].Op != control.OpRollback || !strings.Contains(out, "tuner=reload_b") {
+		t.Fatalf("rollback: %d %q", code, out)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
