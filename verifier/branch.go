@@ -77,7 +77,7 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 	}
 	switch {
 	case okT && okF:
-		fork := st.clone()
+		fork := ck.fork(st)
 		apply(fork, t)
 		apply(st, f)
 		return fall, fork, target, nil
@@ -274,7 +274,7 @@ func (ck *checker) ptrBranch(st *state, pc int, ins asm.Instruction, a, b value,
 		}
 		return target, nil, 0, nil
 	}
-	null := st.clone()
+	null := ck.fork(st)
 	ck.setNull(null, p, true)
 	ck.setNull(st, p, false)
 	if op == asm.JumpEq {
@@ -339,7 +339,7 @@ func (ck *checker) regionBranch(st *state, ins asm.Instruction, a, b value, targ
 	}
 	switch {
 	case okT && okF:
-		fork := st.clone()
+		fork := ck.fork(st)
 		apply(fork, t)
 		apply(st, f)
 		return fall, fork, target, nil

@@ -31,9 +31,12 @@ type checker struct {
 	subs     []subprog
 	live     []regSet // registers live at entry of pc
 
-	seen     [][]*visited
-	visits   int
-	stored   int
+	seen   [][]*visited
+	visits int
+	stored int
+	// free holds states that no path, queue or stored state refers to any
+	// more (joined away in the merged pass), for fork to reuse.
+	free     []*state
 	nextID   uint32
 	ids      idMap
 	warnings []*Error
@@ -347,4 +350,15 @@ func (ck *checker) checkStackBudget() *Error {
 		return ck.errorf(StackBudget, max(at, 0), "the frames of one call chain use %d bytes of stack in total; at most %d are allowed", total, ck.maxStack)
 	}
 	return nil
+}
+
+// fork returns a clone of st for the other side of a branch, reusing a
+// recycled state when there is one.
+func (ck *checker) fork(st *state) *state {
+	if n := len(ck.free); n > 0 {
+		r := ck.free[n-1]
+		ck.free = ck.free[:n-1]
+		return st.cloneInto(r)
+	}
+	return st.clone()
 }

@@ -157,8 +157,18 @@ func (j *joiner) joinValue(a, b value) value {
 	return r
 }
 
-func (j *joiner) joinStack(a, b *stack) stack {
+// joinStack returns a stack covering a and b. With inPlace (the result
+// replaces a, whose vals no other stack shares) the result's spilled
+// values are written over a's: the k-th slot spilled on both sides has a
+// rank of at least k in a, so each of a's values is read before its place
+// is written.
+func (j *joiner) joinStack(a, b *stack, inPlace bool) stack {
 	var r stack
+	if inPlace && !a.shared {
+		r.vals = a.vals[:0]
+	} else if n := bits.OnesCount64(a.spill & b.spill); n > 0 {
+		r.vals = make([]value, 0, n) // slots join only where both spilled
+	}
 	for w := range r.init {
 		r.init[w] = a.init[w] & b.init[w]
 	}
@@ -215,7 +225,7 @@ func (ck *checker) join(a, b *state, widen bool) *state {
 		for reg := range fa.regs {
 			r.frames[fi].regs[reg] = j.joinValue(fa.regs[reg], fb.regs[reg])
 		}
-		r.frames[fi].stk = j.joinStack(&fa.stk, &fb.stk)
+		r.frames[fi].stk = j.joinStack(&fa.stk, &fb.stk, false)
 	}
 	// pending records must correspond one to one
 	for i := range a.refs {
@@ -231,4 +241,30 @@ func (ck *checker) join(a, b *state, widen bool) *state {
 		}
 	}
 	return r
+}
+
+// joinInto is join without allocating a state: a becomes the join of a
+// and b, which must be the only reference to a. It does nothing and
+// returns false where join could fail (different call chains, pending
+// ringbuf records), so that a is never left half joined.
+func (ck *checker) joinInto(a, b *state) bool {
+	if len(a.frames) != len(b.frames) || len(a.refs) != 0 || len(b.refs) != 0 {
+		return false
+	}
+	for fi := range a.frames {
+		if a.frames[fi].callsite != b.frames[fi].callsite {
+			return false
+		}
+	}
+	j := &joiner{ck: ck}
+	for fi := range a.frames {
+		fa, fb := &a.frames[fi], &b.frames[fi]
+		// each register and slot is read before it is overwritten, and
+		// ids are paired by the values read, so this equals join(a, b)
+		for reg := range fa.regs {
+			fa.regs[reg] = j.joinValue(fa.regs[reg], fb.regs[reg])
+		}
+		fa.stk = j.joinStack(&fa.stk, &fb.stk, true)
+	}
+	return true
 }

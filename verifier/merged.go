@@ -48,7 +48,15 @@ type mergeQueue struct {
 func (q *mergeQueue) push(pc int, st *state, back bool) {
 	list, queued := q.at[pc]
 	for i := range list {
+		// a waiting state belongs to the queue alone (forks are clones,
+		// checkpoints store clean copies), so it can become the join
+		if q.ck.joinInto(list[i].st, st) {
+			list[i].back = list[i].back || back
+			q.ck.free = append(q.ck.free, st) // joined away: reusable
+			return
+		}
 		if js := q.ck.join(list[i].st, st, false); js != nil {
+			q.ck.free = append(q.ck.free, list[i].st, st)
 			list[i] = pending{js, list[i].back || back}
 			return
 		}

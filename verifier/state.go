@@ -100,8 +100,14 @@ type state struct {
 func (st *state) top() *frame { return &st.frames[len(st.frames)-1] }
 
 func (st *state) clone() *state {
-	n := &state{frames: make([]frame, len(st.frames))}
-	copy(n.frames, st.frames)
+	return st.cloneInto(&state{frames: make([]frame, len(st.frames))})
+}
+
+// cloneInto makes n (a new or recycled state that nothing else refers to)
+// a clone of st and returns it.
+func (st *state) cloneInto(n *state) *state {
+	n.frames = append(n.frames[:0], st.frames...)
+	n.refs = nil
 	for i := range n.frames {
 		if n.frames[i].stk.vals != nil {
 			n.frames[i].stk.shared = true
