@@ -188,6 +188,29 @@ func TestProfilerMaskFromBundle(t *testing.T) {
 	}
 }
 
+// TestProfilerReportsPolicyLoad: a job that loads libncclbpf.so only as its
+// profiler (no tuner init) still gets exactly one warning through NCCL's
+// logger when the policy does not load, and none when it does; init
+// succeeds either way.
+func TestProfilerReportsPolicyLoad(t *testing.T) {
+	profArtifacts(t)
+	root := profRoot(t)
+	for _, c := range []struct {
+		policy string
+		warns  string
+	}{
+		{filepath.Join(t.TempDir(), "missing.bpf.o"), "1"},
+		{filepath.Join(root, "nccl", "testdata", "unsafe_write.bpf.o"), "1"},
+		{filepath.Join(root, "policies", "latency_stats", "latency_stats.bpf.o"), "0"},
+		{"none", "0"},
+	} {
+		out, _ := profHost(t, []string{"NCCLBPF_POLICY=" + c.policy}, 0, "loadwarn", profArt.lib)
+		if !strings.Contains(out, "loadwarn: "+c.warns+" warnings") {
+			t.Errorf("NCCLBPF_POLICY=%s: want %s warnings:\n%s", filepath.Base(c.policy), c.warns, out)
+		}
+	}
+}
+
 var profConvRe = regexp.MustCompile(`after (\d+) bucket calls, again (\d+) calls after the slowdown`)
 
 // checkLoop checks the closed-loop report: every size bucket converges and

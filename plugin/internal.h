@@ -59,6 +59,9 @@ struct nb_comm {
 void nb_register(struct nb_comm *c) NB_HIDDEN;
 void nb_unregister(struct nb_comm *c) NB_HIDDEN;
 int nb_load_status(void) NB_HIDDEN; /* tuner.c: ncclbpf_tuner_stats.load_status */
+/* tuner.c: loads the policy if needed and reports the outcome through log (NULL: nothing), once per
+ * process; called by the profiler's init (profiler.c declares it weak). */
+void ncclbpf_report_load(nb_logger_t log);
 
 /* nb_enter/nb_leave bracket every call into published code (see slot.c for the protocol). */
 static inline uint64_t nb_enter(struct nb_comm *c) {

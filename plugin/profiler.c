@@ -817,12 +817,16 @@ static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi
  * before the tuner, so the profiler asks for that load first: its programs decide the event mask.
  * Weak, so that the profiler also builds and runs without the tuner side (tests). */
 extern void ncclbpf_ensure_loaded(void) __attribute__((weak));
+/* ... and reports its outcome (one warning if it failed) through NCCL's logger, once per process, so
+ * that a job that uses libncclbpf.so only as its profiler also hears about a policy that did not load. */
+extern void ncclbpf_report_load(nbp_logger_t log) __attribute__((weak));
 
 static nbp_result_t init_common(void **context, int version, uint64_t comm_id, int *mask, int nranks, int rank,
                                 nbp_logger_t log) {
 	if (!context) return NBP_INTERNAL_ERROR;
 	*context = NULL;
 	if (ncclbpf_ensure_loaded) ncclbpf_ensure_loaded();
+	if (log && ncclbpf_report_load) ncclbpf_report_load(log);
 	struct pctx *pc = calloc(1, sizeof(*pc));
 	if (!pc) return NBP_INTERNAL_ERROR;
 	pc->version = version;

@@ -126,17 +126,30 @@ static void nb_printk(void *ctx, const char *line, uint32_t len) {
 
 uintptr_t ncclbpf_printk_sink(void) { return (uintptr_t)nb_printk; }
 
-static void nb_ensure_loaded(nb_logger_t log) {
-	nb_logger_t none = NULL;
-	if (log)
-		atomic_compare_exchange_strong(&nb_first_log, &none, log);
-	pthread_once(&nb_load_once, nb_do_load);
+/* The outcome of the policy load, through NCCL's logger, once per process (by whichever init with a
+ * logger comes first: the profiler's runs before the tuner's). */
+static void nb_report_load(nb_logger_t log) {
 	if (atomic_exchange(&nb_load_reported, 1) == 0) {
 		if (nb_load_rc < 0)
 			nb_log(log, NB_LOG_WARN, NB_SUBSYS_INIT | NB_SUBSYS_TUNING, __LINE__, nb_load_msg);
 		else
 			nb_log(log, NB_LOG_INFO, NB_SUBSYS_INIT | NB_SUBSYS_TUNING, __LINE__, nb_load_msg);
 	}
+}
+
+static void nb_ensure_loaded(nb_logger_t log) {
+	nb_logger_t none = NULL;
+	if (log)
+		atomic_compare_exchange_strong(&nb_first_log, &none, log);
+	pthread_once(&nb_load_once, nb_do_load);
+	nb_report_load(log);
+}
+
+void ncclbpf_report_load(nb_logger_t log) {
+	if (log == NULL)
+		return; /* profiler ABI v1-v3 give no logger: leave the report to a later init */
+	pthread_once(&nb_load_once, nb_do_load);
+	nb_report_load(log);
 }
 
 const char *ncclbpf_load_message(void) { return nb_load_msg; }

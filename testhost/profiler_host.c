@@ -25,6 +25,8 @@
  *                                     policy (NCCLBPF_POLICY) or, with "native", the C version of it
  *   profiler_host bench LIB [native]  ns per profiler event, with latency_stats: the bundle's
  *                                     (skipped with "native"), the native C version, no program
+ *   profiler_host loadwarn LIB        the library as NCCL's profiler only: the outcome of the policy
+ *                                     load reaches NCCL's logger once (v5 init), never fails init
  *   profiler_host ranks LIB native|ebpf N NOISE
  *                                     N ranks in separate processes run the closed loop with
  *                                     independent +-NOISE % measurement noise: counts the calls
@@ -1172,6 +1174,34 @@ static int run_bench(const char *lib, int native) {
 	return failures ? 1 : 0;
 }
 
+/* ---- scenario: loadwarn ------------------------------------------------------------------------ */
+
+static _Atomic int lw_warn, lw_info;
+static void lw_log(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+	(void)flags, (void)file, (void)line, (void)fmt;
+	if (level == 2) atomic_fetch_add(&lw_warn, 1);
+	else atomic_fetch_add(&lw_info, 1);
+}
+
+/* loadwarn: the library used only as NCCL's profiler (no tuner init), with the policy named by
+ * NCCLBPF_POLICY: v1 (no logger) then three v5 communicators. Prints the warnings NCCL's logger
+ * received; the caller judges (a policy that did not load: exactly one). Init always succeeds. */
+static int run_loadwarn(const char *lib) {
+	struct plug p1, p5;
+	if (plug_open(&p1, lib, 1) != 0 || plug_open(&p5, lib, 5) != 0) return 2;
+	int mask = 0;
+	void *ctx[4] = {0};
+	CHECK(((const nbp_profiler_v1_t *)p1.sym)->init(&ctx[0], &mask) == 0 && ctx[0], "v1 init failed");
+	for (int i = 1; i < 4; i++)
+		CHECK(((const nbp_profiler_v6_t *)p5.sym)->init(&ctx[i], 0x7000 + (uint64_t)i, &mask, "comm", 1, 2, 0, lw_log) == 0 &&
+		          ctx[i],
+		      "v5 init %d failed", i);
+	p1.finalize(ctx[0]);
+	for (int i = 1; i < 4; i++) p5.finalize(ctx[i]);
+	printf("loadwarn: %d warnings, %d other messages, mask %#x\n", atomic_load(&lw_warn), atomic_load(&lw_info), mask);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: %s events|mask|nokch|loop|bench LIB [native|ebpf]\n"
@@ -1198,6 +1228,8 @@ int main(int argc, char **argv) {
 		rc = run_ranks(argv[2], native, argc > 4 ? atoi(argv[4]) : 2, argc > 5 ? atoi(argv[5]) : 5);
 	else if (!strcmp(argv[1], "bench"))
 		rc = run_bench(argv[2], native);
+	else if (!strcmp(argv[1], "loadwarn"))
+		rc = run_loadwarn(argv[2]);
 	else {
 		fprintf(stderr, "unknown scenario %s\n", argv[1]);
 		return 2;
