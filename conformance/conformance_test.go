@@ -390,3 +390,11 @@ func TestNativeRunsOnlyWhatInterpreterRuns(t *testing.T) {
 		t.Errorf("a program that runs on the interpreter must run natively: %+v", r)
 	}
 }
+
+// A failure with a detail of several lines reads as one indented block.
+func TestResultStringMultiline(t *testing.T) {
+	r := conformance.Result{Name: "x.data", Detail: "assemble: line 2: bad\nline 3: worse\n"}
+	if got, want := r.String(), "FAIL x.data: assemble: line 2: bad\n    line 3: worse"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}

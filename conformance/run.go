@@ -35,7 +35,8 @@ func (r Result) String() string {
 	if r.Passed {
 		return "PASS " + r.Name
 	}
-	return "FAIL " + r.Name + ": " + r.Detail
+	// a detail of several lines (assembler errors) stays one indented block
+	return "FAIL " + r.Name + ": " + strings.ReplaceAll(strings.TrimRight(r.Detail, "\n"), "\n", "\n    ")
 }
 
 // Run assembles t, compiles it with engine (helper table: Helpers), runs it
