@@ -82,6 +82,8 @@ func TestMalformedRequests(t *testing.T) {
 		{`{"op":"reload","object":"!!notbase64"}`, "bad request"},
 		{`{"op":"reload","object":"AAAA","at_seq":-1}`, "bad request"},
 		{`{"op":"stats","timeout_ms":-5}`, "negative"},
+		{`{"op":"stats","sample_ms":-1}`, "sample_ms"},
+		{`{"op":"stats","sample_ms":600000}`, "sample_ms"},
 		{`{"op":"map_dump","map":"panic"}`, "internal error: handler bug"},
 		{"{\"op\":\"info\"}\x00", "bad request"},
 	} {

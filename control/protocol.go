@@ -50,6 +50,9 @@ type Request struct {
 	AtSeq *uint64 `json:"at_seq,omitempty"`
 	// TimeoutMS bounds the wait for every communicator to reach AtSeq.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// SampleMS, with OpStats, first measures the cost of each hook's
+	// program for that long (at most 60000): Stats.Cost.
+	SampleMS int64 `json:"sample_ms,omitempty"`
 }
 
 // Response is the line the server answers with.
@@ -86,6 +89,18 @@ type Stats struct {
 	Tuner    TunerStats    `json:"tuner"`
 	Profiler ProfilerStats `json:"profiler"`
 	Reload   ReloadStats   `json:"reload"`
+	// Cost is filled when the request asked for a sampling window.
+	Cost []HookCost `json:"cost,omitempty"`
+}
+
+// HookCost is the measured cost of one hook's program: one call in 64 per
+// thread timed with the TSC during the window.
+type HookCost struct {
+	Hook     string  `json:"hook"`
+	Samples  uint64  `json:"samples"`
+	MeanNS   float64 `json:"mean_ns"`
+	MaxNS    float64 `json:"max_ns"`
+	WindowMS int64   `json:"window_ms"`
 }
 
 // TunerStats are the tuner shim's counters, over all communicators.

@@ -331,5 +331,8 @@ func ParseRequest(line []byte) (*Request, error) {
 	if req.TimeoutMS < 0 {
 		return nil, errors.New("bad request: negative timeout_ms")
 	}
+	if req.SampleMS < 0 || req.SampleMS > 60000 {
+		return nil, errors.New("bad request: sample_ms must be within 0..60000")
+	}
 	return &req, nil
 }

@@ -145,6 +145,15 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	if st.Tuner.SeqMin <= at || st.Reload.ForcedActivations != 0 || st.Reload.LiveBundles != 1 {
 		t.Fatalf("after activation: %+v", st)
 	}
+	// Cost sampling: the tuner program is timed for a window, then put back.
+	st = mustCall(&control.Request{Op: control.OpStats, SampleMS: 300}).Stats
+	if len(st.Cost) != 1 || st.Cost[0].Hook != "tuner" || st.Cost[0].Samples == 0 || st.Cost[0].MeanNS <= 0 ||
+		st.Cost[0].MaxNS < st.Cost[0].MeanNS {
+		t.Fatalf("cost: %+v", st.Cost)
+	}
+	if info := mustCall(&control.Request{Op: control.OpInfo}).Info; info.Attached != "tuner=reload_a" {
+		t.Fatalf("after sampling: %+v", info)
+	}
 	// rollback goes back to B.
 	r = mustCall(&control.Request{Op: control.OpRollback}).Reload
 	if r.Attached != "tuner=reload_b" {

@@ -88,7 +88,16 @@ func handleControl(req *control.Request) *control.Response {
 		info := currentInfo()
 		return &control.Response{Info: &info}
 	case control.OpStats:
+		var cost []control.HookCost
+		if req.SampleMS > 0 {
+			c, err := sampleCost(time.Duration(req.SampleMS) * time.Millisecond)
+			if err != nil {
+				return &control.Response{Error: "cost sampling: " + err.Error()}
+			}
+			cost = c
+		}
 		st := currentStats()
+		st.Cost = cost
 		return &control.Response{Stats: &st}
 	case control.OpMaps:
 		return mapList()

@@ -41,4 +41,16 @@ int ncclbpf_reload_armed(int slot);
  */
 int ncclbpf_comms_seq_range(uint64_t *min, uint64_t *max);
 
+/*
+ * Cost sampling (reload_cost.c). Records: 0 tuner, 1 tuner/chunk_size, 2..5 profiler hooks 1..4.
+ * ncclbpf_cost_wrap resets record rec, makes it time calls of entry (a plain program entry, no
+ * flag bits) and returns the trampoline to publish in the slot instead of entry (0 if rec is out
+ * of range or entry is 0). Put entry back and wait for a grace period before the next wrap of the
+ * same record. ncclbpf_cost_read returns the sampled calls, their TSC cycles and the longest.
+ */
+#define NCCLBPF_COST_RECORDS 6
+uintptr_t ncclbpf_cost_wrap(int rec, uintptr_t entry);
+void ncclbpf_cost_read(int rec, uint64_t *samples, uint64_t *cycles, uint64_t *max_cycles);
+uint64_t ncclbpf_rdtsc(void);
+
 #endif /* NCCLBPF_RELOAD_H */

@@ -23,8 +23,11 @@ summed on request) and from the reload machinery of the process:
              per-communicator call sequences (for reload --at-seq)
   profiler   program calls per profiler hook, events dropped or forced
   reload     reloads, failures and the last error, publish and grace-period
-             times, bundles alive, what rollback would load`,
-		Examples: []string{"ncclbpf stats 4242", "ncclbpf stats --json 4242"},
+             times, bundles alive, what rollback would load
+  cost       with --cost D: each hook's program wrapped in a timing
+             trampoline for D (1 call in 64 per thread timed), then put back;
+             nothing is timed otherwise`,
+		Examples: []string{"ncclbpf stats 4242", "ncclbpf stats --json 4242", "ncclbpf stats --cost 1s 4242  # also time each hook's program"},
 		Run:      runStats,
 	})
 }
@@ -32,6 +35,7 @@ summed on request) and from the reload machinery of the process:
 func runStats(e *env, args []string) error {
 	fs := e.flags()
 	dir, asJSON := controlFlags(fs)
+	cost := fs.Duration("cost", 0, "first time each hook's program for this long (1 call in 64 per thread)")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err
@@ -43,7 +47,10 @@ func runStats(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := call(*dir, pid, &control.Request{Op: control.OpStats})
+	if *cost < 0 || *cost > time.Minute {
+		return usageErrorf("--cost %v: want up to 1m", *cost)
+	}
+	resp, err := call(*dir, pid, &control.Request{Op: control.OpStats, SampleMS: cost.Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -98,6 +105,12 @@ func runStats(e *env, args []string) error {
 	}
 	if r.LastError != "" {
 		fmt.Fprintf(tw, "  last error\t%s\n", r.LastError)
+	}
+	for i, c := range st.Cost {
+		if i == 0 {
+			fmt.Fprintf(tw, "cost\tsampled over %dms, 1 call in 64 per thread\n", c.WindowMS)
+		}
+		fmt.Fprintf(tw, "  %s\t%d samples, mean %.1f ns, max %.1f ns\n", c.Hook, c.Samples, c.MeanNS, c.MaxNS)
 	}
 	return tw.Flush()
 }
