@@ -37,8 +37,8 @@ func openObject(r io.ReaderAt) (*objectFile, error) {
 	f, err := elf.NewFile(r)
 	if err != nil {
 		var magic [4]byte
-		switch n, _ := r.ReadAt(magic[:], 0); {
-		case n == 0:
+		switch n, rerr := r.ReadAt(magic[:], 0); {
+		case n == 0 && rerr == io.EOF:
 			return nil, fmt.Errorf("empty file, not an ELF object: %w", err)
 		case n == len(magic) && string(magic[:]) == elf.ELFMAG:
 			return nil, fmt.Errorf("damaged ELF object (truncated, or its headers are corrupt): %w", err)

@@ -289,4 +289,8 @@ func TestNotELFMessages(t *testing.T) {
 			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
 		}
 	}
+	// a folder is not an empty file
+	if _, err := loader.LoadFile(t.TempDir()); err == nil || strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("folder: error %v, want one saying it is a directory", err)
+	}
 }

@@ -193,8 +193,8 @@ func TestConformanceCorpus(t *testing.T) {
 }
 
 // TestBadInputFiles: every command that reads a file answers a missing,
-// empty, random or truncated one with a clear error naming it and exit
-// status 1, never a panic.
+// empty, random or truncated one (or a folder without tests) with a clear
+// error naming it and exit status 1, never a panic.
 func TestBadInputFiles(t *testing.T) {
 	dir := t.TempDir()
 	obj, err := os.ReadFile(filepath.Join("..", "..", "testdata", "loader", "policy.o"))
@@ -208,6 +208,10 @@ func TestBadInputFiles(t *testing.T) {
 		"empty":   writeFile(t, dir, "empty.o", ""),
 		"random":  writeFile(t, dir, "random.o", string(junk)),
 		"trunc":   writeFile(t, dir, "trunc.o", string(obj[:300])),
+		"folder":  filepath.Join(dir, "empty-folder"),
+	}
+	if err := os.Mkdir(files["folder"], 0o755); err != nil {
+		t.Fatal(err)
 	}
 	for _, cmd := range []string{"disasm", "verify", "run", "conformance", "asm"} {
 		for kind, path := range files {
