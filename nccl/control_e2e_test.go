@@ -166,3 +166,74 @@ func TestControlSocketEndToEnd(t *testing.T) {
 		t.Fatalf("dial after the process died: %v", err)
 	}
 }
+
+// TestWatchReload: NCCLBPF_WATCH=1 reloads the policy file when a new one
+// is put in place the way Kubernetes updates a ConfigMap volume (the file
+// is a symlink through "..data", and ..data is swapped by rename); an
+// unverifiable file changes nothing.
+func TestWatchReload(t *testing.T) {
+	bin := reloadHammer(t)
+	root := repoRoot(t)
+	base := t.TempDir()
+	dir := filepath.Join(base, "ctl")
+	put := func(src, version string) {
+		t.Helper()
+		vdir := filepath.Join(base, version)
+		if err := os.Mkdir(vdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(filepath.Join(root, src))
+		if err := os.WriteFile(filepath.Join(vdir, "policy.bpf.o"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(base, "..data_tmp")
+		os.Remove(tmp)
+		if err := os.Symlink(version, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(base, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("testhost/reload_a.bpf.o", "v1")
+	if err := os.Symlink("..data/policy.bpf.o", filepath.Join(base, "policy.bpf.o")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", art.lib, "60")
+	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(base, "policy.bpf.o"), "NCCLBPF_CONTROL_DIR="+dir,
+		"NCCLBPF_WATCH=1", "NCCLBPF_WATCH_INTERVAL=50ms")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	attached := func() string {
+		cl, err := control.DialPID(dir, cmd.Process.Pid)
+		if err != nil {
+			return ""
+		}
+		defer cl.Close()
+		resp, err := cl.Call(&control.Request{Op: control.OpInfo})
+		if err != nil {
+			return ""
+		}
+		return resp.Info.Attached
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); attached() != want; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("attached = %q, want %q", attached(), want)
+			}
+		}
+	}
+	waitFor("tuner=reload_a")
+	put("testhost/reload_b.bpf.o", "v2")
+	waitFor("tuner=reload_b")
+	put("nccl/testdata/unsafe_oob.bpf.o", "v3")
+	time.Sleep(500 * time.Millisecond)
+	if got := attached(); got != "tuner=reload_b" {
+		t.Fatalf("an unverifiable file replaced the policy: %q", got)
+	}
+	put("testhost/reload_a.bpf.o", "v4")
+	waitFor("tuner=reload_a")
+}

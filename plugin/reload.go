@@ -111,7 +111,8 @@ type reloadRequest struct {
 	Name    string // for messages and `ncclbpf ps`
 	Object  []byte // ELF bytes
 	Vars    []bundle.Var
-	AtSeq   *uint64       // nil: at once
+	Data    map[string][]byte // whole globals (the rules table), as bundle.Options.Data
+	AtSeq   *uint64           // nil: at once
 	Timeout time.Duration // at-seq activation limit (0: 5 minutes)
 }
 
@@ -175,7 +176,7 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 		reuse = old.Maps
 	}
 	t0 := time.Now()
-	b, err := bundle.Load(req.Object, bundle.Options{Name: req.Name, RequireNative: true, Vars: req.Vars, Reuse: reuse})
+	b, err := bundle.Load(req.Object, bundle.Options{Name: req.Name, RequireNative: true, Vars: req.Vars, Data: req.Data, Reuse: reuse})
 	if err != nil {
 		return res, err
 	}

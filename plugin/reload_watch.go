@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/ncclbpf/ncclbpf/bundle"
+	"github.com/ncclbpf/ncclbpf/nccl"
+)
+
+// File-watch reload: with NCCLBPF_WATCH=1 the configured policy file
+// (NCCLBPF_POLICY, a path) is checked every NCCLBPF_WATCH_INTERVAL (default
+// 1s). When what the path names has changed — a new inode (a file renamed
+// into place, or a symlink swapped, as Kubernetes updates ConfigMap volumes),
+// or a new size or modification time — and has stayed the same for one more
+// interval (no half-written file is read), and its bytes differ from the
+// running object, it is reloaded with the configuration of the first load
+// (NCCLBPF_POLICY_CONFIG, NCCLBPF_RULES_FILE). A failing object changes
+// nothing; the failure is counted in the stats and printed on stderr once
+// per version of the file.
+
+// EnvWatch and EnvWatchInterval configure file-watch reload.
+const (
+	envWatch         = "NCCLBPF_WATCH"
+	envWatchInterval = "NCCLBPF_WATCH_INTERVAL"
+)
+
+type fileStamp struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64
+}
+
+func stampOf(path string) (fileStamp, bool) {
+	fi, err := os.Stat(path) // follows symlinks: a swapped ..data link shows as a new inode
+	if err != nil {
+		return fileStamp{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}, true
+	}
+	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}, true
+}
+
+func init() {
+	if cGetenv(envWatch) != "1" {
+		return
+	}
+	go watchPolicy()
+}
+
+func watchPolicy() {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "ncclbpf: policy watch stopped: internal error: %v\n", r)
+		}
+	}()
+	cfg, err := nccl.ConfigFromEnv(cGetenv)
+	if err != nil || cfg.Policy == "" || cfg.Builtin() != "" {
+		fmt.Fprintf(os.Stderr, "ncclbpf: %s=1 needs %s to name a file; not watching\n", envWatch, nccl.EnvPolicy)
+		return
+	}
+	interval := time.Second
+	if v := cGetenv(envWatchInterval); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d >= 10*time.Millisecond {
+			interval = d
+		}
+	}
+	req := reloadRequest{Name: cfg.Policy}
+	for _, v := range cfg.Vars {
+		req.Vars = append(req.Vars, bundle.Var{Name: v.Name, Value: v.Value})
+	}
+	if cfg.RulesFile != "" {
+		rules, err := nccl.ParseRulesFile(cfg.RulesFile)
+		if err == nil {
+			var table []byte
+			if table, err = nccl.RulesTable(rules); err == nil {
+				req.Data = map[string][]byte{nccl.RulesVar: table}
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %s: %v; not watching\n", nccl.EnvRulesFile, err)
+			return
+		}
+	}
+	last, _ := stampOf(cfg.Policy)
+	var seen fileStamp // a changed stamp waiting to settle
+	var failed fileStamp
+	for {
+		time.Sleep(interval)
+		cur, ok := stampOf(cfg.Policy)
+		if !ok || cur == last {
+			seen = fileStamp{}
+			continue
+		}
+		if cur != seen {
+			seen = cur // changed: wait one more interval for it to settle
+			continue
+		}
+		obj, err := os.ReadFile(cfg.Policy)
+		if err != nil {
+			continue
+		}
+		stateMu.Lock()
+		same := bytes.Equal(obj, running.obj)
+		stateMu.Unlock()
+		last = cur
+		if same {
+			continue
+		}
+		r := req
+		r.Object = obj
+		if _, err := reloadPolicy(r); err != nil {
+			if err == errReloadBusy {
+				last = fileStamp{} // try again next time
+				continue
+			}
+			if cur != failed {
+				fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %v\n", err)
+				failed = cur
+			}
+		}
+	}
+}
