@@ -113,7 +113,7 @@ type reloadRequest struct {
 	Vars    []bundle.Var
 	Data    map[string][]byte // whole globals (the rules table), as bundle.Options.Data
 	AtSeq   *uint64           // nil: at once
-	Timeout time.Duration // at-seq activation limit (0: 5 minutes)
+	Timeout time.Duration     // at-seq activation limit (0: 5 minutes)
 }
 
 // reloadResult describes a successful reload.
