@@ -226,7 +226,7 @@ func TestPluginBadPolicy(t *testing.T) {
 		"unknown section":                         {"NCCLBPF_POLICY=" + testdata(t, "wrong_hook.bpf.o")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			for _, v := range []string{"5", "6", "4"} {
+			for _, v := range []string{"5", "6", "4", "3"} {
 				out := host(t, env, script.String(), "run", art.lib, v)
 				for i, r := range parseResults(t, out) {
 					for k, bits := range r.table {
@@ -244,6 +244,14 @@ func TestPluginBadPolicy(t *testing.T) {
 				if s := lineWith(out, "stats"); len(s) != 6 || s[5] != "-1" {
 					t.Errorf("v%s: stats %v, want load status -1", v, s)
 				}
+			}
+			// tuner v2 (no cost table): algorithm, protocol and channels untouched
+			out := host(t, env, "init 0 100 8 1 1 8 8\ncall2 0 4 4194304 0 0 1\ncall2 0 4 1024 1 1 1\nwarns\n", "run", art.lib, "2")
+			if strings.Count(out, "res2 -1 -1 0\n") != 2 {
+				t.Errorf("v2: decisions applied:\n%s", out)
+			}
+			if w := lineWith(out, "warns"); len(w) != 1 || w[0] != "1" {
+				t.Errorf("v2: warnings %v, want exactly 1", w)
 			}
 		})
 	}
