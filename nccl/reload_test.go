@@ -98,3 +98,29 @@ func TestReloadAtSeqSwitchesAllRanksTogether(t *testing.T) {
 		t.Errorf("pending_after_arm = %s: the slow ranks had not reached the sequence, the switch must wait for them", kv["pending_after_arm"])
 	}
 }
+
+// TestReloadHammerSanitized runs a short hammer with the host built with
+// AddressSanitizer, UBSan and LeakSanitizer (the Go library itself is not
+// instrumented; its C parts' allocations are seen by LeakSanitizer through
+// malloc). The host unloads the policy at the end, so any leak report fails.
+func TestReloadHammerSanitized(t *testing.T) {
+	reloadHammer(t)
+	bin := filepath.Join(art.dir, "reload_hammer_asan")
+	cmd := exec.Command("gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-Wall",
+		"-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread", "-I", "include", "-o", bin,
+		"testhost/reload_hammer.c", "-ldl")
+	cmd.Dir = repoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("no sanitizer build here: %v\n%s", err, out)
+	}
+	a, b, bad := "testhost/reload_a.bpf.o", "testhost/reload_b.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	run := exec.Command(bin, "hammer", art.lib, a, b, bad)
+	run.Dir = repoRoot(t)
+	run.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY="+a, "NCCLBPF_HAMMER_THREADS=4",
+		"NCCLBPF_HAMMER_CALLS=5000", "NCCLBPF_HAMMER_RELOADS=15", "ASAN_OPTIONS=detect_leaks=1:halt_on_error=1",
+		"UBSAN_OPTIONS=halt_on_error=1")
+	out, err := run.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PASS") || strings.Contains(string(out), "Sanitizer") {
+		t.Fatalf("sanitized hammer: %v\n%s", err, out)
+	}
+}
