@@ -196,6 +196,7 @@ func (m *Map) Ref() vm.MapRef {
 		if r.ArrayBase != 0 {
 			r.ArrayStride = uint32(C.nbpf_map_value_stride(m.c))
 		}
+		r.Frozen = C.nbpf_map_frozen(m.c) != 0
 	}
 	return r
 }

@@ -77,6 +77,12 @@ type MapRef struct {
 	// BPF_F_RDONLY_PROG, as libbpf sets for .rodata). The interpreter
 	// traps stores and atomics to them.
 	ReadOnly bool
+	// Frozen says the control plane can no longer change the map's
+	// contents (libbpf freezes .rodata; freezing is one-way). Together with
+	// ReadOnly (programs cannot write either) the contents never change
+	// after the program is compiled, and engines may read them at compile
+	// time (the JIT folds loads of .rodata tunables into constants).
+	Frozen bool
 }
 
 // Helper is one callable helper function.

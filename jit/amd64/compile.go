@@ -67,6 +67,7 @@ func Compile(p *vm.Program) (*Executable, error) {
 	if err := c.analyze(); err != nil {
 		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 	}
+	c.foldConstLoads()
 	c.planFrame()
 	near := c.nearHint()
 	size := c.sizeBound()
@@ -118,6 +119,9 @@ type compiler struct {
 	tableLen   int32   // entries in the callx table (max id + 1), 0 if no callx
 	hasCallx   bool
 	frame      mainFrame // prologue and epilogue of the outermost function
+	folded     []bool    // load at pc reads a frozen map: emit mov foldVal[pc] (nil: none)
+	foldVal    []uint64
+	dropLd     []bool // lddw at pc is dead after folding: emit nothing
 
 	// Emission state.
 	pcOff     []int32 // native offset of each pc (len n+1)

@@ -74,6 +74,14 @@
 // (internal/execmem) reserved near the helpers so that helper calls are
 // direct rel32 calls when in reach (else mov rax, imm64; call rax).
 //
+// Loads from frozen, program-read-only arrays (vm.MapRef.Frozen and
+// ReadOnly: libbpf's .rodata, whose volatile const tunables a policy reads
+// on every call) are read at compile time: "lddw rX, map_value(i)+off"
+// followed, on straight-line code with rX unchanged, by "ldx rY, [rX+k]"
+// inside one value becomes "mov rY, value" (sign-extended for ldxs), and the
+// lddw disappears when nothing else reads rX (constfold.go). A store by an
+// unverified program into such a map is not seen by folded loads.
+//
 // # Differences from the interpreter
 //
 // The JIT runs verified programs and checks nothing the verifier proves:

@@ -6,6 +6,10 @@ import "github.com/ncclbpf/ncclbpf/asm"
 func (c *compiler) load(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	dst, base := regMap[ins.Dst], regMap[ins.Src]
+	if c.folded != nil && c.folded[pc] {
+		c.loadImm(dst, c.foldVal[pc]) // a frozen map's value (see foldConstLoads)
+		return nil
+	}
 	switch ins.Op.Mode() {
 	case asm.ModeMEM:
 		c.loadRM(size, dst, base, int32(ins.Off))
@@ -151,6 +155,9 @@ func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
 		v = uint64(m.ArrayBase) + uint64(off)
 	default:
 		return errAt(pc, ins, "unsupported lddw source %d", ins.Src)
+	}
+	if c.dropLd != nil && c.dropLd[pc] {
+		return nil // only folded loads read it (see foldConstLoads)
 	}
 	c.loadImm(regMap[ins.Dst], v)
 	return nil
