@@ -10,7 +10,10 @@ import (
 	"testing"
 )
 
-// Hot reload through the NCCL-like C host (testhost/reload_hammer.c). The
+// Hot reload through the NCCL-like C host (testhost/reload_hammer.c): tuner
+// calls and profiler events (ncclProfiler_v5 P2p pairs) on 8 threads while
+// the policy is reloaded, alternating reload_pa, reload_pb (tuner and
+// profiler/p2p_end programs) and an unverifiable object. The
 // default sizes keep the run short on a 2-core CI machine; the long run of
 // the acceptance criteria is
 //
@@ -46,7 +49,7 @@ func runHammer(t *testing.T, env []string, args ...string) map[string]string {
 	cmd := exec.Command(reloadHammer(t), args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cleanEnv(), env...)
-	for _, k := range []string{"NCCLBPF_HAMMER_CALLS", "NCCLBPF_HAMMER_RELOADS", "NCCLBPF_HAMMER_THREADS", "NCCLBPF_SYNC_RANKS"} {
+	for _, k := range []string{"NCCLBPF_HAMMER_CALLS", "NCCLBPF_HAMMER_RELOADS", "NCCLBPF_HAMMER_THREADS", "NCCLBPF_HAMMER_PROF_EVERY", "NCCLBPF_SYNC_RANKS"} {
 		if v := os.Getenv(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -72,7 +75,7 @@ func runHammer(t *testing.T, env []string, args ...string) map[string]string {
 
 func TestReloadHammer(t *testing.T) {
 	reloadHammer(t) // builds art.lib
-	a, b, bad := "testhost/reload_a.bpf.o", "testhost/reload_b.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
 	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=" + a}
 	if os.Getenv("NCCLBPF_HAMMER_CALLS") == "" {
 		env = append(env, "NCCLBPF_HAMMER_CALLS=20000", "NCCLBPF_HAMMER_RELOADS=30", "NCCLBPF_HAMMER_THREADS=8")
@@ -80,13 +83,23 @@ func TestReloadHammer(t *testing.T) {
 	kv := runHammer(t, env, "hammer", art.lib, a, b, bad)
 	// The host checks the invariants itself; make sure it saw both policies
 	// and failing reloads, so that the checks had something to check.
-	for _, k := range []string{"decisions_a", "decisions_b", "reloads_ok", "reloads_failed"} {
+	for _, k := range []string{"decisions_a", "decisions_b", "reloads_ok", "reloads_failed", "prof_events", "pev_a", "pev_b"} {
 		if kv[k] == "" || kv[k] == "0" {
 			t.Errorf("%s = %q: the hammer did not exercise it", k, kv[k])
 		}
 	}
 	if kv["bad_decisions"] != "0" {
 		t.Errorf("bad decisions: %s", kv["bad_decisions"])
+	}
+	// The host checked pev_a + pev_b == prof_events == p2p_end calls; check it here too.
+	var ev, pa, pb uint64
+	fmt.Sscan(kv["prof_events"], &ev)
+	fmt.Sscan(kv["pev_a"], &pa)
+	fmt.Sscan(kv["pev_b"], &pb)
+	if pa+pb != ev || kv["prof_p2p_end_calls"] != kv["prof_events"] || kv["prof_forced"] != "0" ||
+		kv["prof_dropped"] != kv["prof_events_refused"] {
+		t.Errorf("profiler events %d, counted A %d + B %d, p2p_end calls %s, dropped %s (host saw %s refused), forced %s",
+			ev, pa, pb, kv["prof_p2p_end_calls"], kv["prof_dropped"], kv["prof_events_refused"], kv["prof_forced"])
 	}
 }
 
@@ -113,7 +126,7 @@ func TestReloadHammerSanitized(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("no sanitizer build here: %v\n%s", err, out)
 	}
-	a, b, bad := "testhost/reload_a.bpf.o", "testhost/reload_b.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
 	run := exec.Command(bin, "hammer", art.lib, a, b, bad)
 	run.Dir = repoRoot(t)
 	run.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY="+a, "NCCLBPF_HAMMER_THREADS=4",

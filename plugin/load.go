@@ -153,22 +153,35 @@ func publishBundle(b *bundle.Bundle) (string, error) {
 	}
 	publish(slotTuner, tw)
 	publish(slotChunkSize, cw)
-	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
-		C.ncclbpf_prof_publish(C.int(id), 0)
-	}
-	for _, p := range b.Programs {
-		cname := C.CString(p.Hook.Name)
-		id := C.ncclbpf_prof_hook_id(cname)
-		C.free(unsafe.Pointer(cname))
-		if id >= 0 {
-			C.ncclbpf_prof_publish(id, C.uintptr_t(p.Entry()))
-		}
-		parts = append(parts, fmt.Sprintf("%s=%s", p.Hook.Name, p.Name))
-	}
-	C.ncclbpf_prof_refresh_mask()
+	parts = append(parts, publishProfiler(b)...)
 	// bpf_printk lines go to NCCL's logger (rate-limited by package maps).
 	maps.SetLogSinkC(uintptr(C.ncclbpf_printk_sink()), 0)
 	current = b
 	sort.Strings(parts)
 	return strings.Join(parts, ", "), nil
+}
+
+// publishProfiler points every profiler slot at b's program for its hook (0
+// where b has none) and refreshes NCCL's activation mask; it returns the
+// "hook=program" parts of every program of b. Each slot is written once,
+// straight from the old entry to the new one: an event that completes
+// during a reload runs either policy's program, never none (emptying all
+// slots first would let such events go uncounted). Caller holds mu.
+func publishProfiler(b *bundle.Bundle) []string {
+	var entries [C.NCCLBPF_PROF_LAST_HOOK + 1]C.uintptr_t
+	var parts []string
+	for _, p := range b.Programs {
+		cname := C.CString(p.Hook.Name)
+		id := C.ncclbpf_prof_hook_id(cname)
+		C.free(unsafe.Pointer(cname))
+		if id >= C.NCCLBPF_PROF_FIRST_HOOK && id <= C.NCCLBPF_PROF_LAST_HOOK {
+			entries[id] = C.uintptr_t(p.Entry())
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", p.Hook.Name, p.Name))
+	}
+	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
+		C.ncclbpf_prof_publish(C.int(id), entries[id])
+	}
+	C.ncclbpf_prof_refresh_mask()
+	return parts
 }

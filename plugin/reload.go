@@ -19,7 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/hook"
@@ -261,20 +260,7 @@ func publishArmed(b *bundle.Bundle, at uint64) (string, error) {
 		C.ncclbpf_reload_finish(C.int(slotChunkSize))
 		return "", errors.New("a switch trampoline is still armed")
 	}
-	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
-		C.ncclbpf_prof_publish(C.int(id), 0)
-	}
-	var parts []string
-	for _, p := range b.Programs {
-		cname := C.CString(p.Hook.Name)
-		id := C.ncclbpf_prof_hook_id(cname)
-		C.free(unsafe.Pointer(cname))
-		if id >= 0 {
-			C.ncclbpf_prof_publish(id, C.uintptr_t(p.Entry()))
-		}
-		parts = append(parts, fmt.Sprintf("%s=%s", p.Hook.Name, p.Name))
-	}
-	C.ncclbpf_prof_refresh_mask()
+	parts := publishProfiler(b)
 	maps.SetLogSinkC(uintptr(C.ncclbpf_printk_sink()), 0)
 	current = b
 	sort.Strings(parts)

@@ -10,6 +10,12 @@
  *       ncclSuccess with a decision wholly of A (Tree/LL, 3 channels) or of B (Ring/Simple, 7).
  *       The map "hits" that both policies define alike must count exactly the decisions each
  *       took (it is carried over by every reload: no update lost). Code memory must not grow.
+ *       Each thread also opens the communicator's profiler context (ncclProfiler_v5) and, every
+ *       PROF_EVERY calls, emits a P2p start/stop pair (a Send, no kernel channels: it completes at
+ *       its stop). The policies' profiler/p2p_end programs (testhost/reload_pa, reload_pb) count
+ *       them in the carried map "pev" (A: key 0, B: key 1): pev[0] + pev[1] and the shim's
+ *       p2p_end call counter must equal the events started; events the shim refused (NULL
+ *       handle) must match its dropped counter, and none may be forced.
  *   reload_hammer sync LIB POLICY_B
  *       NCCLBPF_POLICY=POLICY_A. RANKS threads (simulated ranks, one communicator each) driven at
  *       different speeds; once they run, a reload to B "at seq N" is requested: every rank must
@@ -19,7 +25,7 @@
  *       control plane (ncclbpf ps, stats, map, reload) at.
  *
  * Sizes from the environment: NCCLBPF_HAMMER_THREADS (8), NCCLBPF_HAMMER_CALLS (200000),
- * NCCLBPF_HAMMER_RELOADS (300), NCCLBPF_SYNC_RANKS (4). Output: "key value" lines for the Go test.
+ * NCCLBPF_HAMMER_RELOADS (300), NCCLBPF_HAMMER_PROF_EVERY (1), NCCLBPF_SYNC_RANKS (4). Output: "key value" lines for the Go test.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -34,6 +40,9 @@
 #include <x86intrin.h>
 
 #include "nccl_abi.h"
+#include "../include/ncclbpf_profiler.h"
+#include "../plugin/profiler.h"
+#include "../plugin/profiler_abi.h"
 
 #define FAIL(...)                                                                                                     \
 	do {                                                                                                          \
@@ -56,6 +65,8 @@ static rstats_fn reload_stats;
 static mapu64_fn map_u64;
 static unload_fn unload;
 static pubsum_fn publish_sum;
+static const nbp_profiler_v5_t *profiler;
+static void (*prof_stats)(struct ncclbpf_prof_stats *);
 
 static void *sym(void *lib, const char *name) {
 	void *p = dlsym(lib, name);
@@ -75,6 +86,8 @@ static void open_lib(const char *path) {
 	map_u64 = (mapu64_fn)sym(lib, "ncclbpfTestingMapU64");
 	unload = (unload_fn)sym(lib, "ncclbpfTestingUnload");
 	publish_sum = (pubsum_fn)sym(lib, "ncclbpfTestingPublishSumNs");
+	profiler = sym(lib, "ncclProfiler_v5");
+	prof_stats = (void (*)(struct ncclbpf_prof_stats *))sym(lib, "ncclbpf_prof_get_stats");
 }
 
 static long env_long(const char *name, long def) {
@@ -159,6 +172,7 @@ static int exec_anon_mappings(void) {
 
 static atomic_int reloader_done;
 static long calls_min;
+static long prof_every;
 
 struct worker {
 	pthread_t th;
@@ -169,14 +183,43 @@ struct worker {
 	uint64_t max_cycles_unpreempted;
 	long csw;
 	uint64_t first_bad_seq;
+	/* profiler events: P2p pairs started (handle given), refused (NULL handle), calls that failed */
+	uint64_t ev_started, ev_null, ev_errors;
+	int prof_mask; /* NCCL's activation mask of this communicator: lives until the library unloads */
 };
 
 static void *worker_main(void *arg) {
 	struct worker *w = arg;
 	void *ctx = new_comm(0x1000 + (uint64_t)w->id);
+	void *pctx = NULL;
+	if (profiler->init(&pctx, 0x1000 + (uint64_t)w->id, &w->prof_mask, "hammer", 1, 8, 0, host_log) !=
+	        ncclSuccess ||
+	    pctx == NULL)
+		FAIL("profiler init");
+	nbp_descr_v5_t d;
+	memset(&d, 0, sizeof d);
+	d.type = NBP_EV_P2P;
+	d.rank = 0;
+	d.p2p.func = "Send";
+	d.p2p.datatype = "ncclFloat32";
+	d.p2p.count = 256;
+	d.p2p.peer = 1;
+	d.p2p.nChannels = 0;
 	float table[21];
 	int nch;
 	for (uint64_t i = 0;; i++) {
+		if (i % (uint64_t)prof_every == 0) {
+			void *h = NULL;
+			if (profiler->startEvent(pctx, &h, &d) != ncclSuccess)
+				w->ev_errors++;
+			else if (!h)
+				w->ev_null++;
+			else {
+				w->ev_started++;
+				if (profiler->stopEvent(h) != ncclSuccess)
+					w->ev_errors++;
+			}
+		}
 		if (i >= (uint64_t)calls_min && atomic_load_explicit(&reloader_done, memory_order_relaxed))
 			break;
 		uint64_t t0 = __rdtsc();
@@ -210,6 +253,8 @@ static void *worker_main(void *arg) {
 		}
 		w->calls++;
 	}
+	if (profiler->finalize(pctx) != ncclSuccess)
+		w->ev_errors++;
 	tuner->finalize(ctx);
 	return NULL;
 }
@@ -218,6 +263,11 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	int nthreads = (int)env_long("NCCLBPF_HAMMER_THREADS", 8);
 	calls_min = env_long("NCCLBPF_HAMMER_CALLS", 200000);
 	long reloads = env_long("NCCLBPF_HAMMER_RELOADS", 300);
+	prof_every = env_long("NCCLBPF_HAMMER_PROF_EVERY", 1);
+	if (prof_every < 1)
+		prof_every = 1;
+	struct ncclbpf_prof_stats ps0, ps1;
+	prof_stats(&ps0);
 	calibrate();
 	/* The first init loads POLICY_A; count code mappings once it runs. */
 	void *first = new_comm(1);
@@ -258,10 +308,12 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	uint64_t reload_wall = now_ns() - t0;
 	atomic_store(&reloader_done, 1);
 	uint64_t calls = 0, na = 0, nb = 0, nnone = 0, nbad = 0, maxc = 0, over = 0, maxu = 0;
+	uint64_t ev = 0, evnull = 0, everr = 0;
 	for (int i = 0; i < nthreads; i++) {
 		pthread_join(ws[i].th, NULL);
 		calls += ws[i].calls, na += ws[i].a, nb += ws[i].b, nnone += ws[i].none, nbad += ws[i].bad;
 		over += ws[i].over_10us;
+		ev += ws[i].ev_started, evnull += ws[i].ev_null, everr += ws[i].ev_errors;
 		if (ws[i].max_cycles > maxc)
 			maxc = ws[i].max_cycles;
 		if (ws[i].max_cycles_unpreempted > maxu)
@@ -274,6 +326,11 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	tuner->finalize(first);
 	unsigned long long hits_a = 0, hits_b = 0;
 	int hm = map_u64("hits", 0, &hits_a) | map_u64("hits", 1, &hits_b);
+	unsigned long long pev_a = 0, pev_b = 0;
+	int pm = map_u64("pev", 0, &pev_a) | map_u64("pev", 1, &pev_b);
+	prof_stats(&ps1);
+	uint64_t p2p_calls = ps1.calls[NCCLBPF_PROF_P2P_END] - ps0.calls[NCCLBPF_PROF_P2P_END];
+	uint64_t dropped = ps1.events_dropped - ps0.events_dropped, forced = ps1.events_forced - ps0.events_forced;
 	long long live, rok, rfailed, max_pub;
 	reload_stats(&live, &rok, &rfailed, &max_pub);
 	int maps1 = exec_anon_mappings();
@@ -289,8 +346,25 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	       (unsigned long)over, reload_wall / 1e9, wall / 1e9);
 	printf("hits_a %llu\nhits_b %llu\nlive_bundles %lld\nexec_mappings_before %d\nexec_mappings_after %d\n", hits_a,
 	       hits_b, live, maps0, maps1);
+	printf("prof_events %lu\nprof_events_refused %lu\nprof_errors %lu\npev_a %llu\npev_b %llu\n"
+	       "prof_p2p_end_calls %lu\nprof_dropped %lu\nprof_forced %lu\nprof_mask %d\n",
+	       (unsigned long)ev, (unsigned long)evnull, (unsigned long)everr, pev_a, pev_b, (unsigned long)p2p_calls,
+	       (unsigned long)dropped, (unsigned long)forced, ps1.mask);
 	if (nbad)
 		FAIL("%lu calls returned an error or a decision of neither policy", (unsigned long)nbad);
+	if (everr)
+		FAIL("%lu profiler calls did not return ncclSuccess", (unsigned long)everr);
+	if (pm != 0)
+		FAIL("map pev not readable: the policies must carry the profiler program (testhost/reload_pa, reload_pb)");
+	if (ev == 0)
+		FAIL("no profiler event was started");
+	if (pev_a + pev_b != ev || p2p_calls != ev)
+		FAIL("p2p events started %lu, counted by the programs A %llu + B %llu = %llu, p2p_end calls %lu: events "
+		     "lost or counted twice across reloads",
+		     (unsigned long)ev, pev_a, pev_b, pev_a + pev_b, (unsigned long)p2p_calls);
+	if (dropped != evnull || forced != 0)
+		FAIL("the shim reports %lu dropped and %lu forced events; the host saw %lu refused", (unsigned long)dropped,
+		     (unsigned long)forced, (unsigned long)evnull);
 	if (hm != 0)
 		FAIL("map hits not readable");
 	/* "first" made no calls; the workers' decisions are all the policy calls there were. */
@@ -301,9 +375,9 @@ static int hammer(const char *a, const char *b, const char *bad) {
 		FAIL("%lld bundles alive after the hammer, want 1 (the running one)", live);
 	if (maps1 > maps0 + 2)
 		FAIL("executable mappings grew from %d to %d: code of replaced bundles not freed", maps0, maps1);
-	free(ws);
 	if (unload() != 0) /* frees the running bundle: a leak checker then sees none of ours */
 		FAIL("unload");
+	free(ws); /* after unload: the shim keeps the last communicator's mask address */
 	printf("PASS\n");
 	return 0;
 }
