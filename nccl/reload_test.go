@@ -17,7 +17,7 @@ import (
 // default sizes keep the run short on a 2-core CI machine; the long run of
 // the acceptance criteria is
 //
-//	NCCLBPF_HAMMER_CALLS=10000000 NCCLBPF_HAMMER_RELOADS=15000 go test ./nccl -run ReloadHammer -v -timeout 1h
+//	NCCLBPF_HAMMER_CALLS=10000000 NCCLBPF_HAMMER_RELOADS=10000 go test ./nccl -run ReloadHammer -v -timeout 1h
 
 var (
 	hammerOnce sync.Once
