@@ -357,6 +357,7 @@ reject:
 static inline uint32_t nb_neg_mask(const uint32_t *cost) {
 #if defined(__SSE2__)
 	uint32_t m = 0;
+#pragma GCC unroll 5
 	for (int i = 0; i < 20; i += 4)
 		m |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(cost + i)))) << i;
 	return m | (cost[20] >> 31) << 20;
@@ -442,7 +443,11 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 
 	if (rc != NCCLBPF_TUNER_APPLY)
 		return;
-	int a = x.algorithm, p = x.protocol, ch = x.n_channels;
+	/* One 32-bit load per field, as the program stored them: the compiler would otherwise merge
+	 * algorithm and protocol into one 64-bit load that cannot be forwarded from the program's two
+	 * 32-bit stores (a store-forwarding stall on every applied decision). */
+	const volatile struct ncclbpf_tuner_ctx *vx = &x;
+	int a = vx->algorithm, p = vx->protocol, ch = vx->n_channels;
 	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)
 		return; /* "leave it all to NCCL" */
 	/* The common decision: a full cell that NCCL has available, channels left or in range. */
