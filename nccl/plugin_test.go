@@ -55,19 +55,25 @@ func artifacts(t *testing.T) {
 				"-o", art.host, "testhost/host.c", "-ldl"},
 			{"gcc", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", art.native, "testhost/native_size_aware.c"},
 		}
-		for _, s := range steps {
-			cmd := exec.Command(s[0], s[1:]...)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
-				return
-			}
-		}
+		buildErr = buildSteps(root, steps)
 	})
 	if buildErr != nil {
 		t.Fatalf("building the plugin and the host: %v", buildErr)
 	}
+}
+
+// buildSteps runs each command in the source tree root, stopping at the
+// first failure with its output.
+func buildSteps(root string, steps [][]string) error {
+	for _, s := range steps {
+		cmd := exec.Command(s[0], s[1:]...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+		}
+	}
+	return nil
 }
 
 // host runs the test host with args, the extra environment and stdin, and

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,20 +25,12 @@ var (
 	profArt  struct{ dir, standalone, lib, host string }
 )
 
-func profRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the source tree")
-	}
-	return filepath.Dir(filepath.Dir(file))
-}
-
-// profArtifacts builds the standalone shim, the c-shared library and the
-// profiler host once per test binary.
+// profArtifacts builds the standalone shim and the profiler host once per
+// test binary; the c-shared library is the one the tuner tests build.
 func profArtifacts(t *testing.T) {
 	t.Helper()
-	root := profRoot(t)
+	root := repoRoot(t)
+	artifacts(t)
 	profOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "ncclbpf-profiler-test-")
 		if err != nil {
@@ -48,24 +39,15 @@ func profArtifacts(t *testing.T) {
 		}
 		profArt.dir = dir
 		profArt.standalone = filepath.Join(dir, "libprofiler-standalone.so")
-		profArt.lib = filepath.Join(dir, "libncclbpf.so")
+		profArt.lib = art.lib
 		profArt.host = filepath.Join(dir, "profiler_host")
 		steps := [][]string{
 			{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-pthread", "-I", "include",
 				"-o", profArt.standalone, "plugin/profiler.c"},
 			{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
 				"-o", profArt.host, "testhost/profiler_host.c", "testhost/profiler_native.c", "-ldl"},
-			{"go", "build", "-buildmode=c-shared", "-o", profArt.lib, "./plugin"},
 		}
-		for _, s := range steps {
-			cmd := exec.Command(s[0], s[1:]...)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				profErr = fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
-				return
-			}
-		}
+		profErr = buildSteps(root, steps)
 	})
 	if profErr != nil {
 		t.Fatalf("building the profiler shim and host: %v", profErr)
@@ -115,7 +97,7 @@ func TestProfilerEvents(t *testing.T) {
 // every version.
 func TestProfilerMaskEmptyWithoutProgram(t *testing.T) {
 	profArtifacts(t)
-	root := profRoot(t)
+	root := repoRoot(t)
 	cases := []struct {
 		lib string
 		env []string
@@ -180,7 +162,7 @@ func TestProfilerSwapUnderLoad(t *testing.T) {
 // at the first profiler init, which NCCL runs before the tuner's init.
 func TestProfilerMaskFromBundle(t *testing.T) {
 	profArtifacts(t)
-	obj := filepath.Join(profRoot(t), "policies", "latency_stats", "latency_stats.bpf.o")
+	obj := filepath.Join(repoRoot(t), "policies", "latency_stats", "latency_stats.bpf.o")
 	out, code := profHost(t, []string{"NCCLBPF_POLICY=" + obj}, 3, "maskon", profArt.lib)
 	skipIfPipelineMissing(t, out, code)
 	if strings.Count(out, "at the first profiler init") != 6 {
@@ -194,7 +176,7 @@ func TestProfilerMaskFromBundle(t *testing.T) {
 // succeeds either way.
 func TestProfilerReportsPolicyLoad(t *testing.T) {
 	profArtifacts(t)
-	root := profRoot(t)
+	root := repoRoot(t)
 	for _, c := range []struct {
 		policy string
 		warns  string
@@ -251,7 +233,7 @@ var profRanksRe = regexp.MustCompile(`: (\d+) of (\d+) calls decided differently
 // +-20% is logged (see policies/adaptive/README.md).
 func TestProfilerRankConsistency(t *testing.T) {
 	profArtifacts(t)
-	obj := filepath.Join(profRoot(t), "policies", "adaptive", "adaptive.bpf.o")
+	obj := filepath.Join(repoRoot(t), "policies", "adaptive", "adaptive.bpf.o")
 	for _, c := range []struct {
 		lib, mode string
 		env       []string
@@ -294,7 +276,7 @@ func skipIfPipelineMissing(t *testing.T, out string, code int) {
 // programs sharing maps) through libncclbpf.so's tuner and profiler.
 func TestProfilerClosedLoopBundle(t *testing.T) {
 	profArtifacts(t)
-	obj := filepath.Join(profRoot(t), "policies", "adaptive", "adaptive.bpf.o")
+	obj := filepath.Join(repoRoot(t), "policies", "adaptive", "adaptive.bpf.o")
 	out, code := profHost(t, []string{"NCCLBPF_POLICY=" + obj}, 3, "loop", profArt.lib)
 	skipIfPipelineMissing(t, out, code)
 	checkLoop(t, out)
@@ -310,7 +292,7 @@ var profBenchRe = regexp.MustCompile(`bench ratio ebpf/native: ([0-9.]+)`)
 // (<= 1.5x) is not asserted: shared CI machines are too noisy.
 func TestProfilerBenchmark(t *testing.T) {
 	profArtifacts(t)
-	obj := filepath.Join(profRoot(t), "policies", "latency_stats", "latency_stats.bpf.o")
+	obj := filepath.Join(repoRoot(t), "policies", "latency_stats", "latency_stats.bpf.o")
 	out, code := profHost(t, []string{"NCCLBPF_POLICY=" + obj}, 3, "bench", profArt.lib)
 	skipIfPipelineMissing(t, out, code)
 	m := profBenchRe.FindStringSubmatch(out)
