@@ -152,7 +152,10 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 		b.Maps = append(b.Maps, m)
 		refs[i] = m.Ref()
 		infos[i] = verifier.MapInfo{Name: ms.Name, Type: ms.Type, KeySize: ms.KeySize, ValueSize: ms.ValueSize,
-			MaxEntries: ms.MaxEntries, ReadOnly: ms.ReadOnly}
+			MaxEntries: ms.MaxEntries, ReadOnly: ms.ReadOnly, Flags: ms.Flags}
+		if ms.ReadOnly {
+			infos[i].Contents = contents[i]
+		}
 	}
 	engine := opts.Engine
 	if engine == nil {

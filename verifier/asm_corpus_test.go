@@ -19,7 +19,11 @@ var asmMaps = []verifier.MapInfo{
 	{Name: "arr", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 48, MaxEntries: 16},
 	{Name: "hash", Type: verifier.MapTypeHash, KeySize: 8, ValueSize: 8, MaxEntries: 1024},
 	{Name: "rb", Type: verifier.MapTypeRingBuf, MaxEntries: 4096},
-	{Name: "ro", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 1, ReadOnly: true},
+	{Name: "ro", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 1, ReadOnly: true,
+		Flags: verifier.MapFlagReadOnlyProg, Contents: []byte("%d %d\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")},
+	{Name: "agreed", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 4, Flags: verifier.MapFlagReadOnlyProg},
+	{Name: "wo", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 4, Flags: verifier.MapFlagWriteOnlyProg},
+	{Name: "rohash", Type: verifier.MapTypeHash, KeySize: 8, ValueSize: 8, MaxEntries: 64, Flags: verifier.MapFlagReadOnlyProg},
 }
 
 // asmProgram is one program of an assembly corpus file.

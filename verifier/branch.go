@@ -29,6 +29,9 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 		b = constVal(uint64(int64(ins.Imm)))
 	}
 	if a.isPtr() && b.isPtr() && sameRegion(a, b) && !is32 && op != asm.JumpSet {
+		if !ck.inObject(a) || !ck.inObject(b) {
+			return -1, nil, 0, ck.errorf(PointerCompare, pc, "%s is compared with %s, but an offset may leave the object: addresses compare as unsigned numbers and may wrap around, so only pointers inside their object (or just past its end) may be ordered; bound the offsets first", a.describe(ck), b.describe(ck))
+		}
 		return ck.regionBranch(st, ins, a, b, target, fall)
 	}
 	if a.isPtr() || b.isPtr() {
@@ -268,6 +271,9 @@ func (ck *checker) ptrBranch(st *state, pc int, ins asm.Instruction, a, b value,
 	if ins.Op.Class() == asm.ClassJMP32 || q.isPtr() || !isZero || (op != asm.JumpEq && op != asm.JumpNE) {
 		return -1, nil, 0, ck.errorf(PointerCompare, pc, "pointers may only be compared with 0 (==, !=, 64-bit); here %s is compared with %s", a.describe(ck), b.describe(ck))
 	}
+	if !ck.inObject(p) {
+		return -1, nil, 0, ck.errorf(PointerCompare, pc, "%s is compared with 0, but its offset may leave its object, so its address may be anything, 0 included: compare before moving the pointer, or bound the offset first", p.describe(ck))
+	}
 	if !p.isNullable() {
 		if op == asm.JumpEq {
 			return fall, nil, 0, nil
@@ -315,8 +321,10 @@ func sameRegion(a, b value) bool {
 }
 
 // regionBranch compares two pointers into one region (p < end loops) by
-// their offsets. Addresses do not wrap, so unsigned and signed orders of
-// the addresses are the signed order of the offsets.
+// their offsets. Both point inside the object or just past its end (the
+// caller checked), so their addresses neither wrap nor cross 2^63: the
+// unsigned and signed orders of the addresses are the order of the
+// offsets.
 func (ck *checker) regionBranch(st *state, ins asm.Instruction, a, b value, target, fall int) (int, *state, int, *Error) {
 	op := ins.Op.JumpOp()
 	switch op {

@@ -28,13 +28,25 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 	haveMap := false
 	var released []uint32
 	var reserveSize uint64
+	// bpf_printk formats as many of r3-r5 as its format has conversions:
+	// those must be initialized numbers (an uninitialized register holds
+	// whatever native code left there, addresses included)
+	variadic, fmtWhy := 3, "its format is not known when the program is loaded, so all three value registers are formatted"
+	if id == helpers.TracePrintk {
+		variadic, fmtWhy = ck.printkValues(f)
+	}
 	for i := 0; i < p.NumArgs(); i++ {
 		a := p.Args[i]
 		r := asm.R1 + asm.Register(i)
 		v := f.regs[r]
-		if a == helpers.ArgNone || a == helpers.ArgAnything && v.k == kUninit {
-			// an unused variadic argument (bpf_printk with fewer values)
+		if a == helpers.ArgNone {
 			continue
+		}
+		if a == helpers.ArgAnything && v.k == kUninit {
+			if i-2 >= variadic {
+				continue // an unused variadic argument (bpf_printk with fewer values)
+			}
+			return ck.errorf(UninitRegister, pc, "argument %d (%v) of %s is not initialized, but the helper formats it: %s", i+1, r, p.Name, fmtWhy)
 		}
 		if v.k == kUninit {
 			return ck.errorf(UninitRegister, pc, "argument %d (%v) of %s is not initialized", i+1, r, p.Name)
@@ -59,6 +71,9 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 			ring := id == helpers.RingbufOutput || id == helpers.RingbufReserve
 			if ring != (t == MapTypeRingBuf) {
 				return ck.errorf(BadHelperArg, pc, "%s cannot be used with map %s of type %d", p.Name, ck.mapName(int(v.idx)), t)
+			}
+			if (id == helpers.MapUpdateElem || id == helpers.MapDeleteElem) && ck.maps[v.idx].readOnly() {
+				return ck.errorf(ReadOnlyMap, pc, "%s writes map %s, which programs may only read", p.Name, ck.mapName(int(v.idx)))
 			}
 			mapv, haveMap = v, true
 		case helpers.ArgPtrToMapKey, helpers.ArgPtrToMapValue:
@@ -99,7 +114,10 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 			if v.k == kAllocOrNull {
 				return ck.errorf(NullDeref, pc, "argument %d (%v) of %s may be null: compare it with 0 first", i+1, r, p.Name)
 			}
-			if v.k != kAlloc || !v.s.isConst() || v.s.constVal() != 0 || !st.hasRef(v.id) {
+			if v.k == kAlloc && !st.hasRef(v.id) {
+				return ck.errorf(UseAfterRelease, pc, "argument %d (%v) of %s is not a record this path still holds: %s", i+1, r, p.Name, ck.unheldWhy())
+			}
+			if v.k != kAlloc || !v.s.isConst() || v.s.constVal() != 0 {
 				return bad("a record returned by bpf_ringbuf_reserve, unmoved and not yet submitted")
 			}
 			released = append(released, v.id)
@@ -110,7 +128,7 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 	for _, id := range released {
 		st.dropRef(id)
 		st.update(func(v value) bool { return (v.k == kAlloc || v.k == kAllocOrNull) && v.id == id },
-			func(v *value) { *v = scalarVal(unknownScalar()) })
+			func(v *value) { *v = value{k: kReleased, idx: int32(pc)} })
 	}
 	for r := asm.R1; r <= asm.R5; r++ {
 		f.regs[r] = value{}
@@ -126,6 +144,7 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 			return ck.errorf(BadHelperArg, pc, "prototype of %s returns memory without a constant size", p.Name)
 		}
 		rid := ck.newID()
+		ck.refPC[rid] = pc
 		st.refs = append(st.refs, rid)
 		f.regs[asm.R0] = value{k: kAllocOrNull, idx: int32(reserveSize), id: rid, s: constScalar(0)}
 	default:
@@ -137,4 +156,79 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 		}
 	}
 	return nil
+}
+
+// unheldWhy explains a ringbuf record pointer whose reference the path
+// does not hold.
+func (ck *checker) unheldWhy() string {
+	return "it points to a record that was already submitted or discarded, or to one of several records depending on the path taken (paths that reserved different records were merged); submit or discard each record through the pointer bpf_ringbuf_reserve returned"
+}
+
+// printkValues returns how many of r3-r5 bpf_printk will format, and why:
+// the number of conversions of its format when the format lies in frozen
+// read-only data (a string literal in .rodata) at a constant offset with
+// a constant size, otherwise all three.
+func (ck *checker) printkValues(f *frame) (int, string) {
+	unknown := "its format is not in read-only data at a constant place, so the helper may format all three value registers (r3-r5): set them, or put the format in a string literal"
+	p, n := f.regs[asm.R1], f.regs[asm.R2]
+	if p.k != kMapValue || !p.s.isConst() || n.k != kScalar || !n.s.isConst() {
+		return 3, unknown
+	}
+	m := &ck.maps[p.idx]
+	off, size := p.s.constVal(), n.s.constVal()
+	if !m.ReadOnly || m.Contents == nil || off > uint64(len(m.Contents)) || size == 0 || size > uint64(len(m.Contents))-off {
+		return 3, unknown
+	}
+	used := printkConversions(m.Contents[off : off+size])
+	return used, fmt.Sprintf("its format %q has %d conversion(s)", strings.TrimRight(string(m.Contents[off:off+size]), "\x00"), used)
+}
+
+// printkConversions counts the values bpf_printk formats for format f,
+// following the helper's parser: %% prints '%'; a conversion is
+// %[-0]*[width][l|ll](d|i|u|x|X|c); the helper stops at the first
+// conversion it does not accept, or after three values.
+func printkConversions(f []byte) int {
+	if len(f) == 0 || f[len(f)-1] != 0 {
+		return 0 // the helper refuses the format without formatting
+	}
+	used := 0
+	for i := 0; f[i] != 0; i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		if f[i] == '%' {
+			continue
+		}
+		for f[i] == '-' || f[i] == '0' {
+			i++
+		}
+		width := 0
+		for f[i] >= '0' && f[i] <= '9' {
+			width = width*10 + int(f[i]-'0')
+			i++
+			if width > 64 {
+				return used
+			}
+		}
+		longs := 0
+		for f[i] == 'l' && longs < 2 {
+			longs++
+			i++
+		}
+		if used == 3 {
+			return used
+		}
+		switch f[i] {
+		case 'd', 'i', 'u', 'x', 'X':
+		case 'c':
+			if longs > 0 {
+				return used
+			}
+		default:
+			return used
+		}
+		used++
+	}
+	return used
 }

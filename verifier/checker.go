@@ -41,6 +41,9 @@ type checker struct {
 	ids      idMap
 	warnings []*Error
 	warned   map[int]bool
+	// refPC maps a ringbuf reference id to the pc of the reserve that
+	// made it, for messages.
+	refPC map[uint32]int
 
 	stackTotal int
 }
@@ -62,6 +65,7 @@ func newChecker(c *Config, insns []asm.Instruction, info *Info) *checker {
 		maxDepth: orDefault(c.MaxCallDepth, DefaultMaxCallDepth),
 		maxStack: orDefault(c.MaxStack, DefaultMaxStack),
 		budget:   orDefault(c.Complexity, DefaultComplexity),
+		refPC:    map[uint32]int{},
 	}
 }
 
@@ -242,9 +246,12 @@ func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error
 // copy ids that link nothing.
 func (ck *checker) clean(st *state, pc int) *state {
 	n := st.clone()
-	var ids [16]uint32
-	var cnt [16]int
-	nids := 0
+	// every link is counted: a stored state that forgot a link would be
+	// more general than the state that was explored, and pruning against
+	// it would be unsound
+	var idsBuf [16]uint32
+	var cntBuf [16]int
+	ids, cnt := idsBuf[:0], cntBuf[:0]
 	for fi := range n.frames {
 		live := ck.live[pc]
 		if fi+1 < len(n.frames) {
@@ -262,27 +269,24 @@ func (ck *checker) clean(st *state, pc int) *state {
 		if !linked(v) {
 			return
 		}
-		for i := 0; i < nids; i++ {
+		for i := range ids {
 			if ids[i] == v.id {
 				cnt[i]++
 				return
 			}
 		}
-		if nids < len(ids) {
-			ids[nids], cnt[nids] = v.id, 1
-			nids++
-		}
+		ids, cnt = append(ids, v.id), append(cnt, 1)
 	})
 	single := func(v value) bool {
 		if !linked(v) {
 			return false
 		}
-		for i := 0; i < nids; i++ {
+		for i := range ids {
 			if ids[i] == v.id {
 				return cnt[i] < 2
 			}
 		}
-		return true // beyond the ids tracked: forget the link
+		return false // (not reached: each and update visit the same values)
 	}
 	n.update(single, func(v *value) { v.id = 0 })
 	return n

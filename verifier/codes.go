@@ -218,7 +218,10 @@ const (
 	//	r0 = *(u64 *)(r1 + 0)
 	NotAPointer
 
-	// ReadOnlyMap: a store into a map value of a read-only map (.rodata).
+	// ReadOnlyMap: a program writes a map it may only read: a store or
+	// atomic update into a value of a read-only map (.rodata, or a map
+	// declared BPF_F_RDONLY_PROG), or bpf_map_update_elem or
+	// bpf_map_delete_elem on one.
 	ReadOnlyMap
 
 	// UnreleasedRef: the program exits while a ringbuf record reserved
@@ -235,6 +238,33 @@ const (
 	// BadJumpTarget: a jump leaves the subprogram it belongs to, or a
 	// call's target is not a subprogram entry.
 	BadJumpTarget
+
+	// RankDivergent: a tuner decision (algorithm, protocol, channel count,
+	// chunk size, or the return value that applies them) depends on a
+	// value that may differ between the ranks of a communicator: a clock,
+	// a random number, a context field marked [local], or a map that holds
+	// rank-local data. Ranks that decide differently hang the job.
+	//
+	// Example:
+	//	call bpf_ktime_get_ns
+	//	r0 &= 1
+	//	*(u32 *)(r6 + 16) = r0   // ctx->algorithm depends on the clock
+	RankDivergent
+
+	// WriteOnlyMap: a program reads a map declared BPF_F_WRONLY_PROG
+	// (through a value pointer, or by passing its memory to a helper).
+	//
+	// Example:
+	//	r1 = *(u64 *)(r0 + 0)    // r0 points into a write-only map
+	WriteOnlyMap
+
+	// UseAfterRelease: a ringbuf record pointer is used after the record
+	// was submitted or discarded (the record then belongs to the reader).
+	//
+	// Example:
+	//	call bpf_ringbuf_submit  // r1 = r6, the record
+	//	*(u64 *)(r6 + 0) = r7    // the record was already submitted
+	UseAfterRelease
 )
 
 // Warning codes. A warning does not reject the program.
@@ -281,6 +311,9 @@ var codeNames = map[Code]string{
 	UnreleasedRef:        "unreleased-ref",
 	BadMapRef:            "bad-map-ref",
 	BadJumpTarget:        "bad-jump-target",
+	RankDivergent:        "rank-divergent",
+	WriteOnlyMap:         "writeonly-map",
+	UseAfterRelease:      "use-after-release",
 	DivByZero:            "div-by-zero",
 }
 

@@ -47,6 +47,9 @@ func TestCodesStable(t *testing.T) {
 		{verifier.UnreleasedRef, "E030 unreleased-ref"},
 		{verifier.BadMapRef, "E031 bad-map-ref"},
 		{verifier.BadJumpTarget, "E032 bad-jump-target"},
+		{verifier.RankDivergent, "E033 rank-divergent"},
+		{verifier.WriteOnlyMap, "E034 writeonly-map"},
+		{verifier.UseAfterRelease, "E035 use-after-release"},
 		{verifier.DivByZero, "W100 div-by-zero"},
 	}
 	known := map[verifier.Code]bool{}

@@ -45,9 +45,30 @@ type MapInfo struct {
 	KeySize    uint32
 	ValueSize  uint32
 	MaxEntries uint32
-	// ReadOnly maps (.rodata) may be read but not written by programs.
+	// ReadOnly maps (.rodata) may be read but not written by programs;
+	// their contents are frozen when the program is loaded.
 	ReadOnly bool
+	// Flags are the map's map_flags. Programs may only read a map with
+	// MapFlagReadOnlyProg and only write one with MapFlagWriteOnlyProg.
+	Flags uint32
+	// Contents, when not nil, is the value of a ReadOnly single-value map
+	// (.rodata) as the program will see it: the verifier may read it, for
+	// example to know which arguments a bpf_printk format consumes.
+	Contents []byte
 }
+
+// Map flags the verifier enforces (Linux's numbering).
+const (
+	// MapFlagReadOnlyProg (BPF_F_RDONLY_PROG): programs may read the map
+	// but not write it; the control plane may.
+	MapFlagReadOnlyProg uint32 = 1 << 7
+	// MapFlagWriteOnlyProg (BPF_F_WRONLY_PROG): programs may write the map
+	// but not read it.
+	MapFlagWriteOnlyProg uint32 = 1 << 8
+)
+
+// readOnly reports a map programs may not write.
+func (m *MapInfo) readOnly() bool { return m.ReadOnly || m.Flags&MapFlagReadOnlyProg != 0 }
 
 // Config says what to verify against. A Config is not modified by
 // Verify and may be used by several goroutines at once.
@@ -190,4 +211,18 @@ func orDefault(v, d int) int {
 		return d
 	}
 	return v
+}
+
+// where names pc for messages: "policy.c:41 (pc 7)" when the source
+// position is known, "pc 7" otherwise.
+func (ck *checker) where(pc int) string {
+	if ck.cfg.Source != nil && pc >= 0 {
+		if file, line, _, _ := ck.cfg.Source(pc); line > 0 {
+			if file == "" {
+				return fmt.Sprintf("line %d (pc %d)", line, pc)
+			}
+			return fmt.Sprintf("%s:%d (pc %d)", file, line, pc)
+		}
+	}
+	return fmt.Sprintf("pc %d", pc)
 }

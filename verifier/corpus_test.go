@@ -56,7 +56,7 @@ func mapInfos(c *loader.Collection) []verifier.MapInfo {
 	var maps []verifier.MapInfo
 	for _, m := range c.Maps {
 		maps = append(maps, verifier.MapInfo{Name: m.Name, Type: m.Type, KeySize: m.KeySize,
-			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, ReadOnly: m.ReadOnly})
+			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, ReadOnly: m.ReadOnly, Flags: m.Flags, Contents: roContents(m)})
 	}
 	return maps
 }
@@ -194,4 +194,12 @@ func itoa(n int) string {
 			return s
 		}
 	}
+}
+
+// roContents is the frozen value of a read-only global-data map.
+func roContents(m *loader.MapSpec) []byte {
+	if m.ReadOnly {
+		return m.Contents
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"math"
+	"strings"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 )
@@ -41,8 +42,11 @@ func (ck *checker) step(st *state, pc int) (next int, fork *state, forkPC int, e
 // read returns the value of register r, which must be initialized.
 func (ck *checker) read(st *state, pc int, r asm.Register) (value, *Error) {
 	v := st.top().regs[r]
-	if v.k == kUninit {
+	switch v.k {
+	case kUninit:
 		return v, ck.errorf(UninitRegister, pc, "%v is read but not initialized on this path (never written, or clobbered by a call)", r)
+	case kReleased:
+		return v, ck.errorf(UseAfterRelease, pc, "%v held a ringbuf record that was submitted or discarded at %s; the record belongs to its reader now and may not be used", r, ck.where(int(v.idx)))
 	}
 	return v, nil
 }
@@ -216,7 +220,7 @@ func (ck *checker) ptrArith(pc int, ins asm.Instruction, dst, src value, is64 bo
 	case op == asm.ALUAdd && src.isPtr() && !dst.isPtr():
 		return ck.offsetPtr(pc, ins, src, dst.s, op)
 	case op == asm.ALUSub && dst.isPtr() && src.isPtr():
-		if dst.k == src.k && dst.frame == src.frame && dst.idx == src.idx && dst.id == src.id {
+		if sameRegion(dst, src) {
 			return scalarVal(scalarOp(asm.ALUSub, dst.s, src.s, false)), nil
 		}
 		return value{}, ck.errorf(BadPointerArith, pc, "subtracting pointers into different regions (%s - %s)", dst.describe(ck), src.describe(ck))
@@ -314,7 +318,13 @@ func (ck *checker) exit(st *state, pc int) (int, *Error) {
 		return -1, ck.errorf(BadReturn, pc, "r0 may be %s at exit; hook %q returns values in [%d, %d]", rv, ck.hook.Name, ret.Min, ret.Max)
 	}
 	if len(st.refs) > 0 {
-		return -1, ck.errorf(UnreleasedRef, pc, "%d ringbuf record(s) reserved with bpf_ringbuf_reserve are neither submitted nor discarded on this path", len(st.refs))
+		var at []string
+		for _, id := range st.refs {
+			if rpc, ok := ck.refPC[id]; ok {
+				at = append(at, ck.where(rpc))
+			}
+		}
+		return -1, ck.errorf(UnreleasedRef, pc, "the program exits while %d ringbuf record(s) reserved with bpf_ringbuf_reserve (at %s) are neither submitted nor discarded on this path", len(st.refs), strings.Join(at, ", "))
 	}
 	return -1, nil
 }

@@ -18,13 +18,19 @@ import (
 const joinAfter = 2
 
 // joiner maps pairs of ids of the two joined states to ids of the result.
+// Two values of the result share an id exactly when they shared one in
+// each of the joined states: a pair of equal ids keeps its id (the same
+// lookup, copy or record on both paths), any other pair gets a fresh one.
 type joiner struct {
-	ck         *checker
-	widen      bool // widen scalar bounds (repeated joins at one pc)
-	pairA      []uint32
-	pairB      []uint32
-	out        []uint32
-	incomplete bool
+	ck    *checker
+	widen bool // widen scalar bounds (repeated joins at one pc)
+	pairA []uint32
+	pairB []uint32
+	out   []uint32
+	// refA and refB are the ringbuf references the joined states hold, in
+	// the order they pair up; a record pointer joins only with the record
+	// its pair holds on the other side.
+	refA, refB []uint32
 }
 
 func (j *joiner) id(a, b uint32) uint32 {
@@ -33,7 +39,10 @@ func (j *joiner) id(a, b uint32) uint32 {
 			return j.out[i]
 		}
 	}
-	id := j.ck.newID()
+	id := a
+	if a != b {
+		id = j.ck.newID()
+	}
 	j.pairA = append(j.pairA, a)
 	j.pairB = append(j.pairB, b)
 	j.out = append(j.out, id)
@@ -139,7 +148,15 @@ func (j *joiner) joinValue(a, b value) value {
 			s = joinScalar(a.s, b.s)
 		}
 		if a.k == kMapValue && b.k == kMapValue {
-			return value{k: kMapValue, idx: a.idx, s: s}
+			if a.id == 0 || b.id == 0 {
+				return value{} // (never made) a pointer of unknown origin
+			}
+			return value{k: kMapValue, idx: a.idx, id: j.id(a.id, b.id), s: s}
+		}
+		// the pointer side must not be able to equal 0: a null check
+		// tells the two apart only if the pointer stays inside its value
+		if !j.ck.inObject(r) {
+			return value{}
 		}
 		return value{k: kMapValueOrNull, idx: r.idx, id: j.id(ida, idb), s: s}
 	}
@@ -148,11 +165,22 @@ func (j *joiner) joinValue(a, b value) value {
 	}
 	r := a
 	r.s = joinScalar(a.s, b.s)
-	if a.k == kAlloc || a.k == kAllocOrNull {
-		r.id = j.id(a.id, b.id)
-	}
-	if r.k == kCtx && !r.s.isConst() {
-		return value{}
+	switch a.k {
+	case kAlloc, kAllocOrNull:
+		// a record pointer stays tied to one reference: if it is not the
+		// pair of records the two paths hold at the same place, it is a
+		// pointer to no held record (any use is refused)
+		r.id = j.ck.newID()
+		for i := range j.refA {
+			if j.refA[i] == a.id && j.refB[i] == b.id {
+				r.id = j.id(a.id, b.id)
+				break
+			}
+		}
+	case kCtx:
+		if !r.s.isConst() {
+			return value{}
+		}
 	}
 	return r
 }
@@ -194,7 +222,7 @@ func (j *joiner) joinStack(a, b *stack, inPlace bool) stack {
 		same = false
 		// plain bytes on at least one side: they stay initialized only
 		// when neither side holds a pointer there
-		if va.isPtr() || vb.isPtr() {
+		if va.isAddr() || vb.isAddr() {
 			for bt := 8 * i; bt < 8*i+8; bt++ {
 				r.clearInit(bt)
 			}
@@ -214,7 +242,7 @@ func (ck *checker) join(a, b *state, widen bool) *state {
 	if len(a.frames) != len(b.frames) || len(a.refs) != len(b.refs) {
 		return nil
 	}
-	j := &joiner{ck: ck, widen: widen}
+	j := &joiner{ck: ck, widen: widen, refA: a.refs, refB: b.refs}
 	r := &state{frames: make([]frame, len(a.frames))}
 	for fi := range a.frames {
 		fa, fb := &a.frames[fi], &b.frames[fi]
@@ -227,17 +255,17 @@ func (ck *checker) join(a, b *state, widen bool) *state {
 		}
 		r.frames[fi].stk = j.joinStack(&fa.stk, &fb.stk, false)
 	}
-	// pending records must correspond one to one
+	// pending records correspond one to one, in reservation order; a
+	// record no register or slot points to any more stays held (it can
+	// then never be released, which exit reports)
 	for i := range a.refs {
-		found := false
-		for k := range j.pairA {
-			if j.pairA[k] == a.refs[i] && j.pairB[k] == b.refs[i] {
-				r.refs = append(r.refs, j.out[k])
-				found = true
+		r.refs = append(r.refs, j.id(a.refs[i], b.refs[i]))
+	}
+	if ck.refPC != nil {
+		for i, id := range r.refs {
+			if _, ok := ck.refPC[id]; !ok {
+				ck.refPC[id] = ck.refPC[a.refs[i]]
 			}
-		}
-		if !found {
-			return nil
 		}
 	}
 	return r

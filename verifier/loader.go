@@ -11,7 +11,10 @@ func MapInfos(c *loader.Collection) []MapInfo {
 	out := make([]MapInfo, len(c.Maps))
 	for i, m := range c.Maps {
 		out[i] = MapInfo{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize,
-			MaxEntries: m.MaxEntries, ReadOnly: m.ReadOnly}
+			MaxEntries: m.MaxEntries, ReadOnly: m.ReadOnly, Flags: m.Flags}
+		if m.ReadOnly {
+			out[i].Contents = m.Contents
+		}
 	}
 	return out
 }

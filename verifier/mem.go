@@ -109,11 +109,13 @@ func (ck *checker) access(st *state, pc int, reg asm.Register, ptr value, off in
 	case kMapValue, kAlloc:
 		limit, what := int64(ptr.idx), "ringbuf record"
 		if ptr.k == kMapValue {
-			m := ck.maps[ptr.idx]
+			m := &ck.maps[ptr.idx]
 			limit, what = int64(m.ValueSize), "value of map "+ck.mapName(int(ptr.idx))
-			if mode != accRead && m.ReadOnly {
-				return value{}, ck.errorf(ReadOnlyMap, pc, "%s of map %s, which is read-only", mode, ck.mapName(int(ptr.idx)))
+			if e := ck.checkMapAccess(pc, int(ptr.idx), mode); e != nil {
+				return value{}, e
 			}
+		} else if !st.hasRef(ptr.id) {
+			return value{}, ck.errorf(UseAfterRelease, pc, "%s through %v (%s): %s", mode, reg, ptr.describe(ck), ck.unheldWhy())
 		}
 		if o.smin < 0 || o.smax > limit-int64(size) {
 			return value{}, ck.errorf(MemOutOfBounds, pc, "%s of %d bytes at offset %s of a %d-byte %s (through %v: %s)", mode, size, rangeText(o), limit, what, reg, ptr.describe(ck))
@@ -203,7 +205,10 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 			return fr.stk.slot(lo / 8), nil
 		}
 		for i := lo / 8; i <= (hi-1)/8; i++ {
-			if fr.stk.spilled(i) && fr.stk.slot(i).isPtr() {
+			if fr.stk.spilled(i) && fr.stk.slot(i).isAddr() {
+				if v := fr.stk.slot(i); v.k == kReleased {
+					return value{}, ck.errorf(UseAfterRelease, pc, "%d-byte %s at fp%s reads a ringbuf record pointer spilled at fp%d, whose record was submitted or discarded at %s", size, mode, stackRange(o), 8*i-asm.StackSize, ck.where(int(v.idx)))
+				}
 				return value{}, ck.errorf(PointerLeak, pc, "%d-byte %s at fp%s reads part of a %s spilled at fp%d", size, mode, stackRange(o), fr.stk.slot(i).describe(ck), 8*i-asm.StackSize)
 			}
 		}
@@ -298,9 +303,50 @@ func (ck *checker) checkArgMem(st *state, pc int, reg asm.Register, ptr value, s
 		if !fr.stk.isInit(b) {
 			return ck.errorf(UninitStack, pc, "%s: %d bytes at fp%s include fp%d, which is not initialized on this path", what, size, stackRange(o), b-asm.StackSize)
 		}
-		if i := b / 8; fr.stk.spilled(i) && fr.stk.slot(i).isPtr() {
+		if i := b / 8; fr.stk.spilled(i) && fr.stk.slot(i).isAddr() {
 			return ck.errorf(PointerLeak, pc, "%s: %d bytes at fp%s include a %s spilled at fp%d", what, size, stackRange(o), fr.stk.slot(i).describe(ck), 8*i-asm.StackSize)
 		}
 	}
 	return nil
+}
+
+// checkMapAccess checks a read, write or atomic update of the memory of a
+// value of map mi against what programs may do with the map: .rodata and
+// BPF_F_RDONLY_PROG maps are read-only to programs, BPF_F_WRONLY_PROG
+// maps write-only (an atomic update both reads and writes).
+func (ck *checker) checkMapAccess(pc, mi int, mode accessMode) *Error {
+	m := &ck.maps[mi]
+	if mode != accRead && m.readOnly() {
+		why := "it is declared BPF_F_RDONLY_PROG: only the control plane writes it"
+		if m.ReadOnly {
+			why = "it holds read-only global data (.rodata, volatile const)"
+		}
+		return ck.errorf(ReadOnlyMap, pc, "%s of map %s, which programs may only read: %s", mode, ck.mapName(mi), why)
+	}
+	if mode != accWrite && m.Flags&MapFlagWriteOnlyProg != 0 {
+		return ck.errorf(WriteOnlyMap, pc, "%s of map %s, which is declared BPF_F_WRONLY_PROG: programs may only write it", mode, ck.mapName(mi))
+	}
+	return nil
+}
+
+// inObject reports whether pointer p, for every offset it may have, points
+// into its object or just past its end. Only then is its address known to
+// be non-zero and ordered like its offset: the machine compares addresses
+// as unsigned numbers, and an offset that may leave the object could make
+// the address wrap around or reach 0.
+func (ck *checker) inObject(p value) bool {
+	var lo, hi int64
+	switch p.k {
+	case kStack:
+		lo, hi = -asm.StackSize, 0
+	case kCtx:
+		lo, hi = 0, int64(ck.hook.Context.Size)
+	case kMapValue, kMapValueOrNull:
+		lo, hi = 0, int64(ck.maps[p.idx].ValueSize)
+	case kAlloc, kAllocOrNull:
+		lo, hi = 0, int64(p.idx)
+	default:
+		return false
+	}
+	return p.s.smin >= lo && p.s.smax <= hi
 }

@@ -71,7 +71,7 @@ func (s *stack) unspill(i int) {
 	if !s.spilled(i) {
 		return
 	}
-	ptr := s.slot(i).isPtr()
+	ptr := s.slot(i).isAddr()
 	s.own()
 	r := s.rank(i)
 	s.vals = append(s.vals[:r], s.vals[r+1:]...)
@@ -172,7 +172,11 @@ func (st *state) hasRef(id uint32) bool {
 }
 
 // idMap records which ids of an old state correspond to which ids of a
-// new one during a subsumption test.
+// new one during a subsumption test. The correspondence is one to one:
+// values that share an id in old must share one in cur (old's proof may
+// rely on it: a null check or a release reaches every copy), and values
+// with different ids in old must have different ids in cur (old's proof
+// may rely on that too: releasing one record leaves the other usable).
 type idMap struct{ old, cur []uint32 }
 
 func (m *idMap) match(o, c uint32) bool {
@@ -185,6 +189,9 @@ func (m *idMap) match(o, c uint32) bool {
 	for i, x := range m.old {
 		if x == o {
 			return m.cur[i] == c
+		}
+		if m.cur[i] == c {
+			return false
 		}
 	}
 	m.old = append(m.old, o)
@@ -254,7 +261,7 @@ func stackLeq(o, c *stack, m *idMap) bool {
 			if !valueLeq(o.slot(i), c.slot(i), m) {
 				return false
 			}
-		} else if c.slot(i).isPtr() {
+		} else if c.slot(i).isAddr() {
 			// old holds plain bytes there: reading them gives unknown
 			// numbers, so cur must not hold a pointer
 			return false

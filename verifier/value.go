@@ -15,6 +15,7 @@ const (
 	kMapValueOrNull             // kMapValue or 0, not yet checked; id links copies
 	kAlloc                      // ringbuf record of `size` bytes; id is its reference
 	kAllocOrNull                // kAlloc or 0, not yet checked
+	kReleased                   // a ringbuf record pointer after submit/discard; idx: pc of the release
 )
 
 // value is the abstract content of a register or a spilled stack slot.
@@ -27,7 +28,13 @@ type value struct {
 	s     Scalar
 }
 
-func (v value) isPtr() bool      { return v.k >= kCtx }
+// isPtr reports a pointer the program may still use.
+func (v value) isPtr() bool { return v.k >= kCtx && v.k <= kAllocOrNull }
+
+// isAddr reports a value whose bits are an address: a pointer, or a record
+// pointer after its release. Its bytes may never be read as a number.
+func (v value) isAddr() bool { return v.isPtr() || v.k == kReleased }
+
 func (v value) isNullable() bool { return v.k == kMapValueOrNull || v.k == kAllocOrNull }
 
 func scalarVal(s Scalar) value { return value{k: kScalar, s: s} }
@@ -54,6 +61,8 @@ func (k kind) String() string {
 		return "ringbuf record pointer"
 	case kAllocOrNull:
 		return "ringbuf record pointer or null"
+	case kReleased:
+		return "released ringbuf record pointer"
 	}
 	return "?"
 }
@@ -75,6 +84,8 @@ func (v value) describe(c *checker) string {
 		return fmt.Sprintf("%s %s (value_size %d)", v.k, offString(c.mapName(int(v.idx)), v.s), c.maps[v.idx].ValueSize)
 	case kAlloc, kAllocOrNull:
 		return fmt.Sprintf("%s %s (size %d)", v.k, offString("rec", v.s), v.idx)
+	case kReleased:
+		return fmt.Sprintf("ringbuf record pointer released at %s", c.where(int(v.idx)))
 	}
 	return v.k.String()
 }

@@ -122,7 +122,7 @@ func liveMaps(t *testing.T, coll *loader.Collection) ([]vm.MapRef, []verifier.Ma
 		t.Cleanup(func() { m.Close() })
 		refs[i] = m.Ref()
 		infos[i] = verifier.MapInfo{Name: ms.Name, Type: ms.Type, KeySize: ms.KeySize, ValueSize: ms.ValueSize,
-			MaxEntries: ms.MaxEntries, ReadOnly: ms.ReadOnly}
+			MaxEntries: ms.MaxEntries, ReadOnly: ms.ReadOnly, Flags: ms.Flags}
 	}
 	return refs, infos
 }

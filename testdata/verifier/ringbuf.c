@@ -26,7 +26,7 @@ int bad_ringbuf_double_submit(struct vtest_ctx *c)
 	if (!e)
 		return 0;
 	bpf_ringbuf_submit(e, 0);
-	bpf_ringbuf_discard(e, 0); /* ERROR E020 */
+	bpf_ringbuf_discard(e, 0); /* ERROR E035 */
 	return 0;
 }
 
@@ -38,7 +38,7 @@ int bad_ringbuf_use_after_submit(struct vtest_ctx *c)
 	if (!e)
 		return 0;
 	bpf_ringbuf_submit(e, 0);
-	e->op = 1; /* ERROR E028 */
+	e->op = 1; /* ERROR E035 */
 	return 0;
 }
 

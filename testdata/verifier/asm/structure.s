@@ -3,7 +3,10 @@
 # "ERROR Ennn", one starting with ok_ accepted. Directives in a program:
 # "# hook: NAME" (default vtest), "# maxstack: N". Maps by index:
 # 0 arr (array, key 4, value 48, 16 entries), 1 hash (hash, key 8, value 8),
-# 2 rb (ringbuf), 3 ro (read-only array, value 16).
+# 2 rb (ringbuf), 3 ro (read-only global data, value 16, holding the
+# format "%d %d"), 4 agreed (array, value 16, BPF_F_RDONLY_PROG), 5 wo
+# (array, value 16, BPF_F_WRONLY_PROG), 6 rohash (hash, key 8, value 8,
+# BPF_F_RDONLY_PROG).
 
 -- bad_jump_past_end
 mov %r0, 0

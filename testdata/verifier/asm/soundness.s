@@ -1,0 +1,549 @@
+# Soundness regressions: constructions that must stay refused whatever
+# the pass (merged, path-sensitive with joins, exact). See structure.s for
+# the format and the maps.
+
+# Two lookups swapped on two paths: after the join neither pointer may be
+# taken for the other, so their difference is no constant.
+-- bad_ptr_diff_after_join_of_lookups
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r6, %r0
+stw [%r10-4], 1
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r7, %r0
+ldxw %r1, [%r9+0]
+mov %r2, %r6
+mov %r3, %r7
+jeq %r1, 0, swap
+ja join
+swap:
+mov %r2, %r7
+mov %r3, %r6
+join:
+sub %r2, %r3 # ERROR E023
+add %r6, %r2
+ldxb %r0, [%r6+0]
+exit
+out:
+mov %r0, 0
+exit
+
+-- bad_ptr_order_after_join_of_lookups
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r6, %r0
+stw [%r10-4], 1
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r7, %r0
+ldxw %r1, [%r9+0]
+mov %r2, %r6
+mov %r3, %r7
+jeq %r1, 0, swap
+ja join
+swap:
+mov %r2, %r7
+mov %r3, %r6
+join:
+jgt %r2, %r3, out # ERROR E024
+mov %r0, 1
+exit
+out:
+mov %r0, 0
+exit
+
+# The same lookup on both paths stays one object: its difference with
+# itself is a constant.
+-- ok_ptr_diff_same_lookup_after_join
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r6, %r0
+mov %r7, %r0
+ldxw %r1, [%r9+0]
+jeq %r1, 0, skip
+add %r7, 8
+skip:
+mov %r2, %r7
+sub %r2, %r6
+and %r2, 15
+add %r6, %r2
+ldxw %r0, [%r6+0]
+and %r0, 255
+exit
+out:
+mov %r0, 0
+exit
+
+# A pointer moved far from its value: the machine compares addresses as
+# unsigned numbers, which may wrap.
+-- bad_ptr_order_outside_object
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r6, %r0
+mov %r7, %r0
+lddw %r1, 0x4000000000000000
+add %r7, %r1
+jgt %r7, %r6, out # ERROR E024
+mov %r0, 1
+exit
+out:
+mov %r0, 0
+exit
+
+-- bad_moved_ptr_null_check
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxdw %r1, [%r9+8]
+add %r0, %r1
+jeq %r0, 0, out # ERROR E024
+mov %r0, 1
+exit
+out:
+mov %r0, 0
+exit
+
+-- bad_stack_ptr_order_outside_frame
+mov %r6, %r10
+add %r6, -1024
+mov %r7, %r10
+jlt %r6, %r7, +1 # ERROR E024
+mov %r0, 0
+mov %r0, 0
+exit
+
+-- ok_ptr_loop_inside_value
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r6, %r0
+mov %r7, %r0
+add %r7, 48
+mov %r0, 0
+loop:
+jge %r6, %r7, done
+ldxw %r1, [%r6+0]
+add %r0, %r1
+add %r6, 4
+ja loop
+done:
+and %r0, 255
+exit
+out:
+mov %r0, 0
+exit
+
+-- ok_ptr_end_compare_just_past_end
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r7, %r0
+add %r7, 48
+jne %r7, 0, +1
+mov %r0, 0
+mov %r0, 1
+exit
+out:
+mov %r0, 0
+exit
+
+# Ringbuf records: a pointer that is one record on one path and another
+# on the other holds neither after the join.
+-- bad_ringbuf_record_swapped_at_join
+mov %r9, %r1
+lddw %r1, map(2)
+mov %r2, 16
+mov %r3, 0
+call 131
+mov %r6, %r0
+jne %r6, 0, +2
+mov %r0, 0
+exit
+lddw %r1, map(2)
+mov %r2, 16
+mov %r3, 0
+call 131
+mov %r7, %r0
+jne %r7, 0, ok7
+mov %r1, %r6
+mov %r2, 0
+call 133
+mov %r0, 0
+exit
+ok7:
+ldxw %r1, [%r9+0]
+mov %r8, %r6
+jeq %r1, 0, join
+mov %r8, %r7
+join:
+mov %r1, %r6
+mov %r2, 0
+call 132
+mov %r1, %r7
+mov %r2, 0
+call 132
+stdw [%r8+0], 1 # ERROR E035
+mov %r0, 0
+exit
+
+-- bad_ringbuf_swapped_record_submitted
+mov %r9, %r1
+lddw %r1, map(2)
+mov %r2, 16
+mov %r3, 0
+call 131
+mov %r6, %r0
+jne %r6, 0, +2
+mov %r0, 0
+exit
+lddw %r1, map(2)
+mov %r2, 16
+mov %r3, 0
+call 131
+mov %r7, %r0
+jne %r7, 0, ok7
+mov %r1, %r6
+mov %r2, 0
+call 133
+mov %r0, 0
+exit
+ok7:
+ldxw %r1, [%r9+0]
+mov %r8, %r6
+jeq %r1, 0, join
+mov %r8, %r7
+join:
+mov %r1, %r6
+mov %r2, 0
+call 132
+mov %r1, %r8 # ERROR E035
+mov %r2, 0
+call 132
+mov %r0, 0
+exit
+
+-- bad_ringbuf_spilled_pointer_after_submit
+lddw %r1, map(2)
+mov %r2, 16
+mov %r3, 0
+call 131
+jne %r0, 0, +2
+mov %r0, 0
+exit
+stxdw [%r10-8], %r0
+mov %r1, %r0
+mov %r2, 0
+call 132
+ldxw %r0, [%r10-8] # ERROR E035
+and %r0, 1
+exit
+
+-- bad_ringbuf_leak_names_reservation
+lddw %r1, map(2)
+mov %r2, 16
+mov %r3, 0
+call 131
+jeq %r0, 0, +1
+stdw [%r0+0], 1
+mov %r0, 0
+exit # ERROR E030
+
+# Map access flags: BPF_F_RDONLY_PROG maps are read-only to programs,
+# BPF_F_WRONLY_PROG maps write-only.
+-- bad_store_into_rdonly_prog_map
+stw [%r10-4], 0
+lddw %r1, map(4)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, +1
+stdw [%r0+0], 1 # ERROR E029
+mov %r0, 0
+exit
+
+-- bad_atomic_on_rdonly_prog_map
+stw [%r10-4], 0
+lddw %r1, map(4)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, +2
+mov %r1, 1
+lock add [%r0+0], %r1 # ERROR E029
+mov %r0, 0
+exit
+
+-- bad_update_rdonly_prog_map
+stw [%r10-4], 0
+stdw [%r10-24], 0
+stdw [%r10-16], 0
+lddw %r1, map(4)
+mov %r2, %r10
+add %r2, -4
+mov %r3, %r10
+add %r3, -24
+mov %r4, 0
+call 2 # ERROR E029
+mov %r0, 0
+exit
+
+-- bad_delete_rdonly_prog_hash
+stdw [%r10-8], 0
+lddw %r1, map(6)
+mov %r2, %r10
+add %r2, -8
+call 3 # ERROR E029
+mov %r0, 0
+exit
+
+-- ok_read_rdonly_prog_map
+stw [%r10-4], 0
+lddw %r1, map(4)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, +3
+ldxdw %r0, [%r0+8]
+and %r0, 255
+exit
+mov %r0, 0
+exit
+
+-- bad_read_wronly_prog_map
+stw [%r10-4], 0
+lddw %r1, map(5)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, +3
+ldxdw %r0, [%r0+8] # ERROR E034
+and %r0, 255
+exit
+mov %r0, 0
+exit
+
+-- bad_wronly_prog_value_as_key
+stw [%r10-4], 0
+lddw %r1, map(5)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r2, %r0
+lddw %r1, map(0)
+call 1 # ERROR E034
+out:
+mov %r0, 0
+exit
+
+-- bad_atomic_fetch_wronly_prog_map
+stw [%r10-4], 0
+lddw %r1, map(5)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, +2
+mov %r1, 1
+lock add [%r0+0], %r1 # ERROR E034
+mov %r0, 0
+exit
+
+-- ok_write_wronly_prog_map
+stw [%r10-4], 0
+lddw %r1, map(5)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, +1
+stdw [%r0+8], 7
+mov %r0, 0
+exit
+
+# bpf_printk formats as many registers as its format has conversions.
+-- ok_printk_format_in_rodata_two_values
+lddw %r1, map_value(3)+0
+mov %r2, 6
+mov %r3, 1
+mov %r4, 2
+call 6
+mov %r0, 0
+exit
+
+-- bad_printk_format_in_rodata_uninit_value
+lddw %r1, map_value(3)+0
+mov %r2, 6
+mov %r3, 1
+call 6 # ERROR E010
+mov %r0, 0
+exit
+
+-- bad_printk_format_on_stack_uninit_values
+stdw [%r10-8], 0
+mov %r1, %r10
+add %r1, -8
+mov %r2, 8
+mov %r3, 1
+call 6 # ERROR E010
+mov %r0, 0
+exit
+
+-- ok_printk_format_on_stack_all_values
+stdw [%r10-8], 0
+mov %r1, %r10
+add %r1, -8
+mov %r2, 8
+mov %r3, 1
+mov %r4, 1
+mov %r5, 1
+call 6
+mov %r0, 0
+exit
+
+# A state with more linked copies than a fixed table could hold: the
+# copies of fp-8 and fp-16 are one value on the first path explored and
+# two on the second; bounding one copy bounds the other only on the first.
+-- bad_prune_forgets_links
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+mov %r6, %r0
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-16], %r1
+stxdw [%r10-24], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-32], %r1
+stxdw [%r10-40], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-48], %r1
+stxdw [%r10-56], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-64], %r1
+stxdw [%r10-72], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-80], %r1
+stxdw [%r10-88], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-96], %r1
+stxdw [%r10-104], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-112], %r1
+stxdw [%r10-120], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-128], %r1
+stxdw [%r10-136], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-144], %r1
+stxdw [%r10-152], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-160], %r1
+stxdw [%r10-168], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-176], %r1
+stxdw [%r10-184], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-192], %r1
+stxdw [%r10-200], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-208], %r1
+stxdw [%r10-216], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-224], %r1
+stxdw [%r10-232], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-240], %r1
+stxdw [%r10-248], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-256], %r1
+stxdw [%r10-264], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-272], %r1
+stxdw [%r10-280], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-288], %r1
+stxdw [%r10-296], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-304], %r1
+stxdw [%r10-312], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-320], %r1
+stxdw [%r10-328], %r2
+ldxdw %r1, [%r9+8]
+mov %r2, %r1
+stxdw [%r10-336], %r1
+stxdw [%r10-344], %r2
+mov %r1, 0
+mov %r2, 0
+ldxw %r1, [%r9+0]
+jeq %r1, 0, keep
+ldxdw %r3, [%r9+8]
+stxdw [%r10-24], %r3
+keep:
+ldxdw %r4, [%r10-16]
+jgt %r4, 40, out
+ldxdw %r5, [%r10-24]
+add %r6, %r5
+ldxb %r0, [%r6+0] # ERROR E014
+exit
+out:
+mov %r0, 0
+exit
