@@ -9,6 +9,7 @@ package hook
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -59,6 +60,20 @@ type Context struct {
 
 // Range is an inclusive range of return values.
 type Range struct{ Min, Max int64 }
+
+// IsCInt reports whether the hook returns a C int: a range within int32,
+// of which the host reads the low 32 bits of r0 as a signed number (clang
+// writes "return -1" as w0 = -1, which leaves r0 = 0xffffffff).
+func (r Range) IsCInt() bool { return r.Min >= math.MinInt32 && r.Max <= math.MaxInt32 }
+
+// Result is the value the host takes from r0 at exit: int32(r0) for a C
+// int return, all 64 bits otherwise. The verifier proves it in the range.
+func (r Range) Result(r0 uint64) int64 {
+	if r.IsCInt() {
+		return int64(int32(uint32(r0)))
+	}
+	return int64(r0)
+}
 
 // Hook is one attachment point.
 type Hook struct {

@@ -106,14 +106,15 @@ type Outcome struct {
 	Algorithm, Protocol int
 }
 
-// Apply applies the program's return value ret and decision d to table as
-// libncclbpf.so does, then picks as NCCL does (the strictly cheapest
-// non-negative cell, algorithms then protocols in order).
+// Apply applies the program's return value ret (r0 at exit) and decision
+// d to table as libncclbpf.so does, then picks as NCCL does (the strictly
+// cheapest non-negative cell, algorithms then protocols in order). Like
+// the shim, it reads the low 32 bits of ret as the C int the hook returns.
 func Apply(table [Cells]float32, ret uint64, d Decision) Outcome {
 	o := Outcome{Table: table}
 	a, p, ch := d.Algorithm, d.Protocol, d.Channels
 	switch {
-	case ret != 0 || (a == -1 && p == -1 && ch == 0):
+	case int32(uint32(ret)) != 0 || (a == -1 && p == -1 && ch == 0):
 	case a < -1 || a >= len(AlgoNames) || p < -1 || p >= len(ProtoNames):
 		o.Dropped = "algorithm/protocol outside NCCL's table"
 	case ch < 0:

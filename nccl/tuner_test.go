@@ -74,6 +74,9 @@ func TestApply(t *testing.T) {
 		{0, Decision{2, 2, 8}, true, false, 2, 2, 0},
 		{0, Decision{3, -1, 8}, true, false, 3, 0, 0},
 		{0, Decision{-1, -1, 8}, true, false, 0, 0, 8},
+		// the host reads the C int in the low 32 bits of r0, as verified
+		{0x1_0000_0000, Decision{1, 2, 0}, true, false, 1, 2, 0},
+		{0x1_0000_0001, Decision{1, 2, 8}, false, false, 0, 0, 0},
 	} {
 		o := Apply(tbl, tc.ret, tc.d)
 		if o.Applied != tc.applied || (o.Dropped != "") != tc.dropped || o.Algorithm != tc.algo || o.Protocol != tc.proto || o.Channels != tc.channels {

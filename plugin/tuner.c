@@ -437,7 +437,8 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	x.protocol = NCCLBPF_PROTO_UNDEF;
 	x.n_channels = 0;
 
-	uint64_t rc = ((ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS))(&x);
+	/* The hook returns a C int: the low 32 bits of r0, as the verifier checked them. */
+	int32_t rc = (int32_t)((ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS))(&x);
 	nb_leave(c, in);
 	nb_inc(&c->policy_calls);
 
@@ -529,7 +530,7 @@ static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, i
 	ncclbpf_prog_fn fn = (ncclbpf_prog_fn)(atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_CHUNK_SIZE].fn,
 	                                                            memory_order_acquire) &
 	                                       ~NCCLBPF_SLOT_FLAGS);
-	uint64_t rc = fn ? fn(&x) : NCCLBPF_TUNER_DEFAULT;
+	int32_t rc = fn ? (int32_t)fn(&x) : NCCLBPF_TUNER_DEFAULT;
 	nb_leave(c, in);
 	nb_inc(&c->chunk_calls);
 	if (rc != NCCLBPF_TUNER_APPLY || x.new_chunk_size == 0)

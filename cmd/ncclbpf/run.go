@@ -1332,15 +1332,16 @@ func r0Meaning(h *hook.Hook, r0 uint64) string {
 	if h == nil {
 		return ""
 	}
+	res := h.Return.Result(r0)
 	if h.Name == hook.Tuner || h.Name == hook.TunerChunkSize {
-		switch r0 {
+		switch res {
 		case hook.TunerApply:
 			return "NCCLBPF_TUNER_APPLY: the host applies the outputs"
 		case hook.TunerDefault:
 			return "NCCLBPF_TUNER_DEFAULT: the outputs are ignored, NCCL decides"
 		}
 	}
-	if int64(r0) < h.Return.Min || int64(r0) > h.Return.Max {
+	if res < h.Return.Min || res > h.Return.Max {
 		return fmt.Sprintf("outside the hook's return range %d..%d", h.Return.Min, h.Return.Max)
 	}
 	return ""
@@ -1375,14 +1376,14 @@ func (r *runTarget) tunerEffect(r0 uint64, ctx []byte) *tunerEff {
 	partial := (d.Algorithm >= 0) != (d.Protocol >= 0)
 	abi, _ := r.elem("abi_version")
 	inTable := d.Algorithm >= -1 && d.Algorithm < len(algoNames) && d.Protocol >= -1 && d.Protocol < len(protoNames)
-	if r0 == hook.TunerApply && partial && inTable && d.Channels >= 0 && abi.Get(ctx) == 2 { // checked after these
+	if r.hook.Return.Result(r0) == hook.TunerApply && partial && inTable && d.Channels >= 0 && abi.Get(ctx) == 2 { // checked after these
 		eff.Text = "dropped (tuner v2 cannot take an algorithm without a protocol or the reverse); " + nccl0
 		return eff
 	}
 	out := nccl.Apply(table, r0, d)
 	switch {
-	case r0 != hook.TunerApply:
-		eff.Text = nccl0 + " (the program returned " + strconv.FormatUint(r0, 10) + ")"
+	case r.hook.Return.Result(r0) != hook.TunerApply:
+		eff.Text = nccl0 + " (the program returned " + strconv.FormatInt(r.hook.Return.Result(r0), 10) + ")"
 		return eff
 	case out.Dropped != "":
 		eff.Text = "dropped (" + out.Dropped + "); " + nccl0
