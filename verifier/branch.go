@@ -64,6 +64,11 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 		}
 		if refineA || refineB {
 			t, f, okT, okF = refine(op, sa, sb)
+		} else if op != asm.JumpSet {
+			// the 64-bit value is not its own 32-bit view: refine the
+			// view piece by piece (sign- or zero-extended values)
+			t, f, okT, okF = refine32(op, a.s, b.s, !regSrc, int64(ins.Imm))
+			refineA = true
 		} else {
 			okT, okF = true, true
 		}
@@ -359,4 +364,89 @@ func (ck *checker) regionBranch(st *state, ins asm.Instruction, a, b value, targ
 		return fall, nil, 0, nil
 	}
 	return -1, nil, 0, nil
+}
+
+// refine32 refines a for a 32-bit comparison of the low halves of a and b
+// when a's 64-bit value is not simply its 32-bit view: a sign-extended
+// int (in [-2^31, 2^31)) compared unsigned, or a zero-extended one (in
+// [0, 2^32)) compared signed, as clang emits for int indices checked on
+// both sides. a is split into the pieces on which the view is a shift of
+// the value ([-2^31, 0), [0, 2^31), [2^31, 2^32)); each piece's view is
+// refined and shifted back, and the pieces' hull is met with a. b is not
+// refined (t[1], f[1] are b unchanged). When a has values outside
+// [-2^31, 2^32), nothing is refined and both outcomes are possible.
+func refine32(op asm.JumpOp, a, b Scalar, bImm bool, imm int64) (t, f [2]Scalar, okT, okF bool) {
+	signed := op == asm.JumpSGT || op == asm.JumpSGE || op == asm.JumpSLT || op == asm.JumpSLE
+	var bv Scalar
+	switch {
+	case bImm && signed:
+		bv = constScalar(uint64(imm))
+	case bImm:
+		bv = constScalar(uint64(uint32(imm)))
+	case signed:
+		bv = b.sext32()
+	default:
+		bv = b.trunc32()
+	}
+	t, f = [2]Scalar{a, b}, [2]Scalar{a, b}
+	if a.smin < math.MinInt32 || a.smax > math.MaxUint32 {
+		return t, f, true, true
+	}
+	const two32 = int64(1) << 32
+	pieces := []struct {
+		lo, hi int64
+		shift  int64 // view = value + shift
+	}{
+		{math.MinInt32, -1, 0},
+		{0, math.MaxInt32, 0},
+		{math.MaxInt32 + 1, math.MaxUint32, 0},
+	}
+	if signed {
+		pieces[2].shift = -two32
+	} else {
+		pieces[0].shift = two32
+	}
+	var tHull, fHull Scalar
+	for _, pc := range pieces {
+		ps, ok := a.meet(sRange(pc.lo, pc.hi))
+		if !ok {
+			continue
+		}
+		view := scalarOp(asm.ALUAdd, ps, constScalar(uint64(pc.shift)), false)
+		pt, pf, pokT, pokF := refine(op, view, bv)
+		back := func(v Scalar) Scalar {
+			r, ok := scalarOp(asm.ALUSub, v, constScalar(uint64(pc.shift)), false).meet(ps)
+			if !ok {
+				return ps
+			}
+			return r
+		}
+		if pokT {
+			tHull = hullAdd(tHull, back(pt[0]), okT)
+			okT = true
+		}
+		if pokF {
+			fHull = hullAdd(fHull, back(pf[0]), okF)
+			okF = true
+		}
+	}
+	if okT {
+		if m, ok := a.meet(tHull); ok {
+			t[0] = m
+		}
+	}
+	if okF {
+		if m, ok := a.meet(fHull); ok {
+			f[0] = m
+		}
+	}
+	return t, f, okT, okF
+}
+
+// hullAdd returns the join of h and s, or s when h holds nothing yet.
+func hullAdd(h, s Scalar, have bool) Scalar {
+	if !have {
+		return s
+	}
+	return joinScalar(h, s)
 }

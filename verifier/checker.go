@@ -27,6 +27,7 @@ type checker struct {
 	second   []bool // pc is the second slot of an LD_IMM64
 	prune    []bool // pc is a jump target or a branch's fall-through
 	loopHead []bool // pc is the target of a backward jump
+	loopEnd  []int  // loop head pc -> the last pc that jumps back to it
 	subOf    []int  // pc -> index in subs
 	subs     []subprog
 	live     []regSet // registers live at entry of pc
@@ -93,6 +94,7 @@ func (ck *checker) run() *Error {
 	ck.second = make([]bool, n)
 	ck.prune = make([]bool, n)
 	ck.loopHead = make([]bool, n)
+	ck.loopEnd = make([]int, n)
 	if e := ck.validate(); e != nil {
 		return e
 	}

@@ -111,8 +111,13 @@ func isNull(v value) bool { return v.k == kScalar && v.s.isConst() && v.s.constV
 // sound).
 func (j *joiner) joinValue(a, b value) value {
 	switch {
+	case a == b && a.k != kAlloc && a.k != kAllocOrNull:
+		// (a record pointer must still be checked against the references)
+		return a
 	case a.k == kUninit || b.k == kUninit:
 		return value{}
+	case (a.k == kHalves || b.k == kHalves) && (a.k == kScalar || a.k == kHalves) && (b.k == kScalar || b.k == kHalves):
+		return joinHalves(a, b, j.widen)
 	case a.k == kScalar && b.k == kScalar:
 		id := uint32(0)
 		if a.id != 0 && b.id != 0 {

@@ -202,6 +202,9 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 			}
 		}
 		if mode == accRead && exact && size == 8 && lo%8 == 0 && fr.stk.spilled(lo/8) {
+			if v := fr.stk.slot(lo / 8); v.k == kHalves {
+				return scalarVal(v.whole()), nil
+			}
 			return fr.stk.slot(lo / 8), nil
 		}
 		for i := lo / 8; i <= (hi-1)/8; i++ {
@@ -223,6 +226,18 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 				}
 				return constVal(c), nil
 			}
+			if exact && size == 4 && lo%4 == 0 && fr.stk.spilled(lo/8) {
+				if v := fr.stk.slot(lo / 8); v.k == kScalar || v.k == kHalves {
+					h, hh := v.halves()
+					if lo%8 == 4 {
+						h = hh
+					}
+					if signed {
+						h = h.sext32()
+					}
+					return scalarVal(h), nil
+				}
+			}
 			return loaded(size, signed), nil
 		}
 		// atomic: the bytes become plain numbers
@@ -240,6 +255,10 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 			return value{}, ck.errorf(PointerLeak, pc, "stores a pointer to a callee's stack (%s) into a caller's frame, where it would outlive the callee", val.describe(ck))
 		}
 	}
+	var prev value // what a 4-byte store leaves in the other half
+	if exact && size == 4 && lo%4 == 0 && fr.stk.spilled(lo/8) {
+		prev = fr.stk.slot(lo / 8)
+	}
 	for i := lo / 8; i <= (hi-1)/8; i++ {
 		fr.stk.unspill(i)
 	}
@@ -249,8 +268,25 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 	for b := lo; b < hi; b++ {
 		fr.stk.setInit(b)
 	}
-	if size == 8 && lo%8 == 0 {
+	switch {
+	case size == 8 && lo%8 == 0:
 		fr.stk.setSpill(lo/8, val)
+	case size == 4 && lo%4 == 0 && val.k == kScalar:
+		// keep both 4-byte numbers of the slot; the other half's bytes
+		// stay as initialized as they were
+		other := widthScalar(4)
+		if prev.k == kScalar || prev.k == kHalves {
+			l, h := prev.halves()
+			other = l
+			if lo%8 == 0 {
+				other = h
+			}
+		}
+		if lo%8 == 0 {
+			fr.stk.putSpill(lo/8, halvesVal(val.s, other))
+		} else {
+			fr.stk.putSpill(lo/8, halvesVal(other, val.s))
+		}
 	}
 	return value{}, nil
 }

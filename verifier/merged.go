@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"container/heap"
+	"math/bits"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 )
@@ -44,10 +45,21 @@ type mergeQueue struct {
 	order pcHeap
 }
 
+// maxPendingPerPC bounds the states kept apart at one pc because joining
+// them would lose a context or stack pointer; past it they are joined.
+const maxPendingPerPC = 16
+
 // push queues st at pc, joining it with a waiting state of the same shape.
+// States whose context or stack pointers sit at different offsets (two
+// iterations of a loop that walks the context, say) are kept apart: their
+// join would hold a pointer of variable offset, which cannot be used.
 func (q *mergeQueue) push(pc int, st *state, back bool) {
 	list, queued := q.at[pc]
+	force := len(list) >= maxPendingPerPC
 	for i := range list {
+		if !force && !samePointerOffsets(list[i].st, st) {
+			continue
+		}
 		// a waiting state belongs to the queue alone (forks are clones,
 		// checkpoints store clean copies), so it can become the join
 		if q.ck.joinInto(list[i].st, st) {
@@ -67,12 +79,77 @@ func (q *mergeQueue) push(pc int, st *state, back bool) {
 	}
 }
 
+// pop removes and returns the pc to run next: the lowest pc with waiting
+// states, except that states which came back to a loop head wait until
+// no state is waiting inside the loop (between the head and its last back
+// jump). Without this, the next iteration would overtake the rest of the
+// current one and the two would be joined where they meet, mixing the
+// iterations' counters and pointers.
+func (q *mergeQueue) pop() int {
+	pc := q.order[0]
+	for q.ck.loopHead[pc] && q.hasBack(pc) {
+		inner := -1
+		for _, p := range q.order {
+			if p > pc && p <= q.ck.loopEnd[pc] && (inner < 0 || p < inner) {
+				inner = p
+			}
+		}
+		if inner < 0 {
+			break
+		}
+		pc = inner
+	}
+	for i, p := range q.order {
+		if p == pc {
+			heap.Remove(&q.order, i)
+			break
+		}
+	}
+	return pc
+}
+
+// hasBack reports a state waiting at pc that came around a loop.
+func (q *mergeQueue) hasBack(pc int) bool {
+	for _, p := range q.at[pc] {
+		if p.back {
+			return true
+		}
+	}
+	return false
+}
+
+// samePointerOffsets reports whether a and b hold their context and stack
+// pointers (in registers and spilled) at the same constant offsets.
+func samePointerOffsets(a, b *state) bool {
+	if len(a.frames) != len(b.frames) {
+		return true // not joinable anyway
+	}
+	differ := func(x, y value) bool {
+		return x.k == y.k && (x.k == kCtx || x.k == kStack) && x.frame == y.frame && x.s != y.s
+	}
+	for fi := range a.frames {
+		fa, fb := &a.frames[fi], &b.frames[fi]
+		for r := range fa.regs {
+			if differ(fa.regs[r], fb.regs[r]) {
+				return false
+			}
+		}
+		for both := fa.stk.spill & fb.stk.spill; both != 0; both &= both - 1 {
+			i := bits.TrailingZeros64(both)
+			if differ(fa.stk.slot(i), fb.stk.slot(i)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func (ck *checker) walkMerged(entry *state) *Error {
 	q := &mergeQueue{ck: ck, at: map[int][]pending{}}
 	ck.ran = make([]bool, len(ck.insns))
 	q.push(0, entry, false)
 	for q.order.Len() > 0 {
-		pc := heap.Pop(&q.order).(int)
+		pc := q.pop()
 		list := q.at[pc]
 		delete(q.at, pc)
 		for _, p := range list {

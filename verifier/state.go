@@ -51,6 +51,15 @@ func (s *stack) slotPtr(i int) *value {
 
 // setSpill spills v into slot i (and initializes its bytes).
 func (s *stack) setSpill(i int, v value) {
+	s.putSpill(i, v)
+	for b := 8 * i; b < 8*i+8; b++ {
+		s.setInit(b)
+	}
+}
+
+// putSpill spills v into slot i and leaves its bytes' init bits alone (a
+// kHalves slot may have one half uninitialized).
+func (s *stack) putSpill(i int, v value) {
 	s.own()
 	r := s.rank(i)
 	if !s.spilled(i) {
@@ -59,9 +68,6 @@ func (s *stack) setSpill(i int, v value) {
 		s.spill |= 1 << i
 	}
 	s.vals[r] = v
-	for b := 8 * i; b < 8*i+8; b++ {
-		s.setInit(b)
-	}
 }
 
 // unspill turns slot i back into plain bytes. A spilled pointer's bytes

@@ -261,6 +261,7 @@ func (ck *checker) structure() *Error {
 			ck.prune[t] = true
 			if t <= pc {
 				ck.loopHead[t] = true
+				ck.loopEnd[t] = max(ck.loopEnd[t], pc)
 			}
 			if !isGoto(ins) && pc+1 < n {
 				ck.prune[pc+1] = true

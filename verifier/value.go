@@ -16,6 +16,7 @@ const (
 	kAlloc                      // ringbuf record of `size` bytes; id is its reference
 	kAllocOrNull                // kAlloc or 0, not yet checked
 	kReleased                   // a ringbuf record pointer after submit/discard; idx: pc of the release
+	kHalves                     // a stack slot holding two 4-byte numbers (see halves.go)
 )
 
 // value is the abstract content of a register or a spilled stack slot.
@@ -63,6 +64,8 @@ func (k kind) String() string {
 		return "ringbuf record pointer or null"
 	case kReleased:
 		return "released ringbuf record pointer"
+	case kHalves:
+		return "two 4-byte numbers"
 	}
 	return "?"
 }
@@ -86,6 +89,9 @@ func (v value) describe(c *checker) string {
 		return fmt.Sprintf("%s %s (size %d)", v.k, offString("rec", v.s), v.idx)
 	case kReleased:
 		return fmt.Sprintf("ringbuf record pointer released at %s", c.where(int(v.idx)))
+	case kHalves:
+		lo, hi := v.halves()
+		return fmt.Sprintf("4-byte numbers %s (low) and %s (high)", lo, hi)
 	}
 	return v.k.String()
 }

@@ -4,9 +4,9 @@
 SEC("vtest")
 int bad_loop_forever(struct vtest_ctx *c)
 {
-	volatile __u32 n = 0;
+	volatile __u32 n = 0; /* counted exactly: no state repeats, the budget ends it */
 
-	for (;;) /* ERROR E025 */
+	for (;;) /* ERROR E026 */
 		n++;
 	return 0;
 }

@@ -547,3 +547,81 @@ exit
 out:
 mov %r0, 0
 exit
+
+# 32-bit comparisons refine the 64-bit value only where it is the
+# sign- or zero-extension of its low half.
+-- bad_jmp32_checks_do_not_bound_64bit_value
+ldxdw %r2, [%r1+8]
+jslt32 %r2, 0, out
+jsgt32 %r2, 7, out
+lddw %r3, map_value(3)+0
+add %r3, %r2
+ldxb %r0, [%r3+0] # ERROR E014
+exit
+out:
+mov %r0, 0
+exit
+
+-- ok_jmp32_signed_checks_on_sign_extended_value
+ldxw %r2, [%r1+0]
+lsh %r2, 32
+arsh %r2, 32
+jslt32 %r2, 0, out
+jsgt32 %r2, 7, out
+lddw %r3, map_value(3)+0
+add %r3, %r2
+ldxb %r0, [%r3+0]
+exit
+out:
+mov %r0, 0
+exit
+
+-- ok_jmp32_signed_checks_on_zero_extended_value
+ldxw %r2, [%r1+0]
+jslt32 %r2, 0, out
+jsgt32 %r2, 7, out
+lddw %r3, map_value(3)+0
+add %r3, %r2
+ldxb %r0, [%r3+0]
+exit
+out:
+mov %r0, 0
+exit
+
+-- ok_jmp32_unsigned_check_on_sign_extended_value
+ldxw %r2, [%r1+0]
+lsh %r2, 32
+arsh %r2, 32
+jgt32 %r2, 7, out
+lddw %r3, map_value(3)+0
+add %r3, %r2
+ldxb %r0, [%r3+0]
+exit
+out:
+mov %r0, 0
+exit
+
+-- bad_jmp32_unsigned_check_lets_negative_through
+ldxw %r2, [%r1+0]
+lsh %r2, 32
+arsh %r2, 32
+jgt32 %r2, 0xfffffff0, out
+jsgt %r2, 7, out
+lddw %r3, map_value(3)+0
+add %r3, %r2
+ldxb %r0, [%r3+0] # ERROR E014
+exit
+out:
+mov %r0, 0
+exit
+
+-- bad_jmp32_signed_check_on_zero_extended_lets_high_through
+ldxw %r2, [%r1+0]
+jsgt32 %r2, 7, out
+lddw %r3, map_value(3)+0
+add %r3, %r2
+ldxb %r0, [%r3+0] # ERROR E014
+exit
+out:
+mov %r0, 0
+exit
