@@ -33,7 +33,7 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 	// whatever native code left there, addresses included)
 	variadic, fmtWhy := 3, "its format is not known when the program is loaded, so all three value registers are formatted"
 	if id == helpers.TracePrintk {
-		variadic, fmtWhy = ck.printkValues(f)
+		variadic, fmtWhy = ck.printkValues(st, f)
 	}
 	for i := 0; i < p.NumArgs(); i++ {
 		a := p.Args[i]
@@ -50,6 +50,9 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 		}
 		if v.k == kUninit {
 			return ck.errorf(UninitRegister, pc, "argument %d (%v) of %s is not initialized", i+1, r, p.Name)
+		}
+		if v.k == kReleased {
+			return ck.errorf(UseAfterRelease, pc, "argument %d (%v) of %s held a ringbuf record that was submitted or discarded at %s", i+1, r, p.Name, ck.where(int(v.idx)))
 		}
 		bad := func(want string) *Error {
 			return ck.errorf(BadHelperArg, pc, "argument %d (%v) of %s must be %s, but holds a %s", i+1, r, p.Name, want, v.describe(ck))
@@ -168,19 +171,40 @@ func (ck *checker) unheldWhy() string {
 // the number of conversions of its format when the format lies in frozen
 // read-only data (a string literal in .rodata) at a constant offset with
 // a constant size, otherwise all three.
-func (ck *checker) printkValues(f *frame) (int, string) {
-	unknown := "its format is not in read-only data at a constant place, so the helper may format all three value registers (r3-r5): set them, or put the format in a string literal"
+func (ck *checker) printkValues(st *state, f *frame) (int, string) {
+	unknown := "its format is not known when the program is loaded (not a string literal in read-only data, nor constant bytes on the stack, at a constant place and size), so the helper may format all three value registers (r3-r5): set them, or use a string literal"
 	p, n := f.regs[asm.R1], f.regs[asm.R2]
-	if p.k != kMapValue || !p.s.isConst() || n.k != kScalar || !n.s.isConst() {
+	if !p.s.isConst() || n.k != kScalar || !n.s.isConst() || n.s.constVal() == 0 || n.s.constVal() > asm.StackSize {
 		return 3, unknown
 	}
-	m := &ck.maps[p.idx]
 	off, size := p.s.constVal(), n.s.constVal()
-	if !m.ReadOnly || m.Contents == nil || off > uint64(len(m.Contents)) || size == 0 || size > uint64(len(m.Contents))-off {
+	var format []byte
+	switch p.k {
+	case kMapValue:
+		m := &ck.maps[p.idx]
+		if !m.ReadOnly || m.Contents == nil || off > uint64(len(m.Contents)) || size > uint64(len(m.Contents))-off {
+			return 3, unknown
+		}
+		format = m.Contents[off : off+size]
+	case kStack:
+		// constant bytes stored on the stack (char fmt[] = "...")
+		stk := &st.frames[p.frame].stk
+		for k := uint64(0); k < size; k++ {
+			b := int(int64(off)+int64(k)) + asm.StackSize
+			if b < 0 || b >= asm.StackSize || !stk.isInit(b) || !stk.spilled(b/8) {
+				return 3, unknown
+			}
+			v := stk.slot(b / 8)
+			if (v.k != kScalar && v.k != kHalves) || !v.s.isConst() {
+				return 3, unknown
+			}
+			format = append(format, byte(v.s.constVal()>>(8*(b%8))))
+		}
+	default:
 		return 3, unknown
 	}
-	used := printkConversions(m.Contents[off : off+size])
-	return used, fmt.Sprintf("its format %q has %d conversion(s)", strings.TrimRight(string(m.Contents[off:off+size]), "\x00"), used)
+	used := printkConversions(format)
+	return used, fmt.Sprintf("its format %q has %d conversion(s)", strings.TrimRight(string(format), "\x00"), used)
 }
 
 // printkConversions counts the values bpf_printk formats for format f,

@@ -414,7 +414,8 @@ mov %r0, 0
 exit
 
 -- bad_printk_format_on_stack_uninit_values
-stdw [%r10-8], 0
+ldxdw %r3, [%r1+8]
+stxdw [%r10-8], %r3
 mov %r1, %r10
 add %r1, -8
 mov %r2, 8
@@ -424,7 +425,8 @@ mov %r0, 0
 exit
 
 -- ok_printk_format_on_stack_all_values
-stdw [%r10-8], 0
+ldxdw %r3, [%r1+8]
+stxdw [%r10-8], %r3
 mov %r1, %r10
 add %r1, -8
 mov %r2, 8
@@ -623,5 +625,26 @@ add %r3, %r2
 ldxb %r0, [%r3+0] # ERROR E014
 exit
 out:
+mov %r0, 0
+exit
+
+-- ok_printk_format_constant_on_stack
+stdw [%r10-8], 0xa6425
+mov %r1, %r10
+add %r1, -8
+mov %r2, 4
+mov %r3, 42
+call 6
+mov %r0, 0
+exit
+
+-- bad_printk_format_constant_on_stack_two_values
+stdw [%r10-8], 0x64256425
+stw [%r10-4], 0
+mov %r1, %r10
+add %r1, -8
+mov %r2, 8
+mov %r3, 42
+call 6 # ERROR E010
 mov %r0, 0
 exit
