@@ -85,7 +85,12 @@ type Hook struct {
 	Context  Context
 	Helpers  []helpers.ID
 	Return   Range
-	Doc      string
+	// Decides marks a hook whose outputs (its writable context fields)
+	// and return value are a decision every rank of a communicator must
+	// take alike (the tuner hooks): the verifier proves that they depend
+	// on rank-uniform data only.
+	Decides bool
+	Doc     string
 }
 
 // FieldAt returns the field containing the size bytes at off, and the index

@@ -351,7 +351,7 @@ allreduce,0,65535,tree,ll,-1,-1,-1
 allreduce,65536,1048575,ring,ll128,8,1,-1
 allreduce,1048576,4194303,-1,simple,-1,-1,4
 allreduce,0,18446744073709551615,ring,simple,-1,-1,-1
-allgather,1024,4096,default,simple,2,-1,8,1,0
+allgather,1024,4096,default,simple,2,-1,8,1,-1
 allgather,0,1000000,ring,-1,16,-1,-1
 reducescatter,0,100,nvls,-1,-1,-1,-1,-1
 broadcast,10,20000,pat,ll,-1,2,16,-1

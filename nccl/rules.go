@@ -123,6 +123,9 @@ func ParseRules(r io.Reader) ([]Rule, error) {
 			if v != -1 && (v < in.min || v > in.max) {
 				return nil, fmt.Errorf("line %d: %s %d: want -1 or %d..%d", n, in.name, v, in.min, in.max)
 			}
+			if in.dst == &ru.RegBuff && v != -1 {
+				return nil, fmt.Errorf("line %d: regBuff %d: whether the user buffers are registered is local to each rank, so a rule on it could make ranks choose differently and hang the collective; use -1 (any)", n, v)
+			}
 			*in.dst = v
 		}
 		out = append(out, ru)

@@ -12,7 +12,7 @@ const sampleRules = `# collective,min,max,algo,proto,channels,nNodes,nRanks[,pip
 allreduce,0,65535,tree,ll,-1,-1,-1
 allreduce, 65536 , 1048575 , ring , ll128 , 8 , 1 , -1
 allreduce,0,18446744073709551615,ring,simple,-1,-1,-1
-allgather,1024,4096,default,simple,2,-1,8,1,0
+allgather,1024,4096,default,simple,2,-1,8,1,-1
 reducescatter,0,100,nvls,-1,-1,-1,-1,-1
 
 broadcast,10,20,pat,ll,-1,2,16,-1
@@ -27,7 +27,7 @@ func TestParseRules(t *testing.T) {
 		{Coll: 4, MinBytes: 0, MaxBytes: 65535, Algorithm: 0, Protocol: 0, Channels: -1, Nodes: -1, Ranks: -1, PipeOps: -1, RegBuff: -1, Line: 2},
 		{Coll: 4, MinBytes: 65536, MaxBytes: 1048575, Algorithm: 1, Protocol: 1, Channels: 8, Nodes: 1, Ranks: -1, PipeOps: -1, RegBuff: -1, Line: 3},
 		{Coll: 4, MinBytes: 0, MaxBytes: math.MaxUint64, Algorithm: 1, Protocol: 2, Channels: -1, Nodes: -1, Ranks: -1, PipeOps: -1, RegBuff: -1, Line: 4},
-		{Coll: 2, MinBytes: 1024, MaxBytes: 4096, Algorithm: -1, Protocol: 2, Channels: 2, Nodes: -1, Ranks: 8, PipeOps: 1, RegBuff: 0, Line: 5},
+		{Coll: 2, MinBytes: 1024, MaxBytes: 4096, Algorithm: -1, Protocol: 2, Channels: 2, Nodes: -1, Ranks: 8, PipeOps: 1, RegBuff: -1, Line: 5},
 		{Coll: 3, MinBytes: 0, MaxBytes: 100, Algorithm: 4, Protocol: -1, Channels: -1, Nodes: -1, Ranks: -1, PipeOps: -1, RegBuff: -1, Line: 6},
 		{Coll: 0, MinBytes: 10, MaxBytes: 20, Algorithm: 6, Protocol: 0, Channels: -1, Nodes: 2, Ranks: 16, PipeOps: -1, RegBuff: -1, Line: 8},
 	}
@@ -50,6 +50,8 @@ func TestParseRules(t *testing.T) {
 		"allreduce,0,10,ring,simple,0,-1,-1",
 		"allreduce,0,10,ring,simple,65,-1,-1",
 		"allreduce,0,10,ring,simple,-1,-1,-1,1,2",
+		"allreduce,0,10,ring,simple,-1,-1,-1,1,0", // regBuff is rank-local
+		"allreduce,0,10,ring,simple,-1,-1,-1,-1,1",
 	} {
 		if _, err := ParseRules(strings.NewReader("# c\n" + bad + "\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 			t.Errorf("%q: error %v, want one naming line 2", bad, err)

@@ -32,7 +32,7 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 		if !ck.inObject(a) || !ck.inObject(b) {
 			return -1, nil, 0, ck.errorf(PointerCompare, pc, "%s is compared with %s, but an offset may leave the object: addresses compare as unsigned numbers and may wrap around, so only pointers inside their object (or just past its end) may be ordered; bound the offsets first", a.describe(ck), b.describe(ck))
 		}
-		return ck.regionBranch(st, ins, a, b, target, fall)
+		return ck.regionBranch(st, pc, ins, a, b, target, fall)
 	}
 	if a.isPtr() || b.isPtr() {
 		return ck.ptrBranch(st, pc, ins, a, b, target, fall)
@@ -88,6 +88,7 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 		fork := ck.fork(st)
 		apply(fork, t)
 		apply(st, f)
+		ck.branchControl(st, fork, pc, a.src, b.src)
 		return fall, fork, target, nil
 	case okT:
 		apply(st, t)
@@ -288,6 +289,7 @@ func (ck *checker) ptrBranch(st *state, pc int, ins asm.Instruction, a, b value,
 	null := ck.fork(st)
 	ck.setNull(null, p, true)
 	ck.setNull(st, p, false)
+	ck.branchControl(st, null, pc, p.src, 0)
 	if op == asm.JumpEq {
 		return fall, null, target, nil
 	}
@@ -330,7 +332,7 @@ func sameRegion(a, b value) bool {
 // caller checked), so their addresses neither wrap nor cross 2^63: the
 // unsigned and signed orders of the addresses are the order of the
 // offsets.
-func (ck *checker) regionBranch(st *state, ins asm.Instruction, a, b value, target, fall int) (int, *state, int, *Error) {
+func (ck *checker) regionBranch(st *state, pc int, ins asm.Instruction, a, b value, target, fall int) (int, *state, int, *Error) {
 	op := ins.Op.JumpOp()
 	switch op {
 	case asm.JumpGT:
@@ -355,6 +357,7 @@ func (ck *checker) regionBranch(st *state, ins asm.Instruction, a, b value, targ
 		fork := ck.fork(st)
 		apply(fork, t)
 		apply(st, f)
+		ck.branchControl(st, fork, pc, a.src, b.src)
 		return fall, fork, target, nil
 	case okT:
 		apply(st, t)

@@ -46,6 +46,13 @@ type checker struct {
 	// made it, for messages.
 	refPC map[uint32]int
 
+	// rank uniformity (uniform.go): ipdom is nil when the analysis is off
+	ipdom  []int
+	srcs   []taintSrc
+	srcIDs map[srcKey]uint32
+	// written marks the maps the program may write
+	written []bool
+
 	stackTotal int
 }
 
@@ -102,6 +109,11 @@ func (ck *checker) run() *Error {
 		return e
 	}
 	ck.liveness()
+	ck.written = make([]bool, len(ck.maps))
+	if ck.hook.Decides && !ck.cfg.DisableRankUniformity {
+		ck.ipdom = ck.postDominators()
+		ck.srcIDs = map[srcKey]uint32{}
+	}
 	ck.seen = make([][]*visited, n)
 	walk := ck.walk
 	if ck.merged {

@@ -51,6 +51,15 @@ type MapInfo struct {
 	// Flags are the map's map_flags. Programs may only read a map with
 	// MapFlagReadOnlyProg and only write one with MapFlagWriteOnlyProg.
 	Flags uint32
+	// Local says that the map's contents may differ between the ranks of
+	// a communicator: some program of the bundle writes it (profiler
+	// programs write at rank-local times; tuner calls of several
+	// communicators interleave in a rank-local order). A hook that
+	// Decides may not decide on what it loads from a Local map. Maps no
+	// program writes (.rodata, BPF_F_RDONLY_PROG maps that the control
+	// plane writes at an agreed call, tables filled at load) are uniform.
+	// VerifyTogether sets it from the programs' writes.
+	Local bool
 	// Contents, when not nil, is the value of a ReadOnly single-value map
 	// (.rodata) as the program will see it: the verifier may read it, for
 	// example to know which arguments a bpf_printk format consumes.
@@ -93,6 +102,10 @@ type Config struct {
 	// Source, when set, locates a pc in the C source for error messages;
 	// line <= 0 means unknown.
 	Source func(pc int) (file string, line, col int, text string)
+	// DisableRankUniformity turns the rank-uniformity analysis of hooks
+	// that Decide off. It exists to measure the analysis' cost; a policy
+	// verified with it may hang a job.
+	DisableRankUniformity bool
 }
 
 // Info receives optional detail about a verification. Set the fields you
@@ -114,6 +127,10 @@ type Result struct {
 	// StackDepth is the largest sum of frame stack sizes along a call
 	// chain, in bytes.
 	StackDepth int
+	// MapsWritten lists the indexes (into Config.Maps) of the maps the
+	// program may write: stores and atomic updates into their values,
+	// bpf_map_update_elem and bpf_map_delete_elem.
+	MapsWritten []int
 }
 
 // ErrNoHook is returned when Config.Hook is nil.
@@ -169,7 +186,13 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 	for _, w := range ck.warnings {
 		ck.finish(w)
 	}
-	return &Result{Warnings: ck.warnings, Visits: ck.visits, States: ck.stored, StackDepth: ck.stackTotal}, nil
+	var written []int
+	for i, w := range ck.written {
+		if w {
+			written = append(written, i)
+		}
+	}
+	return &Result{Warnings: ck.warnings, Visits: ck.visits, States: ck.stored, StackDepth: ck.stackTotal, MapsWritten: written}, nil
 }
 
 // isStructural reports errors found before any path is explored.

@@ -100,10 +100,16 @@ func TestCorpusC(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", obj, err)
 		}
-		for _, p := range coll.Programs {
+		// the programs of one file are verified together, as a bundle
+		// (a map one of them writes is rank-local for all)
+		units := make([]verifier.Unit, len(coll.Programs))
+		for i, p := range coll.Programs {
+			units[i] = verifier.Unit{Insns: p.Insns, Config: *configFor(t, coll, p)}
+		}
+		results, errs, _ := verifier.VerifyTogether(mapInfos(coll), units)
+		for i, p := range coll.Programs {
 			name := filepath.Base(src) + ":" + p.Name
-			cfg := configFor(t, coll, p)
-			res, err := cfg.Verify(p.Insns, nil)
+			res, err := results[i], errs[i]
 			var ve *verifier.Error
 			switch {
 			case strings.HasPrefix(p.Name, "ok_"):

@@ -94,16 +94,30 @@ func loaded(n int, signed bool) value {
 
 // access checks a load, store or atomic update of size bytes at ptr+off
 // through register reg and returns the value loaded (for reads and
-// atomics: the old value).
+// atomics: the old value), labelled local when the pointer is or the
+// memory may hold local data.
 func (ck *checker) access(st *state, pc int, reg asm.Register, ptr value, off int16, size int, mode accessMode, val value, signed bool) (value, *Error) {
+	v, e := ck.access0(st, pc, reg, ptr, off, size, mode, val, signed)
+	if e == nil && v.k != kUninit && ck.uniformity() {
+		v.src = either(v.src, ptr.src)
+	}
+	return v, e
+}
+
+func (ck *checker) access0(st *state, pc int, reg asm.Register, ptr value, off int16, size int, mode accessMode, val value, signed bool) (value, *Error) {
 	o := scalarOp(asm.ALUAdd, ptr.s, constScalar(uint64(int64(off))), false)
+	if mode != accRead && ck.uniformity() {
+		// what is stored is local when the value, the place (the
+		// pointer) or the path is
+		val.src = either(either(val.src, ptr.src), st.ctlSrc())
+	}
 	switch ptr.k {
 	case kScalar, kMapHandle:
 		return value{}, ck.errorf(NotAPointer, pc, "%s through %v, which holds a %s, not a pointer", mode, reg, ptr.describe(ck))
 	case kMapValueOrNull, kAllocOrNull:
 		return value{}, ck.errorf(NullDeref, pc, "%s through %v, which may be null (%s): compare it with 0 first", mode, reg, ptr.describe(ck))
 	case kCtx:
-		return ck.accessCtx(pc, reg, o, size, mode, val, signed)
+		return ck.accessCtx(st, pc, reg, o, size, mode, val, signed)
 	case kStack:
 		return ck.accessStack(st, pc, reg, ptr, o, size, mode, val, signed)
 	case kMapValue, kAlloc:
@@ -114,6 +128,9 @@ func (ck *checker) access(st *state, pc int, reg asm.Register, ptr value, off in
 			if e := ck.checkMapAccess(pc, int(ptr.idx), mode); e != nil {
 				return value{}, e
 			}
+			if mode != accRead {
+				ck.written[ptr.idx] = true
+			}
 		} else if !st.hasRef(ptr.id) {
 			return value{}, ck.errorf(UseAfterRelease, pc, "%s through %v (%s): %s", mode, reg, ptr.describe(ck), ck.unheldWhy())
 		}
@@ -123,7 +140,11 @@ func (ck *checker) access(st *state, pc int, reg asm.Register, ptr value, off in
 		if mode != accRead && val.isPtr() {
 			return value{}, ck.errorf(PointerLeak, pc, "stores a %s into a %s", val.describe(ck), what)
 		}
-		return loaded(size, signed), nil
+		v := loaded(size, signed)
+		if ptr.k == kMapValue {
+			v.src = ck.mapSrc(pc, int(ptr.idx))
+		}
+		return v, nil
 	}
 	return value{}, ck.errorf(UninitRegister, pc, "%v is not initialized", reg)
 }
@@ -138,7 +159,7 @@ func rangeText(o Scalar) string {
 	return fmt.Sprintf("[%d, %d]", o.smin, o.smax)
 }
 
-func (ck *checker) accessCtx(pc int, reg asm.Register, o Scalar, size int, mode accessMode, val value, signed bool) (value, *Error) {
+func (ck *checker) accessCtx(st *state, pc int, reg asm.Register, o Scalar, size int, mode accessMode, val value, signed bool) (value, *Error) {
 	ctx := &ck.hook.Context
 	if !o.isConst() {
 		return value{}, ck.errorf(CtxOutOfLayout, pc, "context %s at a variable offset %s", mode, rangeText(o))
@@ -171,8 +192,26 @@ func (ck *checker) accessCtx(pc int, reg asm.Register, o Scalar, size int, mode 
 		if val.isPtr() {
 			return value{}, ck.errorf(PointerLeak, pc, "stores a %s into context field %s", val.describe(ck), name)
 		}
+		if ck.hook.Decides {
+			if e := ck.checkSink(st, pc, name, val); e != nil {
+				return value{}, e
+			}
+		}
 	}
-	return loaded(size, signed), nil
+	v := loaded(size, signed)
+	if f.Scope == hook.RankLocal && ck.uniformity() {
+		v.src = ck.source(pc, "context field "+name+" [local]", 0)
+	}
+	return v, nil
+}
+
+// mapSrc is the label of data loaded from map mi: local when programs of
+// the bundle write the map.
+func (ck *checker) mapSrc(pc, mi int) uint32 {
+	if !ck.uniformity() || !ck.maps[mi].Local {
+		return 0
+	}
+	return ck.source(pc, "map "+ck.mapName(mi)+", which a program of the bundle writes,", 0)
 }
 
 // frameSub returns the subprogram that frame fi runs.
@@ -203,10 +242,11 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		}
 		if mode == accRead && exact && size == 8 && lo%8 == 0 && fr.stk.spilled(lo/8) {
 			if v := fr.stk.slot(lo / 8); v.k == kHalves {
-				return scalarVal(v.whole()), nil
+				return value{k: kScalar, src: v.src, s: v.whole()}, nil
 			}
 			return fr.stk.slot(lo / 8), nil
 		}
+		lsrc := fr.stk.stackSrc(lo, hi)
 		for i := lo / 8; i <= (hi-1)/8; i++ {
 			if fr.stk.spilled(i) && fr.stk.slot(i).isAddr() {
 				if v := fr.stk.slot(i); v.k == kReleased {
@@ -224,7 +264,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 						c |= ^(uint64(1)<<(8*size) - 1)
 					}
 				}
-				return constVal(c), nil
+				return value{k: kScalar, src: lsrc, s: constScalar(c)}, nil
 			}
 			if exact && size == 4 && lo%4 == 0 && fr.stk.spilled(lo/8) {
 				if v := fr.stk.slot(lo / 8); v.k == kScalar || v.k == kHalves {
@@ -235,16 +275,23 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 					if signed {
 						h = h.sext32()
 					}
-					return scalarVal(h), nil
+					return value{k: kScalar, src: lsrc, s: h}, nil
 				}
 			}
-			return loaded(size, signed), nil
+			v := loaded(size, signed)
+			v.src = lsrc
+			return v, nil
 		}
 		// atomic: the bytes become plain numbers
 		for i := lo / 8; i <= (hi-1)/8; i++ {
 			fr.stk.unspill(i)
 		}
-		return loaded(size, false), nil
+		if s := either(lsrc, val.src); s != 0 {
+			fr.stk.markLocal(lo, hi, s)
+		}
+		v := loaded(size, false)
+		v.src = lsrc
+		return v, nil
 	}
 	// write
 	if val.isPtr() {
@@ -262,6 +309,9 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 	for i := lo / 8; i <= (hi-1)/8; i++ {
 		fr.stk.unspill(i)
 	}
+	if val.src != 0 {
+		fr.stk.markLocal(lo, hi, val.src)
+	}
 	if !exact {
 		return value{}, nil // bytes may or may not be written: no byte becomes initialized
 	}
@@ -270,6 +320,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 	}
 	switch {
 	case size == 8 && lo%8 == 0:
+		fr.stk.local &^= 1 << (lo / 8) // the spilled value carries its own label
 		fr.stk.setSpill(lo/8, val)
 	case size == 4 && lo%4 == 0 && val.k == kScalar:
 		// keep both 4-byte numbers of the slot; the other half's bytes
@@ -282,11 +333,12 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 				other = h
 			}
 		}
+		hv := halvesVal(other, val.s)
 		if lo%8 == 0 {
-			fr.stk.putSpill(lo/8, halvesVal(val.s, other))
-		} else {
-			fr.stk.putSpill(lo/8, halvesVal(other, val.s))
+			hv = halvesVal(val.s, other)
 		}
+		hv.src = either(val.src, prev.src)
+		fr.stk.putSpill(lo/8, hv)
 	}
 	return value{}, nil
 }

@@ -24,6 +24,10 @@ type stack struct {
 	spill  uint64
 	vals   []value
 	shared bool // vals may be referenced by another stack
+	// local marks slots whose plain (not spilled) bytes may hold rank-local
+	// data, localSrc the source of the latest (uniform.go)
+	local    uint64
+	localSrc uint32
 }
 
 func (s *stack) isInit(b int) bool  { return s.init[b>>6]&(1<<(b&63)) != 0 }
@@ -77,7 +81,12 @@ func (s *stack) unspill(i int) {
 	if !s.spilled(i) {
 		return
 	}
-	ptr := s.slot(i).isAddr()
+	v := s.slot(i)
+	ptr := v.isAddr()
+	if v.src != 0 {
+		s.local |= 1 << i
+		s.localSrc = v.src
+	}
 	s.own()
 	r := s.rank(i)
 	s.vals = append(s.vals[:r], s.vals[r+1:]...)
@@ -101,6 +110,8 @@ type state struct {
 	frames []frame
 	// refs are the ids of ringbuf records reserved and not yet released.
 	refs []uint32
+	// ctl are the active implicit flows (uniform.go), innermost last.
+	ctl []ctlEntry
 }
 
 func (st *state) top() *frame { return &st.frames[len(st.frames)-1] }
@@ -114,6 +125,10 @@ func (st *state) clone() *state {
 func (st *state) cloneInto(n *state) *state {
 	n.frames = append(n.frames[:0], st.frames...)
 	n.refs = nil
+	n.ctl = nil
+	if len(st.ctl) > 0 {
+		n.ctl = append([]ctlEntry(nil), st.ctl...)
+	}
 	for i := range n.frames {
 		if n.frames[i].stk.vals != nil {
 			n.frames[i].stk.shared = true
@@ -211,7 +226,7 @@ func valueLeq(o, c value, m *idMap) bool {
 	if o.k == kUninit {
 		return true
 	}
-	if o.k != c.k || o.idx != c.idx || o.frame != c.frame {
+	if o.k != c.k || o.idx != c.idx || o.frame != c.frame || c.src != 0 && o.src == 0 {
 		return false
 	}
 	if !o.s.contains(c.s) {
@@ -224,7 +239,7 @@ func valueLeq(o, c value, m *idMap) bool {
 // one from old, so if old was proven safe, so is cur. Registers are
 // compared before stacks, as they differ more often.
 func leq(old, cur *state, m *idMap) bool {
-	if len(old.frames) != len(cur.frames) || len(old.refs) != len(cur.refs) {
+	if len(old.frames) != len(cur.frames) || len(old.refs) != len(cur.refs) || !controlLeq(old, cur) {
 		return false
 	}
 	m.old, m.cur = m.old[:0], m.cur[:0]
@@ -258,7 +273,7 @@ func stackLeq(o, c *stack, m *idMap) bool {
 			return false
 		}
 	}
-	if o.spill&^c.spill != 0 {
+	if o.spill&^c.spill != 0 || c.local&^o.local != 0 {
 		return false
 	}
 	for bitsLeft := o.spill | c.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {

@@ -65,7 +65,9 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 	i &= MAX_IVL - 1;
 	const struct rule *r = ncclbpf_rules.r[coll][i & (MAX_IVL - 1)];
 	__u64 k1 = ((__u64)ctx->n_nodes << 32) | ctx->n_ranks;
-	__u64 k2 = ((__u64)(__u32)ctx->num_pipe_ops << 32) | (__u32)ctx->reg_buff;
+	/* regBuff is local to each rank: rules cannot match on it (the rules loader refuses them), so
+	 * its half of key2 stays 0, which every rule's mask2 ignores. */
+	__u64 k2 = (__u64)(__u32)ctx->num_pipe_ops << 32;
 	__u32 avail = ctx->avail_mask;
 	/* The first candidate (file order) that matches and that NCCL can take wins. */
 #define TRY(k)                                                                                                         \

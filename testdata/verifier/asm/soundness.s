@@ -648,3 +648,71 @@ mov %r3, 42
 call 6 # ERROR E010
 mov %r0, 0
 exit
+
+# Rank uniformity through memory and pruning (tuner hook: reg_buff at 32
+# is [local], n_ranks at 36 and coll_type at 24 [uniform], n_channels at
+# 156 is a decision).
+-- bad_local_through_plain_stack_bytes
+# hook: tuner
+ldxw %r2, [%r1+32]
+stxb [%r10-8], %r2
+ldxb %r3, [%r10-8]
+stxw [%r1+156], %r3 # ERROR E033
+mov %r0, 0
+exit
+
+-- bad_local_through_4_byte_spill
+# hook: tuner
+ldxw %r2, [%r1+32]
+stxw [%r10-8], %r2
+stw [%r10-4], 0
+ldxw %r3, [%r10-8]
+stxw [%r1+156], %r3 # ERROR E033
+mov %r0, 0
+exit
+
+-- ok_uniform_half_beside_local_half
+# hook: tuner
+ldxw %r2, [%r1+32]
+ldxw %r4, [%r1+36]
+stxw [%r10-8], %r4
+stxw [%r10-4], %r2
+ldxw %r3, [%r10-8]
+mov %r0, 0
+exit
+
+-- bad_pruning_respects_labels
+# hook: tuner
+ldxw %r2, [%r1+36]
+ldxw %r3, [%r1+32]
+ldxw %r4, [%r1+24]
+mov %r5, %r2
+jeq %r4, 0, join
+mov %r5, %r3
+join:
+and %r5, 7
+stxw [%r1+156], %r5 # ERROR E033
+mov %r0, 0
+exit
+
+-- bad_local_branch_then_constant_written
+# hook: tuner
+ldxw %r3, [%r1+32]
+mov %r5, 2
+jeq %r3, 0, join
+mov %r5, 4
+join:
+stxw [%r1+156], %r5 # ERROR E033
+mov %r0, 0
+exit
+
+-- ok_local_branch_ends_before_decision
+# hook: tuner
+ldxw %r3, [%r1+32]
+mov %r6, 0
+jeq %r3, 0, join
+mov %r6, 1
+join:
+stw [%r1+156], 4
+mov %r0, 0
+exit

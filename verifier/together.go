@@ -1,0 +1,65 @@
+package verifier
+
+import "github.com/ncclbpf/ncclbpf/asm"
+
+// Unit is one program of a bundle, for VerifyTogether.
+type Unit struct {
+	// Insns are the program's instructions.
+	Insns []asm.Instruction
+	// Config says how to verify it; its Maps are ignored (VerifyTogether
+	// gives every program the bundle's maps, with Local set).
+	Config Config
+}
+
+// VerifyTogether verifies the programs of one bundle, which share maps.
+// Rank uniformity is a property of the bundle: a map that any program
+// writes is Local (its contents may differ between ranks), so a program
+// that Decides may not decide on it. VerifyTogether verifies the programs
+// whose hook does not decide first, then the deciding ones with the maps
+// the accepted programs write marked Local, again until no accepted
+// program writes a map not yet Local. A rejected program's writes do not
+// count (it will not run). It returns each program's result or error, in
+// the order of units, and the maps as they were last used (Local set).
+func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo) {
+	infos := append([]MapInfo(nil), maps...)
+	results := make([]*Result, len(units))
+	errs := make([]error, len(units))
+	run := func(i int) {
+		cfg := units[i].Config
+		cfg.Maps = infos
+		results[i], errs[i] = cfg.Verify(units[i].Insns, nil)
+	}
+	markWrites := func() bool {
+		changed := false
+		for _, r := range results {
+			if r == nil {
+				continue
+			}
+			for _, m := range r.MapsWritten {
+				if m >= 0 && m < len(infos) && !infos[m].Local {
+					infos[m].Local = true
+					changed = true
+				}
+			}
+		}
+		return changed
+	}
+	decides := func(i int) bool { return units[i].Config.Hook != nil && units[i].Config.Hook.Decides }
+	for i := range units {
+		if !decides(i) {
+			run(i)
+		}
+	}
+	markWrites()
+	for round := 0; round <= len(infos); round++ {
+		for i := range units {
+			if decides(i) {
+				run(i)
+			}
+		}
+		if !markWrites() {
+			break
+		}
+	}
+	return results, errs, infos
+}
