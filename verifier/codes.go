@@ -265,6 +265,15 @@ const (
 	//	call bpf_ringbuf_submit  // r1 = r6, the record
 	//	*(u64 *)(r6 + 0) = r7    // the record was already submitted
 	UseAfterRelease
+
+	// MisalignedAtomic: an atomic update's address may not be a multiple
+	// of its width. A locked access that crosses a cache line is split
+	// by the CPU (slow for every core, or a fault where split locks are
+	// refused); stacks, map values and ringbuf records are 8-byte aligned.
+	//
+	// Example:
+	//	lock *(u64 *)(r0 + 4) += r1
+	MisalignedAtomic
 )
 
 // Warning codes. A warning does not reject the program.
@@ -314,6 +323,7 @@ var codeNames = map[Code]string{
 	RankDivergent:        "rank-divergent",
 	WriteOnlyMap:         "writeonly-map",
 	UseAfterRelease:      "use-after-release",
+	MisalignedAtomic:     "misaligned-atomic",
 	DivByZero:            "div-by-zero",
 }
 

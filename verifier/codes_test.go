@@ -50,6 +50,7 @@ func TestCodesStable(t *testing.T) {
 		{verifier.RankDivergent, "E033 rank-divergent"},
 		{verifier.WriteOnlyMap, "E034 writeonly-map"},
 		{verifier.UseAfterRelease, "E035 use-after-release"},
+		{verifier.MisalignedAtomic, "E036 misaligned-atomic"},
 		{verifier.DivByZero, "W100 div-by-zero"},
 	}
 	known := map[verifier.Code]bool{}

@@ -106,6 +106,13 @@ func (ck *checker) access(st *state, pc int, reg asm.Register, ptr value, off in
 
 func (ck *checker) access0(st *state, pc int, reg asm.Register, ptr value, off int16, size int, mode accessMode, val value, signed bool) (value, *Error) {
 	o := scalarOp(asm.ALUAdd, ptr.s, constScalar(uint64(int64(off))), false)
+	if mode == accAtomic && ptr.isPtr() && ptr.k != kCtx {
+		// the low bits of the offset must be known zeros (objects
+		// start 8-byte aligned)
+		if low := uint64(size - 1); o.t.m&low != 0 || o.t.v&low != 0 {
+			return value{}, ck.errorf(MisalignedAtomic, pc, "%d-byte atomic update at offset %s through %v (%s) is not aligned to %d bytes", size, rangeText(o), reg, ptr.describe(ck), size)
+		}
+	}
 	if mode != accRead && ck.uniformity() {
 		// what is stored is local when the value, the place (the
 		// pointer) or the path is

@@ -220,7 +220,7 @@ add %r2, -4
 call 1
 jeq %r0, 0, out
 mov %r1, 1
-lock add [%r0+44], %r1 # ERROR E014
+lock add [%r0+48], %r1 # ERROR E014
 out:
 mov %r0, 0
 exit

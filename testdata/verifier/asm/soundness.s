@@ -716,3 +716,34 @@ join:
 stw [%r1+156], 4
 mov %r0, 0
 exit
+
+-- bad_misaligned_atomic_map_value
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, +2
+mov %r1, 1
+lock add [%r0+4], %r1 # ERROR E036
+mov %r0, 0
+exit
+
+-- bad_misaligned_atomic_stack
+stdw [%r10-16], 0
+mov %r1, 1
+lock add32 [%r10-10], %r1 # ERROR E036
+mov %r0, 0
+exit
+
+-- ok_aligned_atomic_32_at_4
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, +2
+mov %r1, 1
+lock add32 [%r0+4], %r1
+mov %r0, 0
+exit
