@@ -21,3 +21,12 @@ for src in *.c; do
 		-c "$src" -o "${src%.c}.o"
 	echo "built testdata/verifier/${src%.c}.o"
 done
+
+# The red-team corpus (testdata/verifier/redteam) is built the same way.
+cd redteam
+for src in *.c; do
+	"$CLANG" -target bpf -mcpu=v3 -O2 -g -fdebug-prefix-map="$PWD"=. \
+		-I"/usr/include/$MULTIARCH" -I../../../include -Wall -Wno-array-bounds -Wno-uninitialized \
+		-c "$src" -o "${src%.c}.o"
+	echo "built testdata/verifier/redteam/${src%.c}.o"
+done
