@@ -10,6 +10,7 @@ run go test ./loader -run '^$' -fuzz '^FuzzLoad$' -fuzztime "$FUZZTIME" -fuzzmin
 run go test ./verifier -run '^$' -fuzz '^FuzzVerify$' -fuzztime "$FUZZTIME" -timeout 2h
 NCCLBPF_DIFF_N=${NCCLBPF_DIFF_N:-1000000} run go test ./jit/amd64 -run 'TestDifferential$' -v -timeout 6h
 VERIFIER_RANDOM_PROGRAMS=${VERIFIER_RANDOM_PROGRAMS:-30000} run go test ./verifier -run SoundnessRandom -timeout 2h
+NCCLBPF_PTRGEN_N=${NCCLBPF_PTRGEN_N:-1000000} run go test ./verifier -run 'TestPtrSoundness$' -v -timeout 4h
 NCCLBPF_HAMMER_SECONDS=${NCCLBPF_HAMMER_SECONDS:-10} run go test ./maps -run 'Hammer|Churn' -v -timeout 30m
 NCCLBPF_HAMMER_CALLS=${NCCLBPF_HAMMER_CALLS:-10000000} NCCLBPF_HAMMER_RELOADS=${NCCLBPF_HAMMER_RELOADS:-10000} \
 	run go test ./nccl -run Reload -v -timeout 4h
