@@ -25,6 +25,7 @@ const (
 	OpMapUpdate = "map_update" // Request.Map, Key, Value (hex)
 	OpReload    = "reload"     // Request.Object (+ Name, AtSeq, TimeoutMS, Vars): Response.Reload
 	OpRollback  = "rollback"   // reload the object that ran before the last reload (+ AtSeq)
+	OpDecisions = "decisions"  // the communicators' decision records: Response.Decisions
 )
 
 // MaxRequest is the longest request line the server reads (policy objects
@@ -64,6 +65,8 @@ type Response struct {
 	Maps   []MapInfo       `json:"maps,omitempty"`
 	Dump   json.RawMessage `json:"dump,omitempty"`
 	Reload *ReloadResult   `json:"reload,omitempty"`
+	// Decisions are the live communicators' decision records (OpDecisions).
+	Decisions []CommDecisions `json:"decisions,omitempty"`
 }
 
 // Info identifies a process and the policy it runs.
@@ -91,6 +94,8 @@ type Stats struct {
 	Reload   ReloadStats   `json:"reload"`
 	// Cost is filled when the request asked for a sampling window.
 	Cost []HookCost `json:"cost,omitempty"`
+	// Digests are the live communicators' decision digests.
+	Digests []CommDigest `json:"digests,omitempty"`
 }
 
 // HookCost is the measured cost of one hook's program: one call in 64 per

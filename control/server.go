@@ -310,7 +310,7 @@ func ParseRequest(line []byte) (*Request, error) {
 		return nil, errors.New("bad request: data after the JSON object")
 	}
 	switch req.Op {
-	case OpInfo, OpStats, OpMaps, OpRollback:
+	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions:
 	case OpMapDump:
 		if req.Map == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
@@ -326,7 +326,7 @@ func ParseRequest(line []byte) (*Request, error) {
 	case "":
 		return nil, errors.New("bad request: no \"op\"")
 	default:
-		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback)", req.Op)
+		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, decisions)", req.Op)
 	}
 	if req.TimeoutMS < 0 {
 		return nil, errors.New("bad request: negative timeout_ms")

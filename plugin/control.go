@@ -98,6 +98,7 @@ func handleControl(req *control.Request) *control.Response {
 		}
 		st := currentStats()
 		st.Cost = cost
+		st.Digests = commDigests()
 		return &control.Response{Stats: &st}
 	case control.OpMaps:
 		return mapList()
@@ -119,6 +120,8 @@ func handleControl(req *control.Request) *control.Response {
 		return mapUpdate(req)
 	case control.OpReload, control.OpRollback:
 		return controlReload(req)
+	case control.OpDecisions:
+		return &control.Response{Decisions: decisionRecords(true)}
 	}
 	return &control.Response{Error: "unknown op " + req.Op}
 }

@@ -29,6 +29,21 @@ struct nb_slot {
 extern struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS] NB_HIDDEN;
 
 /*
+ * One recorded decision (decisions.h). tag is seq + 1 when the record is complete, 0 while the
+ * owner rewrites it (a seqlock: readers drop records whose tag changed while they copied).
+ */
+#define NB_DREC_N 256
+struct nb_drec {
+	_Atomic uint64_t tag;
+	_Atomic uint64_t n_bytes, chunk, digest;
+	_Atomic int32_t coll, algo, proto, channels;
+};
+
+/* nb_registry_each calls fn on every live communicator under the registry lock (slot.c). */
+struct nb_comm;
+void nb_registry_each(void (*fn)(struct nb_comm *c, void *arg), void *arg) NB_HIDDEN;
+
+/*
  * Per-communicator state, calloc'd by init and freed by finalize. The fields under "owner" are
  * written only by the thread that NCCL is currently using the communicator on (NCCL never uses one
  * communicator from two threads at once) and read by others only for statistics and grace periods,
@@ -46,6 +61,7 @@ struct nb_comm {
 	_Atomic uint64_t chunk_calls;
 	_Atomic uint64_t chunk_applied;
 	_Atomic uint64_t chunk_rejected;
+	_Atomic uint64_t digest; /* rolling digest of the decisions (decisions_fold.h) */
 	/* set by init, read-only afterwards */
 	uint64_t comm_id;
 	uint32_t n_ranks, n_nodes;
@@ -54,6 +70,8 @@ struct nb_comm {
 	nb_logger_t log;
 	/* registry links, under nb_registry_lock */
 	struct nb_comm *prev, *next;
+	/* owner: the last NB_DREC_N decisions, by seq % NB_DREC_N (decisions_fold.h) */
+	struct nb_drec ring[NB_DREC_N];
 };
 
 void nb_register(struct nb_comm *c) NB_HIDDEN;

@@ -21,6 +21,7 @@
 
 #include "ncclbpf.h"
 #include "internal.h"
+#include "decisions_fold.h"
 #include "_cgo_export.h"
 
 #define NB_SUCCESS 0
@@ -441,13 +442,16 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	nb_leave(c, in);
 	nb_inc(&c->policy_calls);
 
-	if (rc != NCCLBPF_TUNER_APPLY)
+	if (rc != NCCLBPF_TUNER_APPLY) {
+		nb_record_decision(c, seq, coll, n_bytes, -1, -1, 0);
 		return;
+	}
 	/* One 32-bit load per field, as the program stored them: the compiler would otherwise merge
 	 * algorithm and protocol into one 64-bit load that cannot be forwarded from the program's two
 	 * 32-bit stores (a store-forwarding stall on every applied decision). */
 	const volatile struct ncclbpf_tuner_ctx *vx = &x;
 	int a = vx->algorithm, p = vx->protocol, ch = vx->n_channels;
+	nb_record_decision(c, seq, coll, n_bytes, a, p, ch);
 	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)
 		return; /* "leave it all to NCCL" */
 	/* The common decision: a full cell that NCCL has available, channels left or in range. */
@@ -532,6 +536,8 @@ static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, i
 	uint64_t rc = fn ? fn(&x) : NCCLBPF_TUNER_DEFAULT;
 	nb_leave(c, in);
 	nb_inc(&c->chunk_calls);
+	if (fn)
+		nb_record_chunk(c, x.call_seq, rc == NCCLBPF_TUNER_APPLY ? x.new_chunk_size : 0);
 	if (rc != NCCLBPF_TUNER_APPLY || x.new_chunk_size == 0)
 		return NB_SUCCESS;
 	uint64_t grain = proto == NCCLBPF_PROTO_LL ? 16 : proto == NCCLBPF_PROTO_LL128 ? 1920 : 512;
