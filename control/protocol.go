@@ -26,6 +26,11 @@ const (
 	OpReload    = "reload"     // Request.Object (+ Name, AtSeq, TimeoutMS, Vars): Response.Reload
 	OpRollback  = "rollback"   // reload the object that ran before the last reload (+ AtSeq)
 	OpDecisions = "decisions"  // the communicators' decision records: Response.Decisions
+	// OpMapRead: Request.Map: Response.Entries, raw (hex keys and values).
+	OpMapRead = "map_read"
+	// OpAgreedUpdate: Request.Map (an agreed map), Entries, AtSeq (or
+	// Force): the entries take effect at call AtSeq of every communicator.
+	OpAgreedUpdate = "agreed_update"
 )
 
 // MaxRequest is the longest request line the server reads (policy objects
@@ -54,6 +59,19 @@ type Request struct {
 	// SampleMS, with OpStats, first measures the cost of each hook's
 	// program for that long (at most 60000): Stats.Cost.
 	SampleMS int64 `json:"sample_ms,omitempty"`
+	// Entries are the key/value pairs of an agreed update.
+	Entries []KV `json:"entries,omitempty"`
+	// Force lets map_update and agreed_update write an agreed map with no
+	// activation point: at once, on this process only (ranks may then
+	// decide differently until they all have the value).
+	Force bool `json:"force,omitempty"`
+}
+
+// KV is one raw map entry, key and value in hex (little-endian bytes as the
+// map stores them).
+type KV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Response is the line the server answers with.
@@ -67,6 +85,10 @@ type Response struct {
 	Reload *ReloadResult   `json:"reload,omitempty"`
 	// Decisions are the live communicators' decision records (OpDecisions).
 	Decisions []CommDecisions `json:"decisions,omitempty"`
+	// Entries are a map's raw contents (OpMapRead).
+	Entries []KV `json:"entries,omitempty"`
+	// MapSpec describes the map of OpMapRead.
+	MapSpec *MapInfo `json:"map_spec,omitempty"`
 }
 
 // Info identifies a process and the policy it runs.
@@ -159,6 +181,9 @@ type MapInfo struct {
 	ValueSize  uint32 `json:"value_size"`
 	MaxEntries uint32 `json:"max_entries"`
 	Frozen     bool   `json:"frozen,omitempty"`
+	// Agreed: programs may only read it (BPF_F_RDONLY_PROG); the control
+	// plane writes it at an agreed call sequence (OpAgreedUpdate).
+	Agreed bool `json:"agreed,omitempty"`
 }
 
 // ReloadResult describes a successful reload.

@@ -311,13 +311,20 @@ func ParseRequest(line []byte) (*Request, error) {
 	}
 	switch req.Op {
 	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions:
-	case OpMapDump:
+	case OpMapDump, OpMapRead:
 		if req.Map == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
 		}
 	case OpMapUpdate:
 		if req.Map == "" || req.Key == "" || req.Value == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\", \"key\" and \"value\" (hex)", req.Op)
+		}
+	case OpAgreedUpdate:
+		if req.Map == "" || len(req.Entries) == 0 {
+			return nil, fmt.Errorf("bad request: %s needs \"map\" and \"entries\"", req.Op)
+		}
+		if req.AtSeq == nil && !req.Force {
+			return nil, fmt.Errorf("bad request: %s needs \"at_seq\" (the call every rank switches at) or \"force\"", req.Op)
 		}
 	case OpReload:
 		if len(req.Object) == 0 {
@@ -326,7 +333,7 @@ func ParseRequest(line []byte) (*Request, error) {
 	case "":
 		return nil, errors.New("bad request: no \"op\"")
 	default:
-		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, decisions)", req.Op)
+		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, decisions, map_read, agreed_update)", req.Op)
 	}
 	if req.TimeoutMS < 0 {
 		return nil, errors.New("bad request: negative timeout_ms")

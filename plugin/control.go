@@ -120,6 +120,10 @@ func handleControl(req *control.Request) *control.Response {
 		return mapUpdate(req)
 	case control.OpReload, control.OpRollback:
 		return controlReload(req)
+	case control.OpMapRead:
+		return mapRead(req.Map)
+	case control.OpAgreedUpdate:
+		return agreedUpdate(req)
 	case control.OpDecisions:
 		return &control.Response{Decisions: decisionRecords(true)}
 	}
@@ -220,7 +224,7 @@ func mapList() *control.Response {
 	for _, m := range b.Maps {
 		s := m.Spec()
 		out = append(out, control.MapInfo{Name: s.Name, Type: s.Type.String(), KeySize: s.KeySize,
-			ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Frozen: m.Frozen()})
+			ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Frozen: m.Frozen(), Agreed: isAgreed(m)})
 	}
 	return &control.Response{Maps: out}
 }
@@ -237,6 +241,9 @@ func mapUpdate(req *control.Request) *control.Response {
 	val, err := hex.DecodeString(req.Value)
 	if err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: value: %v (want hex bytes)", req.Map, err)}
+	}
+	if isAgreed(m) && !req.Force {
+		return &control.Response{Error: errAgreedNeedsSeq(req.Map).Error()}
 	}
 	if err := m.Update(key, val, 0); err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}

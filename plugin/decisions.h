@@ -4,9 +4,9 @@
  * and a ring of the last NCCLBPF_DECISION_RING), as the control plane reads it. Declarations only
  * (cgo preambles). The hot-path side is decisions_fold.h.
  *
- * Every getCollInfo call that runs a program folds (seq, collective, bytes, algorithm, protocol,
- * channels) into the communicator's digest and writes the same into ring[seq % RING]; the
- * getChunkSize call that follows folds its chunk size into the digest and into the record of
+ * Every getCollInfo call that runs a program adds a hash of (seq, collective, bytes, algorithm,
+ * protocol, channels) to the communicator's digest and writes the same into ring[seq % RING]; the
+ * getChunkSize call that follows adds one of its chunk size to the digest and into the record of
  * seq - 1 (the collective it belongs to). record.digest is the digest after that decision, chunk
  * size included: two ranks whose digests at seq N are equal decided alike on every call up to N
  * (up to hash collisions), so ranks at different progress can still be compared.
@@ -19,7 +19,9 @@
 #define NCCLBPF_DECISION_RING 256
 
 /* A decision as the control plane sees it. algorithm/protocol -1 and channels 0 stand for "left to
- * NCCL"; chunk 0: no chunk size set (or no getChunkSize call yet). */
+ * NCCL"; chunk 0: no chunk size set (or no getChunkSize call yet). The ring keeps algorithm and
+ * protocol as 8-bit values and chunk sizes saturated to 32 bits (a program's out-of-range values
+ * are shown modulo 256); the digest covers every value in full. */
 struct ncclbpf_decision {
 	uint64_t seq;
 	uint64_t n_bytes;

@@ -29,14 +29,20 @@ struct nb_slot {
 extern struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS] NB_HIDDEN;
 
 /*
- * One recorded decision (decisions.h). tag is seq + 1 when the record is complete, 0 while the
- * owner rewrites it (a seqlock: readers drop records whose tag changed while they copied).
+ * One recorded decision (decisions.h), 32 bytes: one cache line never holds part of two records.
+ * seq1 is the call's seq + 1 (0: never written). what packs the decision: bits 0-7 algorithm, 8-15
+ * protocol (both as int8: values outside -128..127 are recorded modulo 256; the digest has them in
+ * full), 16-23 collective, 32-63 channels. The chunk size of the call, when getChunkSize runs a
+ * program, is in the parallel nb_crec. No per-record lock: a reader takes only the records of calls
+ * that the communicator's seq shows finished before and not overwritten after its copy
+ * (decisions.c).
  */
 #define NB_DREC_N 256
 struct nb_drec {
-	_Atomic uint64_t tag;
-	_Atomic uint64_t n_bytes, chunk, digest;
-	_Atomic int32_t coll, algo, proto, channels;
+	_Atomic uint64_t seq1, n_bytes, what, digest;
+} __attribute__((aligned(32)));
+struct nb_crec {
+	_Atomic uint64_t seq1, chunk, digest; /* digest: after the chunk size was added */
 };
 
 /* nb_registry_each calls fn on every live communicator under the registry lock (slot.c). */
@@ -72,6 +78,7 @@ struct nb_comm {
 	struct nb_comm *prev, *next;
 	/* owner: the last NB_DREC_N decisions, by seq % NB_DREC_N (decisions_fold.h) */
 	struct nb_drec ring[NB_DREC_N];
+	struct nb_crec ring_chunk[NB_DREC_N];
 };
 
 void nb_register(struct nb_comm *c) NB_HIDDEN;

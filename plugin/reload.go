@@ -51,6 +51,10 @@ type policyInfo struct {
 	Size     int
 	LoadedAt time.Time
 	obj      []byte
+	// vars and data are the load options obj runs with (agreed updates
+	// reload it with the same).
+	vars []bundle.Var
+	data map[string][]byte
 }
 
 func newPolicyInfo(name string, obj []byte) policyInfo {
@@ -105,6 +109,13 @@ func noteInitial(name string, obj []byte) {
 	stateMu.Unlock()
 }
 
+// noteInitialOptions records the load options of the first load (load.go).
+func noteInitialOptions(vars []bundle.Var, data map[string][]byte) {
+	stateMu.Lock()
+	running.vars, running.data = vars, data
+	stateMu.Unlock()
+}
+
 // reloadRequest is what a reload needs.
 type reloadRequest struct {
 	Name    string // for messages and `ncclbpf ps`
@@ -113,6 +124,12 @@ type reloadRequest struct {
 	Data    map[string][]byte // whole globals (the rules table), as bundle.Options.Data
 	AtSeq   *uint64           // nil: at once
 	Timeout time.Duration     // at-seq activation limit (0: 5 minutes)
+	// fresh, if set, names running maps not to offer for reuse (agreed
+	// maps an agreed update replaces with new copies).
+	fresh func(*maps.Map) bool
+	// prepare, if set, runs on the new bundle before it is published (it
+	// fills the fresh agreed maps); an error abandons the reload.
+	prepare func(nb, old *bundle.Bundle) error
 }
 
 // reloadResult describes a successful reload.
@@ -172,7 +189,11 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	}
 	var reuse []*maps.Map
 	if old != nil {
-		reuse = old.Maps
+		for _, m := range old.Maps {
+			if req.fresh == nil || !req.fresh(m) {
+				reuse = append(reuse, m)
+			}
+		}
 	}
 	t0 := time.Now()
 	b, err := bundle.Load(req.Object, bundle.Options{Name: req.Name, RequireNative: true, Vars: req.Vars, Data: req.Data, Reuse: reuse})
@@ -180,9 +201,17 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 		return res, err
 	}
 	liveBundles.Add(1)
+	if req.prepare != nil {
+		if err := req.prepare(b, old); err != nil {
+			b.Close()
+			liveBundles.Add(-1)
+			return res, err
+		}
+	}
 	res.Load = time.Since(t0)
 	res.Reused = b.Reused()
 	info := newPolicyInfo(req.Name, req.Object)
+	info.vars, info.data = req.Vars, req.Data
 	res.SHA256 = info.SHA256
 
 	if req.AtSeq != nil {

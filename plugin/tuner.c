@@ -392,7 +392,9 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
                                                           float *table, int numAlgo, int numProto, int reg_buff,
                                                           int *nChannels, int v2, int chosen[2]) {
 	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-	atomic_store_explicit(&c->seq, seq + 1, memory_order_relaxed);
+	/* release: the decision record of the previous call is visible before the new count
+	 * (decisions.c); a plain store on x86. */
+	atomic_store_explicit(&c->seq, seq + 1, memory_order_release);
 	if (atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_relaxed) == 0)
 		return; /* no program: NCCL decides (checked again under the in-flight mark below) */
 	if (__builtin_expect(table == NULL || numAlgo <= 0 || numProto <= 0, 0))
