@@ -3,6 +3,7 @@ package control
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -218,3 +219,15 @@ func FormatDivergence(dv Divergence) string {
 	side(dv.PID, dv.Other)
 	return b.String()
 }
+
+// ParseCommKey reads a communicator id written in hex ("0x7f3a" or "7f3a").
+func ParseCommKey(s string) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(s), "0x"), 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("communicator id %q: want hex", s)
+	}
+	return v, nil
+}
+
+// CommKey writes a communicator id as ParseCommKey reads it.
+func CommKey(id uint64) string { return fmt.Sprintf("%#x", id) }

@@ -54,6 +54,9 @@ type Request struct {
 	// AtSeq makes a reload take effect at this per-communicator call
 	// sequence (tuner calls with call_seq >= AtSeq use the new code).
 	AtSeq *uint64 `json:"at_seq,omitempty"`
+	// CommAtSeq, with AtSeq, gives communicators (by id in hex, "0x7f3a")
+	// their own activation call (an activation manifest).
+	CommAtSeq map[string]uint64 `json:"comm_at_seq,omitempty"`
 	// TimeoutMS bounds the wait for every communicator to reach AtSeq.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// SampleMS, with OpStats, first measures the cost of each hook's

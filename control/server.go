@@ -335,6 +335,14 @@ func ParseRequest(line []byte) (*Request, error) {
 	default:
 		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, decisions, map_read, agreed_update)", req.Op)
 	}
+	if len(req.CommAtSeq) > 0 && req.AtSeq == nil {
+		return nil, errors.New("bad request: comm_at_seq needs at_seq (the sequence of the other communicators)")
+	}
+	for k := range req.CommAtSeq {
+		if _, err := ParseCommKey(k); err != nil {
+			return nil, fmt.Errorf("bad request: comm_at_seq: %w", err)
+		}
+	}
 	if req.TimeoutMS < 0 {
 		return nil, errors.New("bad request: negative timeout_ms")
 	}

@@ -254,6 +254,16 @@ func mapUpdate(req *control.Request) *control.Response {
 func controlReload(req *control.Request) *control.Response {
 	r := reloadRequest{Name: req.Name, Object: req.Object, AtSeq: req.AtSeq,
 		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond}
+	if len(req.CommAtSeq) > 0 {
+		r.CommAt = map[uint64]uint64{}
+		for k, v := range req.CommAtSeq {
+			id, err := control.ParseCommKey(k)
+			if err != nil {
+				return &control.Response{Error: "reload: comm_at_seq: " + err.Error()}
+			}
+			r.CommAt[id] = v
+		}
+	}
 	if req.Op == control.OpRollback {
 		stateMu.Lock()
 		p := previous
