@@ -162,18 +162,25 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 		engine = amd64.New()
 	}
 	helperTable := maps.HelperTable()
-	byHook := map[string]*Program{}
-	for _, lp := range coll.Programs {
+	byHook := map[string]string{}
+	units := make([]verifier.Unit, len(coll.Programs))
+	for i, lp := range coll.Programs {
 		h, err := hook.ForSection(lp.Section)
 		if err != nil {
 			return nil, fmt.Errorf("program %s: %w", lp.Name, err)
 		}
-		if prev := byHook[h.Name]; prev != nil {
+		if prev, ok := byHook[h.Name]; ok {
 			return nil, fmt.Errorf("programs %s and %s both attach to hook %q: a bundle has at most one program per hook",
-				prev.Name, lp.Name, h.Name)
+				prev, lp.Name, h.Name)
 		}
-		cfg := verifier.Config{Hook: h, Maps: infos, Source: sourceOf(lp)}
-		res, err := cfg.Verify(lp.Insns, nil)
+		byHook[h.Name] = lp.Name
+		units[i] = verifier.Unit{Insns: lp.Insns, Config: verifier.Config{Hook: h, Source: sourceOf(lp)}}
+	}
+	// verified together: rank uniformity depends on which maps the
+	// bundle's programs write
+	results, errs, _ := verifier.VerifyTogether(infos, units)
+	for i, lp := range coll.Programs {
+		h, res, err := units[i].Config.Hook, results[i], errs[i]
 		if err != nil {
 			return nil, fmt.Errorf("program %s (section %q): rejected: %w", lp.Name, lp.Section, err)
 		}
@@ -184,7 +191,6 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 		p := &Program{Name: lp.Name, Section: lp.Section, Hook: h, Verified: res, Exec: exe,
 			ctx: analyzeCtx(lp.Insns, h.Context.Size)}
 		b.Programs = append(b.Programs, p)
-		byHook[h.Name] = p
 		if opts.RequireNative && p.Entry() == 0 {
 			return nil, fmt.Errorf("program %s: engine %s does not produce native code", lp.Name, engine.Name())
 		}

@@ -25,6 +25,12 @@ const (
 	OpMapUpdate = "map_update" // Request.Map, Key, Value (hex)
 	OpReload    = "reload"     // Request.Object (+ Name, AtSeq, TimeoutMS, Vars): Response.Reload
 	OpRollback  = "rollback"   // reload the object that ran before the last reload (+ AtSeq)
+	OpDecisions = "decisions"  // the communicators' decision records: Response.Decisions
+	// OpMapRead: Request.Map: Response.Entries, raw (hex keys and values).
+	OpMapRead = "map_read"
+	// OpAgreedUpdate: Request.Map (an agreed map), Entries, AtSeq (or
+	// Force): the entries take effect at call AtSeq of every communicator.
+	OpAgreedUpdate = "agreed_update"
 )
 
 // MaxRequest is the longest request line the server reads (policy objects
@@ -48,11 +54,27 @@ type Request struct {
 	// AtSeq makes a reload take effect at this per-communicator call
 	// sequence (tuner calls with call_seq >= AtSeq use the new code).
 	AtSeq *uint64 `json:"at_seq,omitempty"`
+	// CommAtSeq, with AtSeq, gives communicators (by id in hex, "0x7f3a")
+	// their own activation call (an activation manifest).
+	CommAtSeq map[string]uint64 `json:"comm_at_seq,omitempty"`
 	// TimeoutMS bounds the wait for every communicator to reach AtSeq.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// SampleMS, with OpStats, first measures the cost of each hook's
 	// program for that long (at most 60000): Stats.Cost.
 	SampleMS int64 `json:"sample_ms,omitempty"`
+	// Entries are the key/value pairs of an agreed update.
+	Entries []KV `json:"entries,omitempty"`
+	// Force lets map_update and agreed_update write an agreed map with no
+	// activation point: at once, on this process only (ranks may then
+	// decide differently until they all have the value).
+	Force bool `json:"force,omitempty"`
+}
+
+// KV is one raw map entry, key and value in hex (little-endian bytes as the
+// map stores them).
+type KV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Response is the line the server answers with.
@@ -64,6 +86,12 @@ type Response struct {
 	Maps   []MapInfo       `json:"maps,omitempty"`
 	Dump   json.RawMessage `json:"dump,omitempty"`
 	Reload *ReloadResult   `json:"reload,omitempty"`
+	// Decisions are the live communicators' decision records (OpDecisions).
+	Decisions []CommDecisions `json:"decisions,omitempty"`
+	// Entries are a map's raw contents (OpMapRead).
+	Entries []KV `json:"entries,omitempty"`
+	// MapSpec describes the map of OpMapRead.
+	MapSpec *MapInfo `json:"map_spec,omitempty"`
 }
 
 // Info identifies a process and the policy it runs.
@@ -91,6 +119,8 @@ type Stats struct {
 	Reload   ReloadStats   `json:"reload"`
 	// Cost is filled when the request asked for a sampling window.
 	Cost []HookCost `json:"cost,omitempty"`
+	// Digests are the live communicators' decision digests.
+	Digests []CommDigest `json:"digests,omitempty"`
 }
 
 // HookCost is the measured cost of one hook's program: one call in 64 per
@@ -154,6 +184,9 @@ type MapInfo struct {
 	ValueSize  uint32 `json:"value_size"`
 	MaxEntries uint32 `json:"max_entries"`
 	Frozen     bool   `json:"frozen,omitempty"`
+	// Agreed: programs may only read it (BPF_F_RDONLY_PROG); the control
+	// plane writes it at an agreed call sequence (OpAgreedUpdate).
+	Agreed bool `json:"agreed,omitempty"`
 }
 
 // ReloadResult describes a successful reload.

@@ -310,14 +310,21 @@ func ParseRequest(line []byte) (*Request, error) {
 		return nil, errors.New("bad request: data after the JSON object")
 	}
 	switch req.Op {
-	case OpInfo, OpStats, OpMaps, OpRollback:
-	case OpMapDump:
+	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions:
+	case OpMapDump, OpMapRead:
 		if req.Map == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
 		}
 	case OpMapUpdate:
 		if req.Map == "" || req.Key == "" || req.Value == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\", \"key\" and \"value\" (hex)", req.Op)
+		}
+	case OpAgreedUpdate:
+		if req.Map == "" || len(req.Entries) == 0 {
+			return nil, fmt.Errorf("bad request: %s needs \"map\" and \"entries\"", req.Op)
+		}
+		if req.AtSeq == nil && !req.Force {
+			return nil, fmt.Errorf("bad request: %s needs \"at_seq\" (the call every rank switches at) or \"force\"", req.Op)
 		}
 	case OpReload:
 		if len(req.Object) == 0 {
@@ -326,7 +333,15 @@ func ParseRequest(line []byte) (*Request, error) {
 	case "":
 		return nil, errors.New("bad request: no \"op\"")
 	default:
-		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback)", req.Op)
+		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, decisions, map_read, agreed_update)", req.Op)
+	}
+	if len(req.CommAtSeq) > 0 && req.AtSeq == nil {
+		return nil, errors.New("bad request: comm_at_seq needs at_seq (the sequence of the other communicators)")
+	}
+	for k := range req.CommAtSeq {
+		if _, err := ParseCommKey(k); err != nil {
+			return nil, fmt.Errorf("bad request: comm_at_seq: %w", err)
+		}
 	}
 	if req.TimeoutMS < 0 {
 		return nil, errors.New("bad request: negative timeout_ms")

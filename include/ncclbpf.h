@@ -178,4 +178,50 @@ struct ncclbpf_chunk_ctx {
 	                       *    dropped. NCCL clamps it to its buffer size and rounds it down. */
 };
 
+/* ---------------------------------------------------------------------------------------------
+ * Agreed maps: state that every rank holds alike, for closed loops that stay rank-consistent.
+ *
+ * A map declared with NCCLBPF_AGREED (map_flags BPF_F_RDONLY_PROG), array or hash:
+ *
+ *     struct {
+ *         __uint(type, BPF_MAP_TYPE_HASH);
+ *         __uint(max_entries, 1024);
+ *         __type(key, struct my_key);
+ *         __type(value, struct my_stats);
+ *         NCCLBPF_AGREED;
+ *     } agreed SEC(".maps");
+ *
+ * - Programs may only read it (the verifier refuses a write or an atomic on it), so loads from it
+ *   are rank-uniform: a tuner may decide on them.
+ * - Only the control plane writes it, and only at an agreed call sequence: `ncclbpf agree` reads a
+ *   rank-local measurement map from every process of the communicator, reduces it element-wise
+ *   (sum, mean, min, max) and writes the one result into the agreed map of every process,
+ *   activated at the same call_seq N on every rank (`--at-seq N` or `+K`): calls before N see the
+ *   old contents, calls from N on the new ones. The switch is the at-seq reload machinery (the
+ *   policy is reloaded with new copies of its agreed maps), so NCCL's threads run no Go and take
+ *   no lock for it.
+ * - A plain `ncclbpf map ... update` of an agreed map is refused unless forced (`--force`: this
+ *   process alone, now, at a rank-local moment: ranks may disagree until every one has it).
+ * - A reload that keeps an agreed map (same name and definition) keeps its contents.
+ *
+ * Rank-local measurements go in an ordinary map that profiler programs write; a tuner program must
+ * not read that one for its decisions (see "Rank consistency" above). Across nodes, `ncclbpf agree
+ * --export` / `--combine` / `--import --at-seq N` give every node the same value at the same
+ * absolute N (docs/operators-guide.md).
+ */
+#define NCCLBPF_F_RDONLY_PROG (1U << 7) /* Linux's BPF_F_RDONLY_PROG */
+#define NCCLBPF_F_WRONLY_PROG (1U << 8) /* Linux's BPF_F_WRONLY_PROG */
+#if defined(__bpf__)
+/* libbpf's headers leave these to <linux/bpf.h>, which a policy need not include (do not include it
+ * after this header: it declares them as enumerators). */
+#ifndef BPF_F_RDONLY_PROG
+#define BPF_F_RDONLY_PROG NCCLBPF_F_RDONLY_PROG
+#endif
+#ifndef BPF_F_WRONLY_PROG
+#define BPF_F_WRONLY_PROG NCCLBPF_F_WRONLY_PROG
+#endif
+/* NCCLBPF_AGREED, inside a BTF map definition: the map is agreed (read-only for programs). */
+#define NCCLBPF_AGREED __uint(map_flags, BPF_F_RDONLY_PROG)
+#endif
+
 #endif /* NCCLBPF_H */

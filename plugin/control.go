@@ -98,6 +98,7 @@ func handleControl(req *control.Request) *control.Response {
 		}
 		st := currentStats()
 		st.Cost = cost
+		st.Digests = commDigests()
 		return &control.Response{Stats: &st}
 	case control.OpMaps:
 		return mapList()
@@ -119,6 +120,12 @@ func handleControl(req *control.Request) *control.Response {
 		return mapUpdate(req)
 	case control.OpReload, control.OpRollback:
 		return controlReload(req)
+	case control.OpMapRead:
+		return mapRead(req.Map)
+	case control.OpAgreedUpdate:
+		return agreedUpdate(req)
+	case control.OpDecisions:
+		return &control.Response{Decisions: decisionRecords(true)}
 	}
 	return &control.Response{Error: "unknown op " + req.Op}
 }
@@ -217,7 +224,7 @@ func mapList() *control.Response {
 	for _, m := range b.Maps {
 		s := m.Spec()
 		out = append(out, control.MapInfo{Name: s.Name, Type: s.Type.String(), KeySize: s.KeySize,
-			ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Frozen: m.Frozen()})
+			ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Frozen: m.Frozen(), Agreed: isAgreed(m)})
 	}
 	return &control.Response{Maps: out}
 }
@@ -235,6 +242,9 @@ func mapUpdate(req *control.Request) *control.Response {
 	if err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: value: %v (want hex bytes)", req.Map, err)}
 	}
+	if isAgreed(m) && !req.Force {
+		return &control.Response{Error: errAgreedNeedsSeq(req.Map).Error()}
+	}
 	if err := m.Update(key, val, 0); err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}
 	}
@@ -244,6 +254,16 @@ func mapUpdate(req *control.Request) *control.Response {
 func controlReload(req *control.Request) *control.Response {
 	r := reloadRequest{Name: req.Name, Object: req.Object, AtSeq: req.AtSeq,
 		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond}
+	if len(req.CommAtSeq) > 0 {
+		r.CommAt = map[uint64]uint64{}
+		for k, v := range req.CommAtSeq {
+			id, err := control.ParseCommKey(k)
+			if err != nil {
+				return &control.Response{Error: "reload: comm_at_seq: " + err.Error()}
+			}
+			r.CommAt[id] = v
+		}
+	}
 	if req.Op == control.OpRollback {
 		stateMu.Lock()
 		p := previous

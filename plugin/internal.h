@@ -29,6 +29,27 @@ struct nb_slot {
 extern struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS] NB_HIDDEN;
 
 /*
+ * One recorded decision (decisions.h), 32 bytes: one cache line never holds part of two records.
+ * seq1 is the call's seq + 1 (0: never written). what packs the decision: bits 0-7 algorithm, 8-15
+ * protocol (both as int8: values outside -128..127 are recorded modulo 256; the digest has them in
+ * full), 16-23 collective, 32-63 channels. The chunk size of the call, when getChunkSize runs a
+ * program, is in the parallel nb_crec. No per-record lock: a reader takes only the records of calls
+ * that the communicator's seq shows finished before and not overwritten after its copy
+ * (decisions.c).
+ */
+#define NB_DREC_N 256
+struct nb_drec {
+	_Atomic uint64_t seq1, n_bytes, what, digest;
+} __attribute__((aligned(32)));
+struct nb_crec {
+	_Atomic uint64_t seq1, chunk, digest; /* digest: after the chunk size was added */
+};
+
+/* nb_registry_each calls fn on every live communicator under the registry lock (slot.c). */
+struct nb_comm;
+void nb_registry_each(void (*fn)(struct nb_comm *c, void *arg), void *arg) NB_HIDDEN;
+
+/*
  * Per-communicator state, calloc'd by init and freed by finalize. The fields under "owner" are
  * written only by the thread that NCCL is currently using the communicator on (NCCL never uses one
  * communicator from two threads at once) and read by others only for statistics and grace periods,
@@ -46,6 +67,7 @@ struct nb_comm {
 	_Atomic uint64_t chunk_calls;
 	_Atomic uint64_t chunk_applied;
 	_Atomic uint64_t chunk_rejected;
+	_Atomic uint64_t digest; /* rolling digest of the decisions (decisions_fold.h) */
 	/* set by init, read-only afterwards */
 	uint64_t comm_id;
 	uint32_t n_ranks, n_nodes;
@@ -54,6 +76,9 @@ struct nb_comm {
 	nb_logger_t log;
 	/* registry links, under nb_registry_lock */
 	struct nb_comm *prev, *next;
+	/* owner: the last NB_DREC_N decisions, by seq % NB_DREC_N (decisions_fold.h) */
+	struct nb_drec ring[NB_DREC_N];
+	struct nb_crec ring_chunk[NB_DREC_N];
 };
 
 void nb_register(struct nb_comm *c) NB_HIDDEN;

@@ -107,6 +107,7 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 		}
 		opts.Data[nccl.RulesVar] = table
 	}
+	noteInitialOptions(opts.Vars, opts.Data)
 	return bundle.Load(obj, opts)
 }
 

@@ -12,6 +12,10 @@
  * getCollInfo of its collective, when the count has already moved on by one, so the chunk
  * trampoline switches at N + 1: the chunk size of collective N comes from the same bundle as its
  * algorithm.
+ *
+ * An activation manifest may give some communicators their own N (by comm_id): the trampoline
+ * looks its communicator up in a table of at most NCCLBPF_RELOAD_MAX_COMMS entries (only while
+ * armed; the slot gets the new entry itself once every communicator has passed its N).
  */
 #include <stdatomic.h>
 
@@ -23,12 +27,23 @@ struct nb_switch {
 	_Atomic(uintptr_t) old_word, new_word;
 	_Atomic uint64_t at;
 	_Atomic int armed;
+	/* Communicators with their own activation call (an activation manifest), n_comm of them. */
+	_Atomic uint32_t n_comm;
+	uint64_t comm_id[NCCLBPF_RELOAD_MAX_COMMS], comm_at[NCCLBPF_RELOAD_MAX_COMMS];
 };
 
 static struct nb_switch nb_switches[NCCLBPF_NUM_SLOTS];
 
-static inline uint64_t nb_switch_call(struct nb_switch *s, uint64_t seq, void *ctx) {
-	uintptr_t w = seq >= atomic_load_explicit(&s->at, memory_order_relaxed)
+static inline uint64_t nb_switch_at(struct nb_switch *s, uint64_t comm_id) {
+	uint32_t n = atomic_load_explicit(&s->n_comm, memory_order_relaxed);
+	for (uint32_t i = 0; i < n; i++)
+		if (s->comm_id[i] == comm_id)
+			return s->comm_at[i];
+	return atomic_load_explicit(&s->at, memory_order_relaxed);
+}
+
+static inline uint64_t nb_switch_call(struct nb_switch *s, uint64_t comm_id, uint64_t seq, void *ctx) {
+	uintptr_t w = seq >= nb_switch_at(s, comm_id)
 	                  ? atomic_load_explicit(&s->new_word, memory_order_relaxed)
 	                  : atomic_load_explicit(&s->old_word, memory_order_relaxed);
 	ncclbpf_prog_fn fn = (ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS);
@@ -38,15 +53,22 @@ static inline uint64_t nb_switch_call(struct nb_switch *s, uint64_t seq, void *c
 }
 
 __attribute__((aligned(16))) static uint64_t nb_switch_tuner(void *ctx) {
-	return nb_switch_call(&nb_switches[NCCLBPF_SLOT_TUNER], ((struct ncclbpf_tuner_ctx *)ctx)->call_seq, ctx);
+	const struct ncclbpf_tuner_ctx *x = ctx;
+	return nb_switch_call(&nb_switches[NCCLBPF_SLOT_TUNER], x->comm_id, x->call_seq, ctx);
 }
 
 __attribute__((aligned(16))) static uint64_t nb_switch_chunk(void *ctx) {
-	return nb_switch_call(&nb_switches[NCCLBPF_SLOT_CHUNK_SIZE], ((struct ncclbpf_chunk_ctx *)ctx)->call_seq, ctx);
+	const struct ncclbpf_chunk_ctx *x = ctx;
+	return nb_switch_call(&nb_switches[NCCLBPF_SLOT_CHUNK_SIZE], x->comm_id, x->call_seq, ctx);
 }
 
 int ncclbpf_reload_arm(int slot, uintptr_t new_word, uint64_t at) {
-	if (slot < 0 || slot >= NCCLBPF_NUM_SLOTS)
+	return ncclbpf_reload_arm_comms(slot, new_word, at, NULL, NULL, 0);
+}
+
+int ncclbpf_reload_arm_comms(int slot, uintptr_t new_word, uint64_t at, const uint64_t *ids, const uint64_t *ats,
+                             int n) {
+	if (slot < 0 || slot >= NCCLBPF_NUM_SLOTS || n < 0 || n > NCCLBPF_RELOAD_MAX_COMMS)
 		return -1;
 	struct nb_switch *s = &nb_switches[slot];
 	if (atomic_load(&s->armed))
@@ -63,8 +85,13 @@ int ncclbpf_reload_arm(int slot, uintptr_t new_word, uint64_t at) {
 		flags = cur & new_word & NCCLBPF_SLOT_FLAGS; /* skip an input only if neither reads it */
 	atomic_store_explicit(&s->old_word, cur, memory_order_relaxed);
 	atomic_store_explicit(&s->new_word, new_word, memory_order_relaxed);
-	atomic_store_explicit(&s->at, slot == NCCLBPF_SLOT_CHUNK_SIZE && at != UINT64_MAX ? at + 1 : at,
-	                      memory_order_relaxed);
+	int chunk = slot == NCCLBPF_SLOT_CHUNK_SIZE;
+	atomic_store_explicit(&s->at, chunk && at != UINT64_MAX ? at + 1 : at, memory_order_relaxed);
+	for (int i = 0; i < n; i++) {
+		s->comm_id[i] = ids[i];
+		s->comm_at[i] = chunk && ats[i] != UINT64_MAX ? ats[i] + 1 : ats[i];
+	}
+	atomic_store_explicit(&s->n_comm, (uint32_t)n, memory_order_relaxed);
 	atomic_store(&s->armed, 1);
 	uintptr_t tramp = slot == NCCLBPF_SLOT_TUNER ? (uintptr_t)nb_switch_tuner : (uintptr_t)nb_switch_chunk;
 	ncclbpf_slot_publish(slot, tramp | flags);
@@ -88,4 +115,38 @@ int ncclbpf_reload_armed(int slot) {
 	if (slot < 0 || slot >= NCCLBPF_NUM_SLOTS)
 		return 0;
 	return atomic_load(&nb_switches[slot].armed);
+}
+
+/* Declared in reload.h: where the live communicators stand against an activation. */
+struct nb_at_arg {
+	const uint64_t *ids, *ats;
+	int n;
+	uint64_t at;
+	struct ncclbpf_at_check *out;
+};
+
+static void nb_check_one(struct nb_comm *c, void *arg) {
+	struct nb_at_arg *a = arg;
+	uint64_t at = a->at;
+	for (int i = 0; i < a->n; i++)
+		if (a->ids[i] == c->comm_id)
+			at = a->ats[i];
+	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	a->out->live++;
+	if (seq <= at)
+		a->out->waiting++;
+	if (seq >= at && !a->out->late) {
+		a->out->late = 1;
+		a->out->late_id = c->comm_id;
+		a->out->late_seq = seq;
+		a->out->late_at = at;
+	}
+}
+
+void ncclbpf_comms_check_at(const uint64_t *ids, const uint64_t *ats, int n, uint64_t at,
+                            struct ncclbpf_at_check *out) {
+	struct ncclbpf_at_check zero = {0};
+	*out = zero;
+	struct nb_at_arg a = {ids, ats, n, at, out};
+	nb_registry_each(nb_check_one, &a);
 }

@@ -51,6 +51,10 @@ type policyInfo struct {
 	Size     int
 	LoadedAt time.Time
 	obj      []byte
+	// vars and data are the load options obj runs with (agreed updates
+	// reload it with the same).
+	vars []bundle.Var
+	data map[string][]byte
 }
 
 func newPolicyInfo(name string, obj []byte) policyInfo {
@@ -62,6 +66,7 @@ func newPolicyInfo(name string, obj []byte) policyInfo {
 // its sequence number.
 type activation struct {
 	AtSeq   uint64
+	CommAt  map[uint64]uint64 // communicators with their own sequence (an activation manifest)
 	Since   time.Time
 	Timeout time.Duration
 }
@@ -105,6 +110,13 @@ func noteInitial(name string, obj []byte) {
 	stateMu.Unlock()
 }
 
+// noteInitialOptions records the load options of the first load (load.go).
+func noteInitialOptions(vars []bundle.Var, data map[string][]byte) {
+	stateMu.Lock()
+	running.vars, running.data = vars, data
+	stateMu.Unlock()
+}
+
 // reloadRequest is what a reload needs.
 type reloadRequest struct {
 	Name    string // for messages and `ncclbpf ps`
@@ -112,7 +124,14 @@ type reloadRequest struct {
 	Vars    []bundle.Var
 	Data    map[string][]byte // whole globals (the rules table), as bundle.Options.Data
 	AtSeq   *uint64           // nil: at once
+	CommAt  map[uint64]uint64 // with AtSeq: communicators (by id) that switch at their own call
 	Timeout time.Duration     // at-seq activation limit (0: 5 minutes)
+	// fresh, if set, names running maps not to offer for reuse (agreed
+	// maps an agreed update replaces with new copies).
+	fresh func(*maps.Map) bool
+	// prepare, if set, runs on the new bundle before it is published (it
+	// fills the fresh agreed maps); an error abandons the reload.
+	prepare func(nb, old *bundle.Bundle) error
 }
 
 // reloadResult describes a successful reload.
@@ -172,7 +191,11 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	}
 	var reuse []*maps.Map
 	if old != nil {
-		reuse = old.Maps
+		for _, m := range old.Maps {
+			if req.fresh == nil || !req.fresh(m) {
+				reuse = append(reuse, m)
+			}
+		}
 	}
 	t0 := time.Now()
 	b, err := bundle.Load(req.Object, bundle.Options{Name: req.Name, RequireNative: true, Vars: req.Vars, Data: req.Data, Reuse: reuse})
@@ -180,28 +203,45 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 		return res, err
 	}
 	liveBundles.Add(1)
+	if req.prepare != nil {
+		if err := req.prepare(b, old); err != nil {
+			b.Close()
+			liveBundles.Add(-1)
+			return res, err
+		}
+	}
 	res.Load = time.Since(t0)
 	res.Reused = b.Reused()
 	info := newPolicyInfo(req.Name, req.Object)
+	info.vars, info.data = req.Vars, req.Data
 	res.SHA256 = info.SHA256
 
-	if req.AtSeq != nil {
-		// A communicator already at or past the sequence would switch late, at
+	if req.AtSeq == nil && len(req.CommAt) > 0 {
+		err = errors.New("per-communicator activation without a default sequence")
+	}
+	if err == nil && len(req.CommAt) > int(C.NCCLBPF_RELOAD_MAX_COMMS) {
+		err = fmt.Errorf("%d communicators with their own activation sequence; at most %d", len(req.CommAt),
+			int(C.NCCLBPF_RELOAD_MAX_COMMS))
+	}
+	if err == nil && req.AtSeq != nil {
+		// A communicator already at or past its sequence would switch late, at
 		// the publish below, not with the other ranks: refuse (the window
 		// between this check and the publish is a few microseconds).
-		var min, max C.uint64_t
-		if n := C.ncclbpf_comms_seq_range(&min, &max); n > 0 && uint64(max) >= *req.AtSeq {
-			b.Close()
-			liveBundles.Add(-1)
-			return res, fmt.Errorf("%w: a communicator has already made %d calls, at or past seq %d; name a later sequence",
-				errSeqPassed, uint64(max), *req.AtSeq)
+		if ck := checkAt(*req.AtSeq, req.CommAt); ck.late != 0 {
+			err = fmt.Errorf("%w: communicator %#x has already made %d calls, at or past its activation seq %d; name a later sequence",
+				errSeqPassed, uint64(ck.late_id), uint64(ck.late_seq), uint64(ck.late_at))
 		}
+	}
+	if err != nil {
+		b.Close()
+		liveBundles.Add(-1)
+		return res, err
 	}
 	t1 := time.Now()
 	if req.AtSeq == nil {
 		res.Attached, err = publishBundle(b)
 	} else {
-		res.Attached, err = publishArmed(b, *req.AtSeq)
+		res.Attached, err = publishArmed(b, *req.AtSeq, req.CommAt)
 	}
 	res.Publish = time.Since(t1)
 	if err != nil {
@@ -230,7 +270,7 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
-	act := &activation{AtSeq: *req.AtSeq, Since: time.Now(), Timeout: timeout}
+	act := &activation{AtSeq: *req.AtSeq, CommAt: req.CommAt, Since: time.Now(), Timeout: timeout}
 	stateMu.Lock()
 	pending = act
 	stateMu.Unlock()
@@ -243,7 +283,13 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 // publishArmed is publishBundle for an at-seq reload: the tuner slots get
 // switch trampolines, the profiler slots the new programs at once (they
 // observe; the new tuner code finds their data in place at the switch).
-func publishArmed(b *bundle.Bundle, at uint64) (string, error) {
+func publishArmed(b *bundle.Bundle, at uint64, commAt map[uint64]uint64) (string, error) {
+	ids, ats := commArrays(commAt)
+	n := C.int(len(ids))
+	var pid, pat *C.uint64_t
+	if n > 0 {
+		pid, pat = &ids[0], &ats[0]
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	tw, err := slotWord(b.Program(hook.Tuner))
@@ -254,8 +300,8 @@ func publishArmed(b *bundle.Bundle, at uint64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if C.ncclbpf_reload_arm(C.int(slotTuner), C.uintptr_t(tw), C.uint64_t(at)) != 0 ||
-		C.ncclbpf_reload_arm(C.int(slotChunkSize), C.uintptr_t(cw), C.uint64_t(at)) != 0 {
+	if C.ncclbpf_reload_arm_comms(C.int(slotTuner), C.uintptr_t(tw), C.uint64_t(at), pid, pat, n) != 0 ||
+		C.ncclbpf_reload_arm_comms(C.int(slotChunkSize), C.uintptr_t(cw), C.uint64_t(at), pid, pat, n) != 0 {
 		C.ncclbpf_reload_finish(C.int(slotTuner))
 		C.ncclbpf_reload_finish(C.int(slotChunkSize))
 		return "", errors.New("a switch trampoline is still armed")
@@ -276,9 +322,7 @@ func activate(old, b *bundle.Bundle, act *activation) {
 	forced := false
 	wait := 100 * time.Microsecond
 	for {
-		var min, max C.uint64_t
-		n := C.ncclbpf_comms_seq_range(&min, &max)
-		if n == 0 || uint64(min) > act.AtSeq {
+		if ck := checkAt(act.AtSeq, act.CommAt); ck.waiting == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -304,6 +348,33 @@ func activate(old, b *bundle.Bundle, act *activation) {
 	}
 	rstats.LastActivated = fmt.Sprintf("seq %d at %s (%s)", act.AtSeq, time.Now().UTC().Format(time.RFC3339), how)
 	stateMu.Unlock()
+}
+
+// commArrays lays out a per-communicator activation table for the shim
+// (ids in increasing order).
+func commArrays(commAt map[uint64]uint64) (ids, ats []C.uint64_t) {
+	keys := make([]uint64, 0, len(commAt))
+	for id := range commAt {
+		keys = append(keys, id)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	for _, id := range keys {
+		ids = append(ids, C.uint64_t(id))
+		ats = append(ats, C.uint64_t(commAt[id]))
+	}
+	return ids, ats
+}
+
+// checkAt compares the live communicators with an activation (reload.h).
+func checkAt(at uint64, commAt map[uint64]uint64) C.struct_ncclbpf_at_check {
+	ids, ats := commArrays(commAt)
+	var pid, pat *C.uint64_t
+	if len(ids) > 0 {
+		pid, pat = &ids[0], &ats[0]
+	}
+	var ck C.struct_ncclbpf_at_check
+	C.ncclbpf_comms_check_at(pid, pat, C.int(len(ids)), C.uint64_t(at), &ck)
+	return ck
 }
 
 // retire waits until no thread can be inside old's code (tuner and

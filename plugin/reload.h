@@ -25,6 +25,27 @@
 int ncclbpf_reload_arm(int slot, uintptr_t new_word, uint64_t at);
 
 /*
+ * ncclbpf_reload_arm_comms is ncclbpf_reload_arm with n communicators (ids[i]) that switch at
+ * their own call ats[i] instead of at; n at most NCCLBPF_RELOAD_MAX_COMMS.
+ */
+#define NCCLBPF_RELOAD_MAX_COMMS 16
+int ncclbpf_reload_arm_comms(int slot, uintptr_t new_word, uint64_t at, const uint64_t *ids, const uint64_t *ats,
+                             int n);
+
+/*
+ * ncclbpf_comms_check_at compares every live communicator's getCollInfo count with its activation
+ * call (ats[i] for ids[i], at for the others): live communicators; waiting, those whose count is
+ * at most their call (not yet past it); late, set with the first one whose count is already at or
+ * past its call (it would switch late). Takes the registry lock.
+ */
+struct ncclbpf_at_check {
+	int live, waiting, late;
+	uint64_t late_id, late_seq, late_at;
+};
+void ncclbpf_comms_check_at(const uint64_t *ids, const uint64_t *ats, int n, uint64_t at,
+                            struct ncclbpf_at_check *out);
+
+/*
  * ncclbpf_reload_finish publishes the armed new word in slot itself (no trampoline) and disarms
  * it. The trampoline and the old program may still run on other threads until the next grace
  * period (ncclbpf_slot_synchronize) returns 0. Returns 0, -1 if slot was not armed.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -21,6 +22,14 @@ import (
 // (NCCLBPF_POLICY_CONFIG, NCCLBPF_RULES_FILE). A failing object changes
 // nothing; the failure is counted in the stats and printed on stderr once
 // per version of the file.
+//
+// An activation manifest next to the file (NCCLBPF_POLICY + ".activate",
+// package nccl's Manifest; in a ConfigMap, one more key of the same map)
+// makes the reload switch at its absolute call sequence instead of when
+// this process happens to see the file, so that every node switches at the
+// same collective. A communicator that already passed its call refuses the
+// reload (one warning; the running policy stays), as does a manifest that
+// cannot be read.
 
 // EnvWatch and EnvWatchInterval configure file-watch reload.
 const (
@@ -105,6 +114,10 @@ func watchPolicy() {
 		if err != nil {
 			continue
 		}
+		man, merr := nccl.ReadManifest(cfg.Policy)
+		if now, _ := stampOf(cfg.Policy); now != cur {
+			continue // swapped again while being read: read both files of one version
+		}
 		stateMu.Lock()
 		same := bytes.Equal(obj, running.obj)
 		stateMu.Unlock()
@@ -114,6 +127,21 @@ func watchPolicy() {
 		}
 		r := req
 		r.Object = obj
+		if merr == nil {
+			at := man.AtSeq
+			r.AtSeq, r.CommAt = &at, man.CommAt
+			if d, err := time.ParseDuration(man.Timeout); err == nil && d > 0 {
+				r.Timeout = d
+			}
+		} else if !errors.Is(merr, nccl.ErrNoManifest) {
+			// The object is meant to switch at an agreed call, but when is unknown:
+			// switching now could split the job. Keep the running policy.
+			if cur != failed {
+				fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %v; not reloading %s (the running policy is unchanged)\n", merr, cfg.Policy)
+				failed = cur
+			}
+			continue
+		}
 		if _, err := reloadPolicy(r); err != nil {
 			if err == errReloadBusy {
 				last = fileStamp{} // try again next time

@@ -132,6 +132,13 @@ void ncclbpf_tuner_get_stats(struct ncclbpf_tuner_stats *out) {
 	*out = s;
 }
 
+void nb_registry_each(void (*fn)(struct nb_comm *c, void *arg), void *arg) {
+	pthread_mutex_lock(&nb_registry_lock);
+	for (struct nb_comm *c = nb_registry; c; c = c->next)
+		fn(c, arg);
+	pthread_mutex_unlock(&nb_registry_lock);
+}
+
 /* Declared in reload.h: the progress of the live communicators, for synchronized activation. */
 int ncclbpf_comms_seq_range(uint64_t *min, uint64_t *max) {
 	uint64_t lo = UINT64_MAX, hi = 0;

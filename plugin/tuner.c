@@ -21,6 +21,7 @@
 
 #include "ncclbpf.h"
 #include "internal.h"
+#include "decisions_fold.h"
 #include "_cgo_export.h"
 
 #define NB_SUCCESS 0
@@ -391,7 +392,9 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
                                                           float *table, int numAlgo, int numProto, int reg_buff,
                                                           int *nChannels, int v2, int chosen[2]) {
 	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-	atomic_store_explicit(&c->seq, seq + 1, memory_order_relaxed);
+	/* release: the decision record of the previous call is visible before the new count
+	 * (decisions.c); a plain store on x86. */
+	atomic_store_explicit(&c->seq, seq + 1, memory_order_release);
 	if (atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_relaxed) == 0)
 		return; /* no program: NCCL decides (checked again under the in-flight mark below) */
 	if (__builtin_expect(table == NULL || numAlgo <= 0 || numProto <= 0, 0))
@@ -442,13 +445,16 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	nb_leave(c, in);
 	nb_inc(&c->policy_calls);
 
-	if (rc != NCCLBPF_TUNER_APPLY)
+	if (rc != NCCLBPF_TUNER_APPLY) {
+		nb_record_decision(c, seq, coll, n_bytes, -1, -1, 0);
 		return;
+	}
 	/* One 32-bit load per field, as the program stored them: the compiler would otherwise merge
 	 * algorithm and protocol into one 64-bit load that cannot be forwarded from the program's two
 	 * 32-bit stores (a store-forwarding stall on every applied decision). */
 	const volatile struct ncclbpf_tuner_ctx *vx = &x;
 	int a = vx->algorithm, p = vx->protocol, ch = vx->n_channels;
+	nb_record_decision(c, seq, coll, n_bytes, a, p, ch);
 	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)
 		return; /* "leave it all to NCCL" */
 	/* The common decision: a full cell that NCCL has available, channels left or in range. */
@@ -533,6 +539,8 @@ static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, i
 	int32_t rc = fn ? (int32_t)fn(&x) : NCCLBPF_TUNER_DEFAULT;
 	nb_leave(c, in);
 	nb_inc(&c->chunk_calls);
+	if (fn)
+		nb_record_chunk(c, x.call_seq, rc == NCCLBPF_TUNER_APPLY ? x.new_chunk_size : 0);
 	if (rc != NCCLBPF_TUNER_APPLY || x.new_chunk_size == 0)
 		return NB_SUCCESS;
 	uint64_t grain = proto == NCCLBPF_PROTO_LL ? 16 : proto == NCCLBPF_PROTO_LL128 ? 1920 : 512;

@@ -47,10 +47,10 @@ uint64_t latency_native_count(uint32_t func, uint32_t bucket) {
 #include "../policies/adaptive/adaptive.h"
 
 #define HT_N 4096
-struct ht_state { _Atomic int used; struct adaptive_skey k; struct adaptive_state v; };
-struct ht_stat { _Atomic int used; struct adaptive_mkey k; struct adaptive_stat v; };
-static struct ht_state ht_states[HT_N];
-static struct ht_stat ht_stats[HT_N];
+struct ht_cands { _Atomic int used; struct adaptive_key k; struct adaptive_cands v; };
+/* The rank-local measurements; the agreed copy the tuner reads; the copy taken at the last
+ * agreement point, waiting for its activation call. */
+static struct ht_cands ht_local[HT_N], ht_agreed[HT_N], ht_pending[HT_N];
 
 static uint32_t hash64(const void *p, size_t n) {
 	const unsigned char *b = p;
@@ -60,42 +60,43 @@ static uint32_t hash64(const void *p, size_t n) {
 }
 
 /* used: 0 empty, 1 being written, 2 ready */
-#define HT_FUNCS(NAME, SLOT, K, V)                                                              \
-	static V *NAME##_lookup(const K *k) {                                                       \
-		for (uint32_t i = hash64(k, sizeof *k) % HT_N, n = 0; n < HT_N; n++, i = (i + 1) % HT_N) { \
-			int u = atomic_load(&SLOT[i].used);                                                  \
-			if (u == 0) return NULL;                                                             \
-			if (u == 2 && !memcmp(&SLOT[i].k, k, sizeof *k)) return &SLOT[i].v;                  \
-		}                                                                                        \
-		return NULL;                                                                             \
-	}                                                                                            \
-	static void NAME##_insert(const K *k, const V *v) {                                          \
-		for (uint32_t i = hash64(k, sizeof *k) % HT_N, n = 0; n < HT_N; n++, i = (i + 1) % HT_N) { \
-			int z = 0;                                                                           \
-			if (atomic_compare_exchange_strong(&SLOT[i].used, &z, 1)) {                          \
-				SLOT[i].k = *k;                                                                  \
-				SLOT[i].v = *v;                                                                  \
-				atomic_store(&SLOT[i].used, 2);                                                  \
-				return;                                                                          \
-			}                                                                                    \
-			while (atomic_load(&SLOT[i].used) == 1) {                                            \
-			}                                                                                    \
-			if (!memcmp(&SLOT[i].k, k, sizeof *k)) return;                                       \
-		}                                                                                        \
+static struct adaptive_cands *ht_lookup(struct ht_cands *t, const struct adaptive_key *k) {
+	for (uint32_t i = hash64(k, sizeof *k) % HT_N, n = 0; n < HT_N; n++, i = (i + 1) % HT_N) {
+		int u = atomic_load(&t[i].used);
+		if (u == 0) return NULL;
+		if (u == 2 && !memcmp(&t[i].k, k, sizeof *k)) return &t[i].v;
 	}
-HT_FUNCS(st, ht_states, struct adaptive_skey, struct adaptive_state)
-HT_FUNCS(ms, ht_stats, struct adaptive_mkey, struct adaptive_stat)
+	return NULL;
+}
+static void ht_insert(struct ht_cands *t, const struct adaptive_key *k, const struct adaptive_cands *v) {
+	for (uint32_t i = hash64(k, sizeof *k) % HT_N, n = 0; n < HT_N; n++, i = (i + 1) % HT_N) {
+		int z = 0;
+		if (atomic_compare_exchange_strong(&t[i].used, &z, 1)) {
+			t[i].k = *k;
+			t[i].v = *v;
+			atomic_store(&t[i].used, 2);
+			return;
+		}
+		while (atomic_load(&t[i].used) == 1) {
+		}
+		if (!memcmp(&t[i].k, k, sizeof *k)) return;
+	}
+}
 
-#define ADAPTIVE_STATE_LOOKUP(k) st_lookup(k)
-#define ADAPTIVE_STATE_INSERT(k, v) st_insert((k), (v))
-#define ADAPTIVE_STAT_LOOKUP(k) ms_lookup(k)
-#define ADAPTIVE_STAT_INSERT(k, v) ms_insert((k), (v))
+#define ADAPTIVE_LOCAL_LOOKUP(k) ht_lookup(ht_local, (k))
+#define ADAPTIVE_LOCAL_INSERT(k, v) ht_insert(ht_local, (k), (v))
+#define ADAPTIVE_AGREED_LOOKUP(k) ((const struct adaptive_cands *)ht_lookup(ht_agreed, (k)))
 #define ADAPTIVE_ATOMIC_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 #define ADAPTIVE_ROUNDS ADAPTIVE_ROUNDS_HOST
-#define ADAPTIVE_PERIOD ADAPTIVE_PERIOD_HOST
-#define ADAPTIVE_CHECK ADAPTIVE_CHECK_HOST
+#define ADAPTIVE_PERIOD ((uint64_t)ADAPTIVE_PERIOD_HOST)
+#define ADAPTIVE_WINDOW ((uint64_t)ADAPTIVE_WINDOW_HOST)
 #define ADAPTIVE_MARGIN ADAPTIVE_MARGIN_HOST
 #include "../policies/adaptive/adaptive.h"
+
+/* One rank alone: the agreement of its own measurements is a copy (the minimum and the mean of one
+ * value are that value). Taken while no measurement is being recorded (the host drains first). */
+void adaptive_native_agree_take(void) { memcpy(ht_pending, ht_local, sizeof ht_pending); }
+void adaptive_native_agree_apply(void) { memcpy(ht_agreed, ht_pending, sizeof ht_agreed); }
 
 _Static_assert(ADAPTIVE_NCAND == ADAPTIVE_NCAND_HOST, "candidate count");
 
@@ -107,9 +108,10 @@ uint64_t adaptive_native_prof(void *ctx) {
 	return 0;
 }
 
-int adaptive_native_tune(uint64_t comm_id, uint32_t coll, uint64_t bytes, uint32_t avail_mask, const float *cost) {
+int adaptive_native_tune(uint64_t comm_id, uint32_t coll, uint64_t bytes, uint64_t call_seq, uint32_t avail_mask,
+                         const float *cost) {
 	uint32_t b[6];
 	memcpy(b, cost, sizeof b); /* the TREE and RING rows: cells 0..5 */
 	uint32_t explore = adaptive_plausible(b[0], b[1], b[2], b[3], b[4], b[5], avail_mask, ADAPTIVE_PRUNE_HOST);
-	return adaptive_decide(comm_id, coll, bytes, avail_mask, explore, b);
+	return adaptive_decide(comm_id, coll, bytes, call_seq, avail_mask, explore, b);
 }

@@ -12,9 +12,9 @@
 
 /* The adaptive policy's default tunables (policies/adaptive/adaptive.bpf.c). */
 #define ADAPTIVE_NCAND_HOST 12
-#define ADAPTIVE_ROUNDS_HOST 4
-#define ADAPTIVE_PERIOD_HOST 2048
-#define ADAPTIVE_CHECK_HOST 16
+#define ADAPTIVE_ROUNDS_HOST 3
+#define ADAPTIVE_PERIOD_HOST 8192
+#define ADAPTIVE_WINDOW_HOST 96
 #define ADAPTIVE_PRUNE_HOST 2
 #define ADAPTIVE_MARGIN_HOST 8
 #define ADAPTIVE_NCAND ADAPTIVE_NCAND_HOST
@@ -28,8 +28,13 @@ uint64_t latency_native_count(uint32_t func, uint32_t bucket);
 
 /* adaptive_native_prof is adaptive's profiler program (native); adaptive_native_tune its tuner:
  * returns the candidate or -1 (leave it to NCCL), from the tuner context's inputs (cost: NCCL's
- * contiguous 7x3 table). */
+ * contiguous 7x3 table) and the agreed measurements. */
 uint64_t adaptive_native_prof(void *ctx);
-int adaptive_native_tune(uint64_t comm_id, uint32_t coll, uint64_t bytes, uint32_t avail_mask, const float *cost);
+int adaptive_native_tune(uint64_t comm_id, uint32_t coll, uint64_t bytes, uint64_t call_seq, uint32_t avail_mask,
+                         const float *cost);
+/* The native policy's agreement (one rank): take copies the local measurements at an agreement
+ * point, apply makes that copy the agreed one (at the activation call). */
+void adaptive_native_agree_take(void);
+void adaptive_native_agree_apply(void);
 
 #endif

@@ -9,7 +9,9 @@ import (
 	"github.com/ncclbpf/ncclbpf/loader"
 )
 
-func benchProgram(b *testing.B, obj, name string) {
+func benchProgram(b *testing.B, obj, name string) { benchProgramWith(b, obj, name, false) }
+
+func benchProgramWith(b *testing.B, obj, name string, noUniformity bool) {
 	coll, err := loader.LoadFile(obj)
 	if err != nil {
 		b.Fatal(err)
@@ -21,6 +23,7 @@ func benchProgram(b *testing.B, obj, name string) {
 	t := &testing.T{}
 	cfg := configFor(t, coll, p)
 	cfg.Source = nil
+	cfg.DisableRankUniformity = noUniformity
 	// the verdict is part of what is measured: a policy that stopped
 	// verifying (or a limit program that stopped failing) fails the benchmark
 	_, err = cfg.Verify(p.Insns, nil)
@@ -65,6 +68,20 @@ func BenchmarkVerifyPolicies(b *testing.B) {
 		{"../policies/latency_stats/latency_stats.bpf.o", "latency_stats"},
 	} {
 		b.Run(bc.name, func(b *testing.B) { benchProgram(b, bc.obj, bc.name) })
+	}
+}
+
+// BenchmarkVerifyUniformity measures the largest tuner program with the
+// rank-uniformity analysis on and off, side by side.
+func BenchmarkVerifyUniformity(b *testing.B) {
+	for _, off := range []bool{false, true} {
+		name := "analysis=on"
+		if off {
+			name = "analysis=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			benchProgramWith(b, "../policies/adaptive/adaptive.bpf.o", "adaptive_tune", off)
+		})
 	}
 }
 

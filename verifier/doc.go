@@ -28,7 +28,22 @@
 // value and ringbuf accesses stay in [0, size) for every possible offset.
 // Nullable pointers must be compared with 0 before use, and the check
 // propagates to all copies. Pointers never leave the program: they may not
-// be stored into maps, ringbuf records or the context, nor returned.
+// be stored into maps, ringbuf records or the context, nor returned, nor
+// formatted by bpf_printk. Two pointers may be subtracted only when they
+// point into the same object (a join keeps the identity of lookups and
+// the reference of records), and ordered, or compared with 0, only while
+// they lie inside their object (addresses then neither wrap nor reach 0).
+// A ringbuf record is used only while the path holds its reference, and
+// released exactly once. Maps declared BPF_F_RDONLY_PROG (or .rodata) are
+// read-only to programs, BPF_F_WRONLY_PROG write-only. Atomic updates are
+// aligned to their width. A hook returning a C int has the low 32 bits of
+// r0 checked, which is what every host reads.
+//
+// Rank uniformity (uniform.go): for hooks that Decide (the tuner), every
+// value also carries a label, uniform or local, and a decision output or
+// the return value that depends on local data, directly or through a
+// branch, is RankDivergent. VerifyTogether verifies a bundle's programs
+// together: maps any of them writes are local.
 //
 // # How paths are explored
 //

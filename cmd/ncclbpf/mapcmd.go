@@ -14,14 +14,19 @@ import (
 func init() {
 	register(&command{
 		Name:    "map",
-		Args:    "list|dump|update [--dir DIR] [--json] PID [MAP [KEY VALUE]]",
+		Args:    "list|dump|update [--dir DIR] [--json] [--force] PID [MAP [KEY VALUE]]",
 		Summary: "list, dump or update the maps of a running policy",
 		Help: `list shows the maps of the policy a process runs; dump prints one map's
 entries, decoded with its BTF types; update writes one entry. KEY and VALUE
 are the raw bytes in hex as the map stores them (little-endian integers):
 for an array of __u64, key 1 is 01000000 and the value 42 is
 2a00000000000000. A decimal integer is also accepted and encoded to the key
-or value size.`,
+or value size.
+
+An agreed map (declared with NCCLBPF_AGREED: the same on every rank, read-only
+for programs) is written with 'ncclbpf agree' at an agreed call; update
+refuses it unless --force, which writes this process alone, now: its ranks
+may decide differently until every one has the value.`,
 		Examples: []string{
 			"ncclbpf map list 4242",
 			"ncclbpf map dump 4242 hits",
@@ -74,6 +79,7 @@ func isHex(s string) bool {
 func runMap(e *env, args []string) error {
 	fs := e.flags()
 	dir, asJSON := controlFlags(fs)
+	force := fs.Bool("force", false, "update: write an agreed map now, on this process alone")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err
@@ -144,7 +150,7 @@ func runMap(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := call(*dir, pid, &control.Request{Op: control.OpMapUpdate, Map: args[2], Key: key, Value: val}); err != nil {
+		if _, err := call(*dir, pid, &control.Request{Op: control.OpMapUpdate, Map: args[2], Key: key, Value: val, Force: *force}); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.Stdout, "pid %d: %s[%s] = %s\n", pid, args[2], key, val)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,6 +35,13 @@ same collective; give the same N to every process of the job (--all does).
 The reload is refused if a communicator already passed N. The switch
 completes when every communicator has passed N, or after --timeout.
 
+An activation manifest OBJ.activate next to OBJ (at_seq = N, optionally
+comm.<id> = N per communicator; see docs/operators-guide.md) stands for
+--at-seq N with an absolute N: give every node the same object and manifest
+and every node switches at the same collective. A communicator that already
+passed its N refuses the reload (nothing changes there). --no-manifest
+ignores the file.
+
 --rollback reloads the object that ran before the last reload.`,
 		Examples: []string{
 			"ncclbpf reload 4242 policy_v2.bpf.o",
@@ -52,6 +60,7 @@ func runReload(e *env, args []string) error {
 	timeout := fs.Duration("timeout", 5*time.Minute, "longest wait for every communicator to reach --at-seq")
 	vars := fs.String("vars", "", "set volatile const globals: name=value,...")
 	rollback := fs.Bool("rollback", false, "reload the object that ran before the last reload")
+	noManifest := fs.Bool("no-manifest", false, "ignore OBJ.activate (the activation manifest next to OBJ)")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err
@@ -115,6 +124,13 @@ func runReload(e *env, args []string) error {
 		b.Close()
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
+		}
+		timeoutSet := false
+		fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+		if !*noManifest {
+			if _, err := applyManifest(e.Stdout, args[0], *atSeq, timeoutSet, req); err != nil {
+				return err
+			}
 		}
 		req.Object, req.Name = obj, path
 	}

@@ -448,7 +448,7 @@ func (r *runTarget) loadAlone(coll *loader.Collection, engine vm.Engine, vars []
 	}
 	table := maps.HelperTable()
 	if r.hook != nil {
-		if _, err := verifier.ForProgram(coll, p, r.hook).Verify(p.Insns, nil); err != nil {
+		if err := verifyInBundle(coll, p, r.hook); err != nil {
 			return explainLoad(fmt.Errorf("%s: program %s (section %q, hook %s) rejected: %w", r.object, p.Name, p.Section, r.hook.Name, err))
 		}
 		r.verified = true

@@ -20,7 +20,9 @@ summed on request) and from the reload machinery of the process:
   tuner      getCollInfo calls, those that ran a program, decisions applied,
              rejected (NCCL could not take them: guardrail) and clamped
              channel counts; getChunkSize the same; the range of
-             per-communicator call sequences (for reload --at-seq)
+             per-communicator call sequences (for reload --at-seq); per
+             communicator, the digest of its decisions through a call
+             (compare processes with 'ncclbpf check')
   profiler   program calls per profiler hook, events dropped or forced
   reload     reloads, failures and the last error, publish and grace-period
              times, bundles alive, what rollback would load
@@ -79,6 +81,14 @@ func runStats(e *env, args []string) error {
 	fmt.Fprintf(tw, "  getCollInfo\t%d calls, %d ran the policy, %d applied, %d rejected, %d clamped\n",
 		t.Calls, t.PolicyCalls, t.Applied, t.Rejected, t.Clamped)
 	fmt.Fprintf(tw, "  getChunkSize\t%d calls, %d applied, %d rejected\n", t.ChunkCalls, t.ChunkApplied, t.ChunkRejected)
+	for _, d := range st.Digests {
+		if d.DigestSeq < 0 {
+			fmt.Fprintf(tw, "  comm %#x	%d ranks, seq %d, no decision recorded yet\n", d.CommID, d.NRanks, d.Seq)
+			continue
+		}
+		fmt.Fprintf(tw, "  comm %#x	%d ranks, seq %d, decision digest %016x through seq %d\n", d.CommID, d.NRanks, d.Seq,
+			d.Digest, d.DigestSeq)
+	}
 	p := st.Profiler
 	names := make([]string, 0, len(p.Calls))
 	for n := range p.Calls {

@@ -98,12 +98,13 @@ func runVerify(e *env, args []string) error {
 	}
 	var reports []*verifyReport
 	var names []string
-	for _, p := range coll.Programs {
+	outcomes := verifyAll(coll, forced)
+	for i, p := range coll.Programs {
 		names = append(names, fmt.Sprintf("%s (%s)", p.Section, p.Name))
 		if *section != "" && p.Section != *section && p.Name != *section {
 			continue
 		}
-		reports = append(reports, verifyOne(coll, p, forced))
+		reports = append(reports, outcomes[i])
 	}
 	if len(reports) == 0 {
 		if *section == "" {
@@ -135,18 +136,35 @@ func runVerify(e *env, args []string) error {
 	return nil
 }
 
-func verifyOne(coll *loader.Collection, p *loader.Program, forced *hook.Hook) *verifyReport {
-	r := &verifyReport{Program: p.Name, Section: p.Section, Insns: len(p.Insns)}
-	h := forced
-	if h == nil {
-		var err error
-		if h, err = hook.ForSection(p.Section); err != nil {
-			r.Error = &verifyProblem{Code: "-", Name: "no-hook", PC: -1, Msg: err.Error()}
-			return r
+// verifyAll verifies every program of coll together, as the plugin loads
+// them (a map one program writes is rank-local for all), and reports each.
+func verifyAll(coll *loader.Collection, forced *hook.Hook) []*verifyReport {
+	reports := make([]*verifyReport, len(coll.Programs))
+	var units []verifier.Unit
+	var at []int
+	for i, p := range coll.Programs {
+		r := &verifyReport{Program: p.Name, Section: p.Section, Insns: len(p.Insns)}
+		reports[i] = r
+		h := forced
+		if h == nil {
+			var err error
+			if h, err = hook.ForSection(p.Section); err != nil {
+				r.Error = &verifyProblem{Code: "-", Name: "no-hook", PC: -1, Msg: err.Error()}
+				continue
+			}
 		}
+		r.Hook = h.Name
+		units = append(units, verifier.Unit{Insns: p.Insns, Config: *verifier.ForProgram(coll, p, h)})
+		at = append(at, i)
 	}
-	r.Hook = h.Name
-	res, err := verifier.ForProgram(coll, p, h).Verify(p.Insns, nil)
+	results, errs, _ := verifier.VerifyTogether(verifier.MapInfos(coll), units)
+	for k, i := range at {
+		fillReport(reports[i], results[k], errs[k])
+	}
+	return reports
+}
+
+func fillReport(r *verifyReport, res *verifier.Result, err error) {
 	var ve *verifier.Error
 	switch {
 	case err == nil:
@@ -159,7 +177,6 @@ func verifyOne(coll *loader.Collection, p *loader.Program, forced *hook.Hook) *v
 	default:
 		r.Error = &verifyProblem{Code: "-", Name: "error", PC: -1, Msg: err.Error()}
 	}
-	return r
 }
 
 func writeVerdict(w io.Writer, r *verifyReport) {
@@ -198,4 +215,26 @@ func writeProblem(w io.Writer, p *verifyProblem) {
 		fmt.Fprintf(w, "      %s\n", s)
 	}
 	fmt.Fprintf(w, "      pc %d: %s\n", p.PC, p.Insn)
+}
+
+// verifyInBundle verifies program p against hook h together with the other
+// programs of coll (whose map writes decide which maps are rank-local), as
+// the plugin would load them.
+func verifyInBundle(coll *loader.Collection, p *loader.Program, h *hook.Hook) error {
+	var units []verifier.Unit
+	mine := -1
+	for _, q := range coll.Programs {
+		qh := h
+		if q != p {
+			var err error
+			if qh, err = hook.ForSection(q.Section); err != nil {
+				continue
+			}
+		} else {
+			mine = len(units)
+		}
+		units = append(units, verifier.Unit{Insns: q.Insns, Config: *verifier.ForProgram(coll, q, qh)})
+	}
+	_, errs, _ := verifier.VerifyTogether(verifier.MapInfos(coll), units)
+	return errs[mine]
 }

@@ -4,22 +4,29 @@
  * native C version the test host runs for comparison (testhost/profiler_native.c). Include it once
  * for the types, define the maps, then define the accessors and include it again for the logic:
  *
- *   ADAPTIVE_STATE_LOOKUP(k)     -> struct adaptive_state *  or 0
- *   ADAPTIVE_STATE_INSERT(k, v)  insert if absent
- *   ADAPTIVE_STAT_LOOKUP(k)      -> struct adaptive_stat *   or 0
- *   ADAPTIVE_STAT_INSERT(k, v)   insert if absent
+ *   ADAPTIVE_LOCAL_LOOKUP(k)     -> struct adaptive_cands *  (rank-local measurements) or 0
+ *   ADAPTIVE_LOCAL_INSERT(k, v)  insert if absent
+ *   ADAPTIVE_AGREED_LOOKUP(k)    -> const struct adaptive_cands * (agreed: the same on every rank) or 0
  *   ADAPTIVE_ATOMIC_ADD(p, v)    atomic *p += v on a __u64
  *
- * and the tunables ADAPTIVE_ROUNDS, ADAPTIVE_PERIOD, ADAPTIVE_CHECK, ADAPTIVE_MARGIN (adaptive.bpf.c).
+ * and the tunables ADAPTIVE_ROUNDS, ADAPTIVE_PERIOD, ADAPTIVE_WINDOW, ADAPTIVE_MARGIN.
  *
- * Schedule (per communicator, collective and size bucket; n = tuner calls of that bucket so far,
- * which every rank counts alike because ranks issue the same collectives in the same order):
- *   n % PERIOD <  NCAND*ROUNDS : explore candidate (n % PERIOD) % NCAND (the first from there whose
- *                                (algorithm, protocol) NCCL's cost table does not rule out)
- *   otherwise                  : exploit the latched choice, re-evaluated only when
- *                                n % PERIOD == NCAND*ROUNDS or n % CHECK == 0: among the candidates
- *                                whose EWMA latency is within MARGIN/64 of the lowest, the one NCCL's
- *                                cost table ranks first (fewer channels first on a tie).
+ * Rank consistency by construction: the profiler side writes only the local map; the tuner side
+ * reads only rank-uniform inputs (call_seq, size, collective, NCCL's cost table and availability,
+ * the tunables) and the agreed map, which the control plane fills from every rank's local map
+ * (`ncclbpf agree --reduce min:12,mean:12`: counts by their minimum over the ranks, latencies by
+ * their mean) and switches at the same call on every rank. The tuner writes no map at all.
+ *
+ * Tuner, per (communicator, collective, size bucket), with A the agreed record (or none):
+ *   explore  when call_seq % PERIOD < WINDOW, or, while call_seq < PERIOD or A is missing, when a
+ *            candidate worth exploring (available and within 2^prune of NCCL's cheapest cell) has
+ *            fewer than ROUNDS agreed samples: the first such candidate from a start that walks all
+ *            candidates evenly with call_seq (a Weyl sequence, so that any interleaving of sizes
+ *            still visits every candidate of every bucket);
+ *   exploit  otherwise: among the candidates with agreed samples whose agreed latency is within
+ *            MARGIN/64 of the lowest, the one NCCL's cost table ranks first (fewer channels first).
+ *            Nothing is latched: the choice is a function of uniform inputs only, and changes when
+ *            the agreed map does (at the agreed call).
  */
 #ifndef NCCLBPF_POLICY_ADAPTIVE_TYPES
 #define NCCLBPF_POLICY_ADAPTIVE_TYPES
@@ -28,36 +35,23 @@
 #define ADAPTIVE_NCAND 12
 #define ADAPTIVE_NBUCKETS 16 /* size buckets of 4x: [4^b, 4^(b+1)) bytes, the last open-ended */
 
-struct adaptive_skey {
+struct adaptive_key {
 	__u64 comm_id;
 	__u32 coll;
 	__u32 bucket;
 };
 
-struct adaptive_state {
-	__u64 calls;  /* tuner calls in this bucket so far (rank-uniform) */
-	__u32 choice; /* latched candidate */
-	__u32 valid;  /* choice is set */
-};
-
-struct adaptive_mkey {
-	__u64 comm_id;
-	__u32 coll;
-	__u16 bucket;
-	__u16 cand;
-};
-
-struct adaptive_stat {
-	__u64 count;   /* collectives measured */
-	__u64 ewma_ns; /* EWMA, alpha 1/4 */
-	__u64 last_ns;
-	__u64 min_ns;
+/* One bucket's measurements of every candidate: the value of both maps (element-wise reducible:
+ * 12 counts, then 12 latencies). */
+struct adaptive_cands {
+	__u64 count[ADAPTIVE_NCAND];   /* collectives measured (agreed: the fewest any rank measured) */
+	__u64 ewma_ns[ADAPTIVE_NCAND]; /* EWMA of the latency, alpha 1/4 (agreed: the ranks' mean) */
 };
 
 #endif
 
 /* The logic: compiled once the includer has defined the accessors (include this file again). */
-#if defined(ADAPTIVE_STAT_LOOKUP) && !defined(NCCLBPF_POLICY_ADAPTIVE_LOGIC)
+#if defined(ADAPTIVE_LOCAL_LOOKUP) && !defined(NCCLBPF_POLICY_ADAPTIVE_LOGIC)
 #define NCCLBPF_POLICY_ADAPTIVE_LOGIC
 
 static __always_inline __u32 adaptive_bucket(__u64 bytes)
@@ -91,33 +85,28 @@ static __always_inline int adaptive_available(__u32 avail_mask, __u32 c)
 	return (avail_mask >> (adaptive_cand_algo(c) * 3 + adaptive_cand_proto(c))) & 1;
 }
 
-/* ---- profiler side: one measured collective ---- */
+/* ---- profiler side: one measured collective, into the rank-local map ---- */
 static __always_inline void adaptive_record(__u64 comm_id, int coll, __u64 bytes, int algo, int proto, int nch,
 					    __u64 ns)
 {
-	int c = adaptive_cand_of(algo, proto, nch);
-	if (c < 0 || coll < 0 || coll > 4 || ns == 0)
+	int ci = adaptive_cand_of(algo, proto, nch);
+	if (ci < 0 || coll < 0 || coll > 4 || ns == 0)
 		return;
-	struct adaptive_mkey k = {.comm_id = comm_id, .coll = (__u32)coll,
-				  .bucket = (__u16)adaptive_bucket(bytes), .cand = (__u16)c};
-	struct adaptive_stat *s = ADAPTIVE_STAT_LOOKUP(&k);
+	__u32 c = (__u32)ci & 15; /* the mask keeps the bound visible to the verifier */
+	if (c >= ADAPTIVE_NCAND)
+		return;
+	struct adaptive_key k = {.comm_id = comm_id, .coll = (__u32)coll, .bucket = adaptive_bucket(bytes)};
+	struct adaptive_cands *s = ADAPTIVE_LOCAL_LOOKUP(&k);
 	if (!s) {
-		struct adaptive_stat z = {.count = 1, .ewma_ns = ns, .last_ns = ns, .min_ns = ns};
-		ADAPTIVE_STAT_INSERT(&k, &z);
-		return;
+		struct adaptive_cands z = {};
+		ADAPTIVE_LOCAL_INSERT(&k, &z);
+		s = ADAPTIVE_LOCAL_LOOKUP(&k);
+		if (!s)
+			return;
 	}
-	ADAPTIVE_ATOMIC_ADD(&s->count, 1);
-	s->ewma_ns = s->ewma_ns - (s->ewma_ns >> 2) + (ns >> 2);
-	s->last_ns = ns;
-	if (ns < s->min_ns)
-		s->min_ns = ns;
-}
-
-static __always_inline __u64 adaptive_ewma(__u64 comm_id, __u32 coll, __u32 bucket, __u32 c)
-{
-	struct adaptive_mkey k = {.comm_id = comm_id, .coll = coll, .bucket = (__u16)bucket, .cand = (__u16)c};
-	struct adaptive_stat *s = ADAPTIVE_STAT_LOOKUP(&k);
-	return s ? s->ewma_ns : 0;
+	__u64 e = s->ewma_ns[c];
+	s->ewma_ns[c] = e ? e - (e >> 2) + (ns >> 2) : ns;
+	ADAPTIVE_ATOMIC_ADD(&s->count[c], 1);
 }
 
 /* adaptive_plausible returns the cells (bit a*3+p, TREE and RING rows) worth exploring: available,
@@ -146,80 +135,84 @@ static __always_inline __u32 adaptive_plausible(__u32 c0, __u32 c1, __u32 c2, __
 	return m;
 }
 
+/* adaptive_weyl maps call_seq to a start in 0..NCAND-1 that is equidistributed along any arithmetic
+ * subsequence of calls (golden-ratio Weyl sequence in 32-bit fixed point). */
+static __always_inline __u32 adaptive_weyl(__u64 call_seq)
+{
+	__u64 f = (call_seq * 0x9e3779b97f4a7c15ull) >> 32; /* fractional part, 32 bits */
+	return (__u32)((f * ADAPTIVE_NCAND) >> 32);
+}
+
 /* ---- tuner side: returns the candidate to run, or -1 to leave the decision to NCCL ----
  * avail_mask: the cells NCCL may choose; explore_mask: those worth exploring (adaptive_plausible);
- * cost: the float bits of NCCL's costs of cells 0..5 (TREE and RING rows), rank-uniform. */
-static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 bytes, __u32 avail_mask,
-					   __u32 explore_mask, const __u32 *cost)
+ * cost: the float bits of NCCL's costs of cells 0..5 (TREE and RING rows). All rank-uniform. */
+static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 bytes, __u64 call_seq,
+					   __u32 avail_mask, __u32 explore_mask, const __u32 *cost)
 {
-	__u32 b = adaptive_bucket(bytes);
-	struct adaptive_skey sk = {.comm_id = comm_id, .coll = coll, .bucket = b};
-	struct adaptive_state *st = ADAPTIVE_STATE_LOOKUP(&sk);
-	if (!st) {
-		struct adaptive_state z = {0};
-		ADAPTIVE_STATE_INSERT(&sk, &z);
-		st = ADAPTIVE_STATE_LOOKUP(&sk);
-		if (!st)
-			return -1;
-	}
-	__u64 n = st->calls;
-	st->calls = n + 1;
-	__u64 cyc = n % ADAPTIVE_PERIOD;
-	__u64 explore = (__u64)ADAPTIVE_NCAND * ADAPTIVE_ROUNDS;
-	if (cyc < explore) {
-		__u32 first = (__u32)(cyc % ADAPTIVE_NCAND);
+	struct adaptive_key k = {.comm_id = comm_id, .coll = coll, .bucket = adaptive_bucket(bytes)};
+	const struct adaptive_cands *a = ADAPTIVE_AGREED_LOOKUP(&k);
+	__u32 worth = 0, under = 0;
 #if defined(__clang__)
 #pragma unroll
 #endif
-		for (__u32 k = 0; k < ADAPTIVE_NCAND; k++) {
-			__u32 c = first + k;
+	for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
+		if (!adaptive_available(explore_mask, c))
+			continue;
+		worth |= 1u << c;
+		if (!a || a->count[c] < ADAPTIVE_ROUNDS)
+			under |= 1u << c;
+	}
+	__u32 pool = 0;
+	if (call_seq % ADAPTIVE_PERIOD < ADAPTIVE_WINDOW)
+		pool = worth;
+	else if (under && (!a || call_seq < ADAPTIVE_PERIOD))
+		pool = under;
+	if (pool) {
+		__u32 first = adaptive_weyl(call_seq);
+#if defined(__clang__)
+#pragma unroll
+#endif
+		for (__u32 i = 0; i < ADAPTIVE_NCAND; i++) {
+			__u32 c = first + i;
 			if (c >= ADAPTIVE_NCAND)
 				c -= ADAPTIVE_NCAND;
-			if (adaptive_available(explore_mask, c))
+			if ((pool >> c) & 1)
 				return (int)c;
 		}
 		return -1;
 	}
-	if (cyc == explore || n % ADAPTIVE_CHECK == 0 || !st->valid) {
-		/* The measured-best set: candidates within MARGIN/64 of the lowest EWMA. From it, take
-		 * the one NCCL's own (rank-uniform) cost model ranks first, fewer channels first on a tie.
-		 * Ranks whose measurements differ by less than the margin thus pick the same candidate;
-		 * the choice is recomputed from scratch at every checkpoint (no memory that could keep
-		 * ranks apart once their measurements agree again). */
-		__u64 e[ADAPTIVE_NCAND];
-		__u64 lo = 0;
+	if (!a)
+		return -1;
+	/* The measured-best set: candidates within MARGIN/64 of the lowest agreed latency; from it the
+	 * one NCCL's own cost model ranks first, fewer channels first on a tie. */
+	__u64 lo = 0;
 #if defined(__clang__)
 #pragma unroll
 #endif
-		for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
-			e[c] = adaptive_available(avail_mask, c) ? adaptive_ewma(comm_id, coll, b, c) : 0;
-			if (e[c] && (lo == 0 || e[c] < lo))
-				lo = e[c];
-		}
-		if (lo) {
-			__u64 lim = lo + (lo * ADAPTIVE_MARGIN) / 64;
-			__u32 pick = ADAPTIVE_NCAND, pick_cost = 0xffffffffu;
+	for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
+		__u64 e = a->ewma_ns[c];
+		if (adaptive_available(avail_mask, c) && a->count[c] && e && (lo == 0 || e < lo))
+			lo = e;
+	}
+	if (!lo)
+		return -1;
+	__u64 lim = lo + (lo * ADAPTIVE_MARGIN) / 64;
+	int pick = -1;
+	__u32 pick_cost = 0xffffffffu;
 #if defined(__clang__)
 #pragma unroll
 #endif
-			for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
-				if (!e[c] || e[c] > lim)
-					continue;
-				__u32 k = cost[adaptive_cand_algo(c) * 3 + adaptive_cand_proto(c)];
-				if (k < pick_cost) {
-					pick = c;
-					pick_cost = k;
-				}
-			}
-			if (pick < ADAPTIVE_NCAND) {
-				st->choice = pick;
-				st->valid = 1;
-			}
+	for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
+		__u64 e = a->ewma_ns[c];
+		if (!adaptive_available(avail_mask, c) || !a->count[c] || !e || e > lim)
+			continue;
+		__u32 kc = cost[adaptive_cand_algo(c) * 3 + adaptive_cand_proto(c)];
+		if (kc < pick_cost) {
+			pick = (int)c;
+			pick_cost = kc;
 		}
 	}
-	if (!st->valid || st->choice >= ADAPTIVE_NCAND || !adaptive_available(avail_mask, st->choice))
-		return -1;
-	return (int)st->choice;
+	return pick;
 }
 
 #endif

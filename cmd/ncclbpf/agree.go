@@ -1,0 +1,238 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ncclbpf/ncclbpf/control"
+)
+
+func init() {
+	register(&command{
+		Name: "agree",
+		Args: "[--dir DIR] [--comm ID] --from MAP --reduce SPEC [--elem T] (--to MAP --at-seq N|+K | --export FILE) [PID...]\n" +
+			"       ncclbpf agree --combine --out FILE FILE...\n" +
+			"       ncclbpf agree [--dir DIR] --import FILE --to MAP --at-seq N [PID...]",
+		Summary: "reduce a rank-local map over the ranks and write the result to every rank's agreed map at one call",
+		Help: `agree is the sanctioned closed loop of a rank-consistent policy. Programs
+record rank-local measurements in an ordinary map (--from); the tuner decides
+from an agreed map (--to, declared with NCCLBPF_AGREED), which programs can
+only read. agree reads --from from every process here (or the PIDs given, or
+those with communicator --comm), reduces the values element by element per
+key over the processes that have the key, and writes the one result into
+--to of every process, active from call --at-seq of every communicator:
+calls before it see the old contents, calls from it on the new ones, on
+every rank alike. +K means K calls after the largest call count any target
+has reached now (resolved once for all targets).
+
+Values are little-endian integers of type --elem (u64, u32, i64, i32);
+--reduce gives the operation of each element: one of sum, mean (rounded
+toward zero), min, max for all, or OP:COUNT,... in order, e.g.
+min:12,mean:12 for 12 counts then 12 latencies. Sums are exact; a result
+that does not fit the type is an error.
+
+Across nodes: run agree --export FILE on every node (the node's partial
+reduction: per key the number of ranks and the sums or extremes), gather
+the files, agree --combine --out ALL FILE... anywhere, copy ALL to every
+node and run agree --import ALL --to MAP --at-seq N there with the same
+absolute N (a +K would resolve differently per node). Pick N far enough
+ahead that no rank has passed it when its node imports: a node whose
+ranks have passed N refuses (nothing changes there) and says so; the
+ranks of the other nodes still switch, so re-run with a later N
+everywhere. ncclbpf check then compares decisions per host.
+
+A write of an agreed map without --at-seq is refused by the plugin.`,
+		Examples: []string{
+			"ncclbpf agree --from local --to agreed --reduce min:12,mean:12 --at-seq +64",
+			"ncclbpf agree --from local --reduce min:12,mean:12 --export node3.json",
+			"ncclbpf agree --combine --out all.json node*.json",
+			"ncclbpf agree --import all.json --to agreed --at-seq 250000",
+		},
+		Run: runAgree,
+	})
+}
+
+func runAgree(e *env, args []string) error {
+	fs := e.flags()
+	dir, asJSON := controlFlags(fs)
+	from := fs.String("from", "", "the rank-local map to read from every process")
+	to := fs.String("to", "", "the agreed map to write")
+	reduce := fs.String("reduce", "", "per-element reduction: sum|mean|min|max, or OP:COUNT,...")
+	elem := fs.String("elem", "u64", "element type: u64, u32, i64, i32")
+	atSeq := fs.String("at-seq", "", "activation call: N, or +K after the furthest target (not with --import)")
+	comm := fs.String("comm", "", "only processes with this communicator (hex id)")
+	export := fs.String("export", "", "write this node's partial reduction to FILE instead of writing --to")
+	combine := fs.Bool("combine", false, "combine the partial files given as arguments into --out")
+	out := fs.String("out", "", "with --combine: the combined file")
+	imp := fs.String("import", "", "write the reduction of a (combined) partial file instead of reading --from")
+	timeout := fs.Duration("timeout", 30*time.Second, "longest wait for a target's previous update to activate")
+	args, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *combine {
+		if *out == "" || len(args) == 0 {
+			return usageErrorf("--combine needs --out FILE and the partial files")
+		}
+		var all *control.Partial
+		for _, f := range args {
+			p, err := control.ReadPartial(f)
+			if err != nil {
+				return err
+			}
+			if all == nil {
+				all = p
+			} else if err := all.Combine(p); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+		}
+		if err := all.WriteFile(*out); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.Stdout, "combined %d files: %d keys into %s\n", len(args), len(all.Entries), *out)
+		return nil
+	}
+	pids, err := targets(*dir, args)
+	if err != nil {
+		return err
+	}
+	if *comm != "" {
+		id, err := parseCommID(*comm)
+		if err != nil {
+			return err
+		}
+		if pids, err = withComm(*dir, pids, id); err != nil {
+			return err
+		}
+	}
+	var part *control.Partial
+	switch {
+	case *imp != "":
+		if *from != "" || *export != "" {
+			return usageErrorf("--import replaces --from and --export")
+		}
+		if strings.HasPrefix(*atSeq, "+") || *atSeq == "" {
+			return usageErrorf("--import needs an absolute --at-seq N, the same on every node (+K resolves per host)")
+		}
+		if part, err = control.ReadPartial(*imp); err != nil {
+			return err
+		}
+	default:
+		if *from == "" || *reduce == "" {
+			return usageErrorf("want --from MAP and --reduce SPEC (or --import FILE, or --combine)")
+		}
+		if part, err = gather(e, *dir, pids, *from, *reduce, *elem); err != nil {
+			return err
+		}
+	}
+	if *export != "" {
+		if err := part.WriteFile(*export); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.Stdout, "exported %d keys of %s from %d processes to %s\n", len(part.Entries), part.Map, len(pids), *export)
+		return nil
+	}
+	if *to == "" || *atSeq == "" {
+		return usageErrorf("want --to MAP and --at-seq N|+K (or --export FILE)")
+	}
+	kvs, err := part.Result()
+	if err != nil {
+		return fmt.Errorf("reduce %s: %w", part.Map, err)
+	}
+	if len(kvs) == 0 {
+		return control.ErrNoEntries
+	}
+	n, err := resolveSeq(*dir, pids, *atSeq)
+	if err != nil {
+		return err
+	}
+	req := &control.Request{Op: control.OpAgreedUpdate, Map: *to, Entries: kvs, AtSeq: &n}
+	failed := 0
+	var results []map[string]any
+	for _, pid := range pids {
+		resp, err := callRetryBusy(*dir, pid, req, *timeout)
+		if err != nil {
+			failed++
+			fmt.Fprintf(e.Stderr, "ncclbpf agree: %v\n", err)
+			continue
+		}
+		if *asJSON {
+			results = append(results, map[string]any{"pid": pid, "reload": resp.Reload})
+			continue
+		}
+		fmt.Fprintf(e.Stdout, "pid %d: %s: %d keys, active from call %d\n", pid, *to, len(kvs), n)
+	}
+	if *asJSON {
+		if err := writeJSON(e, results); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return errSilentFailure
+	}
+	return nil
+}
+
+// gather reads map from of every pid and reduces it.
+func gather(e *env, dir string, pids []int, from, reduce, elem string) (*control.Partial, error) {
+	var part *control.Partial
+	for _, pid := range pids {
+		resp, err := call(dir, pid, &control.Request{Op: control.OpMapRead, Map: from})
+		if err != nil {
+			return nil, err
+		}
+		ms := resp.MapSpec
+		if ms == nil {
+			return nil, fmt.Errorf("pid %d: map %s: no description in the answer", pid, from)
+		}
+		if part == nil {
+			spec, err := control.ParseReduce(reduce, elem, ms.ValueSize)
+			if err != nil {
+				return nil, fmt.Errorf("map %s: %w", from, err)
+			}
+			part = control.NewPartial(from, ms.KeySize, ms.ValueSize, spec)
+		} else if ms.KeySize != part.KeySize || ms.ValueSize != part.ValueSize {
+			return nil, fmt.Errorf("pid %d: map %s has %d/%d-byte keys/values, pid %d's %d/%d: the processes run different policies",
+				pid, from, ms.KeySize, ms.ValueSize, pids[0], part.KeySize, part.ValueSize)
+		}
+		if err := part.Add(resp.Entries); err != nil {
+			return nil, fmt.Errorf("pid %d: %w", pid, err)
+		}
+	}
+	return part, nil
+}
+
+// withComm keeps the pids that have a live communicator id.
+func withComm(dir string, pids []int, id uint64) ([]int, error) {
+	var out []int
+	for _, pid := range pids {
+		resp, err := call(dir, pid, &control.Request{Op: control.OpStats})
+		if err != nil || resp.Stats == nil {
+			continue
+		}
+		for _, d := range resp.Stats.Digests {
+			if d.CommID == id {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no process has communicator %#x", id)
+	}
+	return out, nil
+}
+
+// callRetryBusy is call, retried while the target is still completing an
+// earlier reload or agreed update (its activation point not yet passed).
+func callRetryBusy(dir string, pid int, req *control.Request, timeout time.Duration) (*control.Response, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := call(dir, pid, req)
+		if err == nil || !strings.Contains(err.Error(), "another reload is in progress") || time.Now().After(deadline) {
+			return resp, err
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

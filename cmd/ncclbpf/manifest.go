@@ -1,0 +1,49 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/nccl"
+)
+
+// applyManifest gives req the activation of OBJ's manifest (OBJ.activate),
+// if it has one and the command line names no --at-seq. It reports whether
+// it did. A manifest and --at-seq together are a usage error.
+func applyManifest(w io.Writer, obj, atSeq string, timeoutSet bool, req *control.Request) (bool, error) {
+	m, err := nccl.ReadManifest(obj)
+	if errors.Is(err, nccl.ErrNoManifest) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if atSeq != "" {
+		return false, usageErrorf("%s has an activation manifest (%s); --at-seq conflicts with it (use --no-manifest to ignore the file)",
+			obj, nccl.ManifestPath(obj))
+	}
+	n := m.AtSeq
+	req.AtSeq = &n
+	if len(m.CommAt) > 0 {
+		req.CommAtSeq = map[string]uint64{}
+		for id, at := range m.CommAt {
+			req.CommAtSeq[control.CommKey(id)] = at
+		}
+	}
+	if m.Timeout != "" && !timeoutSet {
+		d, err := time.ParseDuration(m.Timeout)
+		if err != nil || d <= 0 {
+			return false, fmt.Errorf("%s: timeout %q: want a duration such as 10m", nccl.ManifestPath(obj), m.Timeout)
+		}
+		req.TimeoutMS = d.Milliseconds()
+	}
+	fmt.Fprintf(w, "activation manifest %s: every communicator at call %d", nccl.ManifestPath(obj), n)
+	if len(m.CommAt) > 0 {
+		fmt.Fprintf(w, ", %d with their own call", len(m.CommAt))
+	}
+	fmt.Fprintln(w)
+	return true, nil
+}

@@ -1,0 +1,99 @@
+package control
+
+import (
+	"strings"
+	"testing"
+)
+
+// rec builds a record of calls from..to (inclusive) with seq count to+2
+// (all of them settled), deciding algo(seq) and folding a toy digest.
+func rec(pid int, from, to uint64, algo func(uint64) int32) Participant {
+	var d uint64
+	p := Participant{PID: pid, CommDecisions: CommDecisions{CommDigest: CommDigest{CommID: 7, Seq: to + 2}}}
+	for s := uint64(0); s <= to; s++ {
+		a := algo(s)
+		d = d*31 + s*7 + uint64(a)
+		if s >= from {
+			p.Recent = append(p.Recent, Decision{Seq: s, Coll: 4, Bytes: 1024, Algorithm: a, Protocol: 2, Channels: 8, Digest: d})
+		}
+	}
+	return p
+}
+
+func same(uint64) int32 { return 1 }
+
+func TestCompareConsistent(t *testing.T) {
+	v, err := Compare([]Participant{rec(1, 100, 355, same), rec(2, 110, 360, same), rec(3, 90, 350, same)})
+	if err != nil || !v.Comparable || !v.Consistent || v.From != 110 || v.Through != 350 {
+		t.Fatalf("identical ranks: %+v %v", v, err)
+	}
+}
+
+// A decision that differs from call 200 on: the first divergent call is
+// named with both decisions. Mutation caught: comparing only digests (the
+// call would be reported as the window start).
+func TestCompareFirstDivergence(t *testing.T) {
+	odd := func(s uint64) int32 {
+		if s >= 200 {
+			return 0
+		}
+		return 1
+	}
+	v, err := Compare([]Participant{rec(1, 100, 355, same), rec(2, 100, 355, same), rec(3, 100, 355, odd)})
+	if err != nil || !v.Comparable || v.Consistent || len(v.Divergences) != 1 {
+		t.Fatalf("%+v %v", v, err)
+	}
+	dv := v.Divergences[0]
+	if dv.PID != 3 || dv.RefPID != 1 || dv.Seq != 200 || dv.Before || dv.AtOrBefore || dv.Ref.Algorithm != 1 || dv.Other.Algorithm != 0 {
+		t.Fatalf("divergence: %+v", dv)
+	}
+	if s := FormatDivergence(dv); !strings.Contains(s, "first at seq 200") || !strings.Contains(s, "algorithm 0") {
+		t.Fatalf("format: %s", s)
+	}
+}
+
+// Decisions differ only before the window both keep: the digests tell.
+// Mutation caught: ignoring the digests (reports consistent).
+func TestCompareDivergedBeforeWindow(t *testing.T) {
+	early := func(s uint64) int32 {
+		if s == 5 {
+			return 0
+		}
+		return 1
+	}
+	v, _ := Compare([]Participant{rec(1, 100, 355, same), rec(2, 100, 355, early)})
+	if v.Consistent || len(v.Divergences) != 1 || !v.Divergences[0].Before || v.Divergences[0].Seq != 100 {
+		t.Fatalf("%+v", v)
+	}
+}
+
+func TestCompareNoOverlap(t *testing.T) {
+	v, err := Compare([]Participant{rec(1, 0, 100, same), rec(2, 300, 555, same)})
+	if err != nil || v.Comparable || v.Consistent {
+		t.Fatalf("disjoint windows: %+v %v", v, err)
+	}
+	if _, err := Compare([]Participant{rec(1, 0, 100, same)}); err == nil {
+		t.Fatal("one participant compared")
+	}
+}
+
+// The last call of a process is not compared (its chunk size may come).
+func TestCompareUnsettledTail(t *testing.T) {
+	a, b := rec(1, 0, 100, same), rec(2, 0, 100, same)
+	b.Recent[100].Chunk = 4096 // call 100 got its chunk size on rank 2 only
+	a.Seq, b.Seq = 101, 101    // call 100 is the last made: not settled
+	v, _ := Compare([]Participant{a, b})
+	if !v.Consistent || v.Through != 99 {
+		t.Fatalf("%+v", v)
+	}
+}
+
+func TestGroupByComm(t *testing.T) {
+	ids, g := GroupByComm(map[int][]CommDecisions{
+		5: {{CommDigest: CommDigest{CommID: 9}}, {CommDigest: CommDigest{CommID: 3}}},
+		2: {{CommDigest: CommDigest{CommID: 9}}},
+	})
+	if len(ids) != 2 || ids[0] != 3 || ids[1] != 9 || len(g[9]) != 2 || g[9][0].PID != 2 || g[9][1].PID != 5 {
+		t.Fatalf("%v %+v", ids, g)
+	}
+}

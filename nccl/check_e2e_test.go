@@ -1,0 +1,172 @@
+package nccl
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ncclbpf/ncclbpf/control"
+)
+
+var (
+	lockstepOnce sync.Once
+	lockstepBin  string
+	cliBin       string
+	lockstepErr  error
+)
+
+// lockstepTools builds testhost/lockstep_host.c and the ncclbpf command
+// once per test binary.
+func lockstepTools(t *testing.T) (host, cli string) {
+	t.Helper()
+	artifacts(t)
+	lockstepOnce.Do(func() {
+		lockstepBin = filepath.Join(art.dir, "lockstep_host")
+		cliBin = filepath.Join(art.dir, "ncclbpf")
+		lockstepErr = buildSteps(repoRoot(t), [][]string{
+			{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-I", "include", "-o", lockstepBin,
+				"testhost/lockstep_host.c", "-ldl"},
+			{"go", "build", "-o", cliBin, "./cmd/ncclbpf"},
+		})
+	})
+	if lockstepErr != nil {
+		t.Fatal(lockstepErr)
+	}
+	return lockstepBin, cliBin
+}
+
+// startRanks starts n lockstep hosts (ranks of communicator 0xc0ffee) with
+// the control directory dir and env, a call every periodUS, for seconds at
+// most, and returns their pids. They are killed when the test ends.
+func startRanks(t *testing.T, n int, dir string, env []string, periodUS int, seconds int) []int {
+	t.Helper()
+	host, _ := lockstepTools(t)
+	// The epoch is CLOCK_MONOTONIC 300 ms from now, as the first rank sees it.
+	epoch, err := exec.Command("python3", "-c", "import time; print(time.monotonic_ns() + 300000000)").Output()
+	if err != nil {
+		t.Skipf("python3 for CLOCK_MONOTONIC: %v", err)
+	}
+	var pids []int
+	for i := 0; i < n; i++ {
+		cmd := exec.Command(host, art.lib, strconv.Itoa(seconds), strconv.Itoa(periodUS), strings.TrimSpace(string(epoch)))
+		cmd.Env = append(append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir), env...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "serving pid ") {
+			t.Fatalf("rank %d said %q (%v)", i, line, err)
+		}
+		pids = append(pids, cmd.Process.Pid)
+	}
+	return pids
+}
+
+// seqOf returns the smallest call count of pid's communicators (0 if the
+// process does not answer yet).
+func seqOf(dir string, pid int) uint64 {
+	c, err := control.DialPID(dir, pid)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	resp, err := c.Call(&control.Request{Op: control.OpStats})
+	if err != nil || resp.Stats == nil || resp.Stats.Tuner.CommsLive == 0 {
+		return 0
+	}
+	return resp.Stats.Tuner.SeqMin
+}
+
+// waitSeq waits until every pid's communicators made at least n calls.
+func waitSeq(t *testing.T, dir string, pids []int, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ok := true
+		for _, pid := range pids {
+			if seqOf(dir, pid) < n {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ranks did not reach call %d", n)
+		}
+	}
+}
+
+// cli runs the ncclbpf command and returns its stdout+stderr and exit code.
+func cli(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	_, bin := lockstepTools(t)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = cleanEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("ncclbpf %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), 0
+}
+
+var armedRe = regexp.MustCompile(`switch at call (\d+)`)
+
+// TestCheckFindsInjectedDivergence: three ranks of one communicator (three
+// processes, one control socket each) run the same policy: `ncclbpf check`
+// says consistent. One of them alone is reloaded with another policy at
+// call N: check exits 1 and names N as the first divergent call, with both
+// decisions. Mutations caught: a fold that skips the ring write (nothing to
+// compare: not "consistent"), a compare that skips the chunk or channel
+// field, or an off-by-one in the seq of the records (the named call is not N).
+func TestCheckFindsInjectedDivergence(t *testing.T) {
+	root := repoRoot(t)
+	dir := filepath.Join(t.TempDir(), "ctl")
+	pids := startRanks(t, 3, dir, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/reload_a.bpf.o")}, 2000, 60)
+	waitSeq(t, dir, pids, 20)
+	out, code := cli(t, "check", "--dir", dir)
+	if code != 0 || !strings.Contains(out, "comm 0xc0ffee: pids") || !strings.Contains(out, ": consistent") {
+		t.Fatalf("check on identical ranks: exit %d\n%s", code, out)
+	}
+	out, code = cli(t, "stats", "--dir", dir, strconv.Itoa(pids[0]))
+	if code != 0 || !regexp.MustCompile(`comm 0xc0ffee +8 ranks, seq \d+, decision digest [0-9a-f]{16} through seq \d+`).MatchString(out) {
+		t.Fatalf("stats shows no digest: exit %d\n%s", code, out)
+	}
+	// Rank 1 alone switches to policy B at call N.
+	out, code = cli(t, "reload", "--dir", dir, "--at-seq", "+60", strconv.Itoa(pids[1]), filepath.Join(root, "testhost/reload_b.bpf.o"))
+	m := armedRe.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("reload: exit %d\n%s", code, out)
+	}
+	n, _ := strconv.ParseUint(m[1], 10, 64)
+	waitSeq(t, dir, pids, n+20)
+	out, code = cli(t, "check", "--dir", dir)
+	want := fmt.Sprintf("pid %d diverged from pid %d first at seq %d", pids[1], pids[0], n)
+	if code != 1 || !strings.Contains(out, "DIVERGED") || !strings.Contains(out, want) ||
+		!strings.Contains(out, "algorithm 0, protocol 0, 3 channels") || !strings.Contains(out, "algorithm 1, protocol 2, 7 channels") {
+		t.Fatalf("check after a lone reload at %d: exit %d, want 1 and %q with both decisions\n%s", n, code, want, out)
+	}
+	if strings.Contains(out, fmt.Sprintf("pid %d diverged", pids[2])) {
+		t.Fatalf("rank 2 (not reloaded) reported divergent:\n%s", out)
+	}
+	t.Log(out)
+}
