@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/verifier"
 )
 
@@ -106,5 +107,16 @@ func TestDivisionWarning(t *testing.T) {
 	insns, _ = asm.Assemble("ldxw %r2, [%r1+4]\nor %r2, 1\nmov %r0, 100\ndiv %r0, %r2\nexit")
 	if res, err := (&verifier.Config{Hook: testHook}).Verify(insns, nil); err != nil || len(res.Warnings) != 0 {
 		t.Errorf("non-zero divisor: %v, %v", res, err)
+	}
+}
+
+// TestLoaderStructureCodes keeps the codes of the loader's structural
+// errors the verifier's: each must name an existing error code exactly.
+func TestLoaderStructureCodes(t *testing.T) {
+	for _, s := range loader.StructureCodes {
+		c, ok := verifier.ParseCode(s)
+		if !ok || c.String() != s || c.IsWarning() {
+			t.Errorf("loader code %q is not the verifier's code %v", s, c)
+		}
 	}
 }
