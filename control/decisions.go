@@ -10,11 +10,12 @@ import (
 // Decision is one tuner decision a communicator recorded: what the policy
 // decided for the getCollInfo call Seq (Algorithm and Protocol -1 and
 // Channels 0: left to NCCL; Chunk 0: no chunk size set) and the rolling
-// digest of all its decisions up to and including this one.
+// digest of all its calls up to and including this one. The record keeps
+// algorithm and protocol modulo 256 and channels saturated to 255, and not
+// the collective's size; the digest covers all of them in full.
 type Decision struct {
 	Seq       uint64 `json:"seq"`
 	Coll      int32  `json:"coll"`
-	Bytes     uint64 `json:"bytes"`
 	Algorithm int32  `json:"algorithm"`
 	Protocol  int32  `json:"protocol"`
 	Channels  int32  `json:"channels"`
@@ -24,17 +25,17 @@ type Decision struct {
 
 // Same reports whether d and o decided alike (the digests aside).
 func (d Decision) Same(o Decision) bool {
-	return d.Seq == o.Seq && d.Coll == o.Coll && d.Bytes == o.Bytes && d.Algorithm == o.Algorithm &&
+	return d.Seq == o.Seq && d.Coll == o.Coll && d.Algorithm == o.Algorithm &&
 		d.Protocol == o.Protocol && d.Channels == o.Channels && d.Chunk == o.Chunk
 }
 
-// String formats d for people: "seq 41: coll 4, 65536 B -> algo 1 proto 2, 16 channels, chunk 0".
+// String formats d for people: "seq 41: coll 4 -> algorithm 1, protocol 2, 16 channels, chunk 0".
 func (d Decision) String() string {
 	if d.Algorithm == -1 && d.Protocol == -1 && d.Channels == 0 && d.Chunk == 0 {
-		return fmt.Sprintf("seq %d: coll %d, %d B -> left to NCCL", d.Seq, d.Coll, d.Bytes)
+		return fmt.Sprintf("seq %d: coll %d -> left to NCCL", d.Seq, d.Coll)
 	}
-	return fmt.Sprintf("seq %d: coll %d, %d B -> algorithm %d, protocol %d, %d channels, chunk %d", d.Seq, d.Coll,
-		d.Bytes, d.Algorithm, d.Protocol, d.Channels, d.Chunk)
+	return fmt.Sprintf("seq %d: coll %d -> algorithm %d, protocol %d, %d channels, chunk %d", d.Seq, d.Coll,
+		d.Algorithm, d.Protocol, d.Channels, d.Chunk)
 }
 
 // CommDigest is a communicator's digest, as `ncclbpf stats` shows it.
@@ -78,11 +79,13 @@ type Verdict struct {
 // Divergence is where one participant first decided unlike the reference.
 type Divergence struct {
 	RefPID, PID int
-	// Seq is the first call decided differently; Before is true when the
-	// window shows no differing decision but the digests already differ at
-	// its start: the first difference is earlier than Seq, outside what
-	// the ranks kept. AtOrBefore is true when Seq is the window's first
-	// call: the decisions differ there, and earlier ones are not kept.
+	// Seq is the first call decided differently (decision or digest: a
+	// call whose recorded decision is the same but whose digest differs had
+	// another collective size); Before is true when the digests already
+	// differ at the window's start with the same decision there: the first
+	// difference is earlier than Seq, outside what the ranks kept.
+	// AtOrBefore is true when Seq is the window's first call: the
+	// decisions differ there, and earlier ones are not kept.
 	Seq        uint64
 	Before     bool
 	AtOrBefore bool
@@ -139,6 +142,8 @@ func Compare(ps []Participant) (Verdict, error) {
 	v.Comparable = true
 	ref := idx[0]
 	for i := 1; i < len(ps); i++ {
+		// The first call where the decisions or the digests (which also cover
+		// the collective's size and everything before) differ.
 		var div *Divergence
 		for s := lo; s <= hi && div == nil; s++ {
 			a, okA := ref[s]
@@ -146,23 +151,23 @@ func Compare(ps []Participant) (Verdict, error) {
 			if !okA && !okB {
 				continue
 			}
-			if okA != okB || !a.Same(b) {
-				div = &Divergence{RefPID: ps[0].PID, PID: ps[i].PID, Seq: s, AtOrBefore: s == lo}
-				if okA {
-					div.Ref = &a
-				}
-				if okB {
-					div.Other = &b
-				}
+			if okA && okB && a.Same(b) && a.Digest == b.Digest {
+				continue
 			}
-		}
-		if div == nil {
-			// Same decisions throughout the window: the digests tell whether
-			// the history before it was the same too.
-			a, okA := ref[hi]
-			b, okB := idx[i][hi]
-			if okA && okB && a.Digest != b.Digest {
-				div = &Divergence{RefPID: ps[0].PID, PID: ps[i].PID, Seq: lo, Before: true}
+			div = &Divergence{RefPID: ps[0].PID, PID: ps[i].PID, Seq: s}
+			if okA {
+				div.Ref = &a
+			}
+			if okB {
+				div.Other = &b
+			}
+			if s == lo {
+				// Nothing kept before: the difference may be older.
+				if okA && okB && a.Same(b) {
+					div.Before, div.Ref, div.Other = true, nil, nil
+				} else {
+					div.AtOrBefore = true
+				}
 			}
 		}
 		if div != nil {

@@ -14,7 +14,7 @@ func rec(pid int, from, to uint64, algo func(uint64) int32) Participant {
 		a := algo(s)
 		d = d*31 + s*7 + uint64(a)
 		if s >= from {
-			p.Recent = append(p.Recent, Decision{Seq: s, Coll: 4, Bytes: 1024, Algorithm: a, Protocol: 2, Channels: 8, Digest: d})
+			p.Recent = append(p.Recent, Decision{Seq: s, Coll: 4, Algorithm: a, Protocol: 2, Channels: 8, Digest: d})
 		}
 	}
 	return p
@@ -63,6 +63,22 @@ func TestCompareDivergedBeforeWindow(t *testing.T) {
 	}
 	v, _ := Compare([]Participant{rec(1, 100, 355, same), rec(2, 100, 355, early)})
 	if v.Consistent || len(v.Divergences) != 1 || !v.Divergences[0].Before || v.Divergences[0].Seq != 100 {
+		t.Fatalf("%+v", v)
+	}
+}
+
+// Same recorded decision, different digest from call 250 on (the
+// collective's size differed there): the first divergent call is 250.
+// Mutation caught: comparing only the recorded fields in the window.
+func TestCompareDigestOnlyDifference(t *testing.T) {
+	a, b := rec(1, 100, 355, same), rec(2, 100, 355, same)
+	for i := range b.Recent {
+		if b.Recent[i].Seq >= 250 {
+			b.Recent[i].Digest ^= 1
+		}
+	}
+	v, _ := Compare([]Participant{a, b})
+	if v.Consistent || len(v.Divergences) != 1 || v.Divergences[0].Seq != 250 || v.Divergences[0].Before {
 		t.Fatalf("%+v", v)
 	}
 }

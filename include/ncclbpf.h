@@ -25,7 +25,9 @@
  *   [local]    possibly different on each rank.
  * A decision computed only from [uniform] inputs and from map contents that are the same on every
  * rank (e.g. filled from the same configuration file) is rank-consistent. Helpers that read clocks,
- * random numbers or the CPU id are rank-local by nature.
+ * random numbers or the CPU id are rank-local by nature, and so is a map a profiler program fills
+ * with this rank's measurements: to decide on measurements, agree on them first (agreed maps, at
+ * the end of this header).
  */
 #ifndef NCCLBPF_H
 #define NCCLBPF_H

@@ -71,7 +71,8 @@ var activeRe = regexp.MustCompile(`active from call (\d+)`)
 // cross-node path: export, combine, import at an absolute call. Mutations
 // caught: an agreed update published at once instead of armed (calls before
 // N show the new value), a reduction that ignores all but one rank (wrong
-// value), an import that accepts +K.
+// value), an import that accepts +K, an agreed update that makes the
+// running object its own rollback target.
 func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
@@ -121,6 +122,11 @@ func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 	}
 	if out, code := cli(t, "check", "--dir", dir); code != 0 || !strings.Contains(out, "consistent") {
 		t.Fatalf("check after the agreement: exit %d\n%s", code, out)
+	}
+	// An agreed update runs the same object again: rollback still has nothing earlier to go to.
+	if resp, err := ctlCall(t, dir, pids[0], &control.Request{Op: control.OpStats}); err != nil ||
+		resp.Stats.Reload.Previous != "" || resp.Stats.Reload.Reloads != 1 {
+		t.Fatalf("stats after an agreed update: %v %+v", err, resp.Stats.Reload)
 	}
 
 	// Across nodes: each node exports its partial, the partials are

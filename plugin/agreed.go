@@ -109,9 +109,10 @@ func agreedUpdate(req *control.Request) *control.Response {
 	}
 	target := req.Map
 	r := reloadRequest{Name: cur.Name, Object: cur.obj, Vars: cur.vars, Data: cur.data, AtSeq: req.AtSeq,
-		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
-		fresh:   func(m *maps.Map) bool { return isAgreed(m) },
-		prepare: func(nb, old *bundle.Bundle) error { return fillAgreed(nb, old, target, kvs) }}
+		Timeout:    time.Duration(req.TimeoutMS) * time.Millisecond,
+		sameObject: true,
+		fresh:      func(m *maps.Map) bool { return isAgreed(m) },
+		prepare:    func(nb, old *bundle.Bundle) error { return fillAgreed(nb, old, target, kvs) }}
 	res, err := reloadPolicy(r)
 	if err != nil {
 		return &control.Response{Error: fmt.Sprintf("agreed update of map %s: %v", req.Map, err)}

@@ -8,7 +8,7 @@
 
 /* A plain copy of one slot of the ring and of its chunk record. */
 struct nb_copy {
-	uint64_t seq1, n_bytes, what, digest, cseq1, chunk, cdigest;
+	uint64_t what, digest, cseq1, chunk, cdigest;
 };
 
 struct nb_snap {
@@ -37,8 +37,6 @@ static void nb_snap_one(struct nb_comm *c, void *arg) {
 	uint64_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire);
 	static struct nb_copy dr[NB_DREC_N]; /* under the registry lock: one reader at a time */
 	for (int i = 0; i < NB_DREC_N; i++) {
-		dr[i].seq1 = atomic_load_explicit(&c->ring[i].seq1, memory_order_relaxed);
-		dr[i].n_bytes = atomic_load_explicit(&c->ring[i].n_bytes, memory_order_relaxed);
 		dr[i].what = atomic_load_explicit(&c->ring[i].what, memory_order_relaxed);
 		dr[i].digest = atomic_load_explicit(&c->ring[i].digest, memory_order_relaxed);
 		dr[i].cseq1 = atomic_load_explicit(&c->ring_chunk[i].seq1, memory_order_relaxed);
@@ -54,16 +52,15 @@ static void nb_snap_one(struct nb_comm *c, void *arg) {
 	uint64_t lo = s2 > NB_DREC_N ? s2 - NB_DREC_N : 0, hi = s1 - 2;
 	for (uint64_t q = lo; q <= hi; q++) {
 		const struct nb_copy *r = &dr[q & (NB_DREC_N - 1)];
-		if (r->seq1 != q + 1)
-			continue; /* no program ran for call q */
 		uint64_t w = r->what;
+		if ((uint32_t)w != (uint32_t)(q + 1))
+			continue; /* no program ran for call q */
 		struct ncclbpf_decision d;
 		d.seq = q;
-		d.n_bytes = r->n_bytes;
-		d.algorithm = (int8_t)(uint8_t)w;
-		d.protocol = (int8_t)(uint8_t)(w >> 8);
-		d.coll = (uint8_t)(w >> 16);
-		d.channels = (int32_t)(uint32_t)(w >> 32);
+		d.coll = (uint8_t)(w >> 32);
+		d.algorithm = (int8_t)(uint8_t)(w >> 40);
+		d.protocol = (int8_t)(uint8_t)(w >> 48);
+		d.channels = (uint8_t)(w >> 56);
 		d.chunk = r->cseq1 == q + 1 ? r->chunk : 0;
 		d.digest = r->cseq1 == q + 1 ? r->cdigest : r->digest;
 		o->ring[o->n++] = d;

@@ -49,7 +49,7 @@ func decisionRecords(withRecent bool) []control.CommDecisions {
 			if withRecent {
 				cd.Recent = make([]control.Decision, len(ring))
 				for j, d := range ring {
-					cd.Recent[j] = control.Decision{Seq: uint64(d.seq), Coll: int32(d.coll), Bytes: uint64(d.n_bytes),
+					cd.Recent[j] = control.Decision{Seq: uint64(d.seq), Coll: int32(d.coll),
 						Algorithm: int32(d.algorithm), Protocol: int32(d.protocol), Channels: int32(d.channels),
 						Chunk: uint64(d.chunk), Digest: uint64(d.digest)}
 				}

@@ -20,11 +20,10 @@
 
 /* A decision as the control plane sees it. algorithm/protocol -1 and channels 0 stand for "left to
  * NCCL"; chunk 0: no chunk size set (or no getChunkSize call yet). The ring keeps algorithm and
- * protocol as 8-bit values and chunk sizes saturated to 32 bits (a program's out-of-range values
- * are shown modulo 256); the digest covers every value in full. */
+ * protocol as 8-bit values, channels saturated to 255 (a negative count shows as 255) and not the
+ * collective's size; the digest covers every value, the size included, in full. */
 struct ncclbpf_decision {
 	uint64_t seq;
-	uint64_t n_bytes;
 	uint64_t chunk;
 	uint64_t digest;
 	int32_t coll, algorithm, protocol, channels;

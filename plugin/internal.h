@@ -29,18 +29,18 @@ struct nb_slot {
 extern struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS] NB_HIDDEN;
 
 /*
- * One recorded decision (decisions.h), 32 bytes: one cache line never holds part of two records.
- * seq1 is the call's seq + 1 (0: never written). what packs the decision: bits 0-7 algorithm, 8-15
- * protocol (both as int8: values outside -128..127 are recorded modulo 256; the digest has them in
- * full), 16-23 collective, 32-63 channels. The chunk size of the call, when getChunkSize runs a
- * program, is in the parallel nb_crec. No per-record lock: a reader takes only the records of calls
- * that the communicator's seq shows finished before and not overwritten after its copy
- * (decisions.c).
+ * One recorded decision (decisions.h), 16 bytes, four to a cache line. what packs: bits 0-31 the low
+ * half of seq + 1 (0: never written), 32-39 collective, 40-47 algorithm, 48-55 protocol (both as
+ * int8: values outside -128..127 are recorded modulo 256), 56-63 channels (saturated to 255; a
+ * negative count shows as 255). The digest has every value in full. The chunk size of the call,
+ * when getChunkSize runs a program, is in the parallel nb_crec. No per-record lock: a reader takes
+ * only the records of calls that the communicator's seq shows finished before and not overwritten
+ * after its copy (decisions.c).
  */
 #define NB_DREC_N 256
 struct nb_drec {
-	_Atomic uint64_t seq1, n_bytes, what, digest;
-} __attribute__((aligned(32)));
+	_Atomic uint64_t what, digest;
+} __attribute__((aligned(16)));
 struct nb_crec {
 	_Atomic uint64_t seq1, chunk, digest; /* digest: after the chunk size was added */
 };

@@ -132,6 +132,9 @@ type reloadRequest struct {
 	// prepare, if set, runs on the new bundle before it is published (it
 	// fills the fresh agreed maps); an error abandons the reload.
 	prepare func(nb, old *bundle.Bundle) error
+	// sameObject: the reload runs the running object again (an agreed
+	// update): what rollback would load stays as it was.
+	sameObject bool
 }
 
 // reloadResult describes a successful reload.
@@ -251,7 +254,7 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	}
 	stateMu.Lock()
 	prev := running
-	if prev.obj != nil {
+	if prev.obj != nil && !req.sameObject {
 		previous = &prev
 	}
 	running = info

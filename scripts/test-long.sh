@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Long runs that do not belong in the default test run (`make test-long`):
-# fuzzing, one million differential programs, soundness at scale, hammers.
+# fuzzing, one million differential programs, soundness at scale, hammers,
+# rank consistency of the adaptive policy over 8 ranks.
 # Each prints its own result; the script stops at the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +15,4 @@ NCCLBPF_PTRGEN_N=${NCCLBPF_PTRGEN_N:-1000000} run go test ./verifier -run 'TestP
 NCCLBPF_HAMMER_SECONDS=${NCCLBPF_HAMMER_SECONDS:-10} run go test ./maps -run 'Hammer|Churn' -v -timeout 30m
 NCCLBPF_HAMMER_CALLS=${NCCLBPF_HAMMER_CALLS:-10000000} NCCLBPF_HAMMER_RELOADS=${NCCLBPF_HAMMER_RELOADS:-10000} \
 	run go test ./nccl -run Reload -v -timeout 4h
+NCCLBPF_RANKS8=1 run go test ./nccl -run 'TestProfilerRankConsistency$' -v -timeout 30m

@@ -58,7 +58,7 @@ func BenchmarkComplexityLimit(b *testing.B) {
 }
 
 // BenchmarkVerifyPolicies measures the shipped example policies; the
-// largest (adaptive_tune, 908 slots) must verify in under 1 ms (median;
+// largest (adaptive_tune, 1347 slots) must verify in under 1 ms (median;
 // on a loaded machine read cpu-ns/op, measured with GOMAXPROCS=1).
 func BenchmarkVerifyPolicies(b *testing.B) {
 	for _, bc := range []struct{ obj, name string }{

@@ -173,7 +173,7 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 		// number, the CPU, a map's fullness, the log's rate limit),
 		// except a lookup's, labelled above
 		if p.Ret != helpers.RetMapValueOrNull {
-			f.regs[asm.R0].src = ck.source(pc, p.Name+"()", 0)
+			f.regs[asm.R0].src = ck.source(pc, srcHelper, int(id), 0)
 		}
 	}
 	return nil

@@ -49,7 +49,7 @@ type checker struct {
 	// rank uniformity (uniform.go): ipdom is nil when the analysis is off
 	ipdom  []int
 	srcs   []taintSrc
-	srcIDs map[srcKey]uint32
+	srcIDs map[taintSrc]uint32
 	// written marks the maps the program may write
 	written []bool
 
@@ -112,7 +112,7 @@ func (ck *checker) run() *Error {
 	ck.written = make([]bool, len(ck.maps))
 	if ck.hook.Decides && !ck.cfg.DisableRankUniformity {
 		ck.ipdom = ck.postDominators()
-		ck.srcIDs = map[srcKey]uint32{}
+		ck.srcIDs = map[taintSrc]uint32{}
 	}
 	ck.seen = make([][]*visited, n)
 	walk := ck.walk

@@ -207,7 +207,7 @@ func (ck *checker) accessCtx(st *state, pc int, reg asm.Register, o Scalar, size
 	}
 	v := loaded(size, signed)
 	if f.Scope == hook.RankLocal && ck.uniformity() {
-		v.src = ck.source(pc, "context field "+name+" [local]", 0)
+		v.src = ck.source(pc, srcCtx, off, 0)
 	}
 	return v, nil
 }
@@ -218,7 +218,7 @@ func (ck *checker) mapSrc(pc, mi int) uint32 {
 	if !ck.uniformity() || !ck.maps[mi].Local {
 		return 0
 	}
-	return ck.source(pc, "map "+ck.mapName(mi)+", which a program of the bundle writes,", 0)
+	return ck.source(pc, srcMap, mi, 0)
 }
 
 // frameSub returns the subprogram that frame fi runs.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/helpers"
 )
 
 // Rank uniformity. Every rank of a communicator must take the same tuner
@@ -30,12 +31,23 @@ import (
 // a value set to 1 on one side of a local branch and to 2 on the other is
 // a constant on each path and local on both.
 
-// taintSrc is where a local value came from, for messages.
+// taintSrc is where a local value came from, for messages (rendered only
+// when a message needs it).
 type taintSrc struct {
 	pc    int
-	what  string
-	cause uint32 // for a branch: the source of its condition
+	kind  srcKind
+	arg   int    // srcCtx: field offset; srcHelper: helper id; srcMap: map index
+	cause uint32 // srcBranch: the source of its condition
 }
+
+type srcKind uint8
+
+const (
+	srcCtx srcKind = iota
+	srcHelper
+	srcMap
+	srcBranch
+)
 
 // ctlEntry is an active implicit flow: the path runs under a branch on a
 // local value, in frame frame, until pc end (-1: until the frame returns).
@@ -52,23 +64,17 @@ var dropImplicitFlows = false
 // uniformity reports whether the analysis runs for this program.
 func (ck *checker) uniformity() bool { return ck.ipdom != nil }
 
-// source returns the id of a local source, the same id for the same pc and
-// description (loops do not grow the table).
-func (ck *checker) source(pc int, what string, cause uint32) uint32 {
-	key := srcKey{pc, what, cause}
+// source returns the id of a local source, the same id for the same
+// source (loops do not grow the table).
+func (ck *checker) source(pc int, kind srcKind, arg int, cause uint32) uint32 {
+	key := taintSrc{pc, kind, arg, cause}
 	if id, ok := ck.srcIDs[key]; ok {
 		return id
 	}
-	ck.srcs = append(ck.srcs, taintSrc{pc, what, cause})
+	ck.srcs = append(ck.srcs, key)
 	id := uint32(len(ck.srcs)) // ids start at 1
 	ck.srcIDs[key] = id
 	return id
-}
-
-type srcKey struct {
-	pc    int
-	what  string
-	cause uint32
 }
 
 // sourceText renders a local source: "bpf_ktime_get_ns() at
@@ -79,10 +85,27 @@ func (ck *checker) sourceText(id uint32) string {
 		return "rank-local data"
 	}
 	s := ck.srcs[id-1]
-	if s.cause != 0 {
+	var what string
+	switch s.kind {
+	case srcBranch:
 		return fmt.Sprintf("a branch at %s on %s", ck.where(s.pc), ck.sourceText(s.cause))
+	case srcCtx:
+		what = fmt.Sprintf("context field at offset %d [local]", s.arg)
+		if f, elem := ck.hook.Context.FieldAt(s.arg, 1); f != nil {
+			what = "context field " + f.Name + " [local]"
+			if f.Array > 1 {
+				what = fmt.Sprintf("context field %s[%d] [local]", f.Name, elem)
+			}
+		}
+	case srcHelper:
+		what = fmt.Sprintf("helper %d", s.arg)
+		if p := ck.proto(helpers.ID(s.arg)); p != nil {
+			what = p.Name + "()"
+		}
+	case srcMap:
+		what = "map " + ck.mapName(s.arg) + ", which a program of the bundle writes,"
 	}
-	return fmt.Sprintf("%s at %s", s.what, ck.where(s.pc))
+	return fmt.Sprintf("%s at %s", what, ck.where(s.pc))
 }
 
 // either returns a if it is local, else b.
@@ -134,7 +157,7 @@ func (ck *checker) branchControl(st, fork *state, pc int, a, b uint32) {
 	if cause == 0 {
 		return
 	}
-	e := ctlEntry{frame: len(st.frames) - 1, end: ck.ipdom[pc], src: ck.source(pc, "a branch", cause)}
+	e := ctlEntry{frame: len(st.frames) - 1, end: ck.ipdom[pc], src: ck.source(pc, srcBranch, 0, cause)}
 	for _, s := range []*state{st, fork} {
 		if !s.hasControl(e) {
 			s.ctl = append(s.ctl, e)
@@ -249,63 +272,91 @@ func (ck *checker) postDominators() []int {
 
 // subPostDominators fills ipdom for the pcs [start, end) of one function,
 // with the Cooper-Harvey-Kennedy iteration on the reversed control-flow
-// graph (the exit, node end, is its root).
+// graph (the exit, node n = end-start, is its root). Nodes are pcs minus
+// start; everything lives in flat slices.
 func (ck *checker) subPostDominators(start, end int, ipdom []int) {
-	exit := end
-	succ := func(pc int) []int {
-		ins := ck.insns[pc]
-		if ins.Op == asm.OpExit {
-			return []int{exit}
-		}
-		var out []int
-		if t, ok := jumpTarget(ins, pc); ok {
-			out = append(out, t)
-			if isGoto(ins) {
-				return out
-			}
-		}
-		if nx := ck.next(pc); nx < end {
-			out = append(out, nx)
-		}
-		return out
-	}
-	// predecessors in the reversed graph are successors in the CFG
-	preds := map[int][]int{}
-	for pc := start; pc < end; pc++ {
+	n := end - start
+	exit := n
+	// successors in the CFG (at most two; -1: none)
+	s1 := make([]int32, n)
+	s2 := make([]int32, n)
+	npred := make([]int32, n+2)
+	for i := 0; i < n; i++ {
+		s1[i], s2[i] = -1, -1
+		pc := start + i
 		if ck.second[pc] {
 			continue
 		}
-		for _, s := range succ(pc) {
-			preds[s] = append(preds[s], pc)
+		ins := ck.insns[pc]
+		switch {
+		case ins.Op == asm.OpExit:
+			s1[i] = int32(exit)
+		default:
+			if t, ok := jumpTarget(ins, pc); ok {
+				s1[i] = int32(t - start)
+				if isGoto(ins) {
+					break
+				}
+			}
+			if nx := ck.next(pc); nx < end {
+				if s1[i] < 0 {
+					s1[i] = int32(nx - start)
+				} else {
+					s2[i] = int32(nx - start)
+				}
+			}
+		}
+		for _, s := range [2]int32{s1[i], s2[i]} {
+			if s >= 0 {
+				npred[s+1]++
+			}
+		}
+	}
+	// predecessors (of the CFG: successors of the reversed graph), CSR
+	for i := 1; i < len(npred); i++ {
+		npred[i] += npred[i-1]
+	}
+	preds := make([]int32, npred[n+1])
+	fill := append([]int32(nil), npred[:n+1]...)
+	for i := 0; i < n; i++ {
+		for _, s := range [2]int32{s1[i], s2[i]} {
+			if s >= 0 {
+				preds[fill[s]] = int32(i)
+				fill[s]++
+			}
 		}
 	}
 	// postorder of the reversed graph from the exit
-	order := []int{}
-	num := map[int]int{}
-	seen := map[int]bool{exit: true}
-	type frame struct {
-		node int
-		i    int
+	num := make([]int32, n+1)
+	for i := range num {
+		num[i] = -1
 	}
-	stack := []frame{{exit, 0}}
+	order := make([]int32, 0, n+1)
+	type item struct{ node, next int32 }
+	stack := []item{{int32(exit), npred[exit]}}
+	seen := make([]bool, n+1)
+	seen[exit] = true
 	for len(stack) > 0 {
 		top := &stack[len(stack)-1]
-		ps := preds[top.node]
-		if top.i < len(ps) {
-			p := ps[top.i]
-			top.i++
+		if top.next < npred[top.node+1] {
+			p := preds[top.next]
+			top.next++
 			if !seen[p] {
 				seen[p] = true
-				stack = append(stack, frame{p, 0})
+				stack = append(stack, item{p, npred[p]})
 			}
 			continue
 		}
-		num[top.node] = len(order)
+		num[top.node] = int32(len(order))
 		order = append(order, top.node)
 		stack = stack[:len(stack)-1]
 	}
-	idom := map[int]int{exit: exit}
-	intersect := func(a, b int) int {
+	idom := make([]int32, n+1)
+	for i := range idom {
+		idom[i] = -1
+	}
+	idom[exit] = int32(exit)
+	intersect := func(a, b int32) int32 {
 		for a != b {
 			for num[a] < num[b] {
 				a = idom[a]
@@ -318,11 +369,11 @@ func (ck *checker) subPostDominators(start, end int, ipdom []int) {
 	}
 	for changed := true; changed; {
 		changed = false
-		for i := len(order) - 2; i >= 0; i-- { // reverse postorder, root (last) skipped
-			node := order[i]
-			newIdom := -1
-			for _, s := range succ(node) { // reversed-graph predecessors
-				if _, ok := idom[s]; !ok {
+		for k := len(order) - 2; k >= 0; k-- { // reverse postorder, root (last) skipped
+			node := order[k]
+			newIdom := int32(-1)
+			for _, s := range [2]int32{s1[node], s2[node]} { // reversed-graph predecessors
+				if s < 0 || idom[s] < 0 {
 					continue
 				}
 				if newIdom < 0 {
@@ -332,16 +383,14 @@ func (ck *checker) subPostDominators(start, end int, ipdom []int) {
 				}
 			}
 			if newIdom >= 0 && idom[node] != newIdom {
-				if old, ok := idom[node]; !ok || old != newIdom {
-					idom[node] = newIdom
-					changed = true
-				}
+				idom[node] = newIdom
+				changed = true
 			}
 		}
 	}
-	for pc := start; pc < end; pc++ {
-		if d, ok := idom[pc]; ok && d != exit {
-			ipdom[pc] = d
+	for i := 0; i < n; i++ {
+		if d := idom[i]; d >= 0 && d != int32(exit) {
+			ipdom[start+i] = start + int(d)
 		}
 	}
 }

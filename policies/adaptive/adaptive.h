@@ -143,6 +143,26 @@ static __always_inline __u32 adaptive_weyl(__u64 call_seq)
 	return (__u32)((f * ADAPTIVE_NCAND) >> 32);
 }
 
+/* Branch-free helpers for the tuner: the verifier follows every branch, and a tuner that decides
+ * with a dozen data-dependent branches per candidate costs it milliseconds. Values must stay below
+ * 2^61 (latencies in ns, sample counts, cost bits); adaptive_clamp keeps them there. */
+#define ADAPTIVE_BIG (1ull << 61)
+static __always_inline __u64 adaptive_clamp(__u64 x) { return x & (ADAPTIVE_BIG - 1); }
+static __always_inline __u64 adaptive_lt(__u64 x, __u64 y) { return (x - y) >> 63; }   /* x < y */
+static __always_inline __u64 adaptive_nz(__u64 x) { return (x | (0 - x)) >> 63; }       /* x != 0 */
+static __always_inline __u64 adaptive_min(__u64 x, __u64 y)
+{
+	__u64 d = x - y;
+	return y + (d & (__u64)((__s64)d >> 63));
+}
+static __always_inline __u32 adaptive_popcount16(__u32 v)
+{
+	v = v - ((v >> 1) & 0x5555);
+	v = (v & 0x3333) + ((v >> 2) & 0x3333);
+	v = (v + (v >> 4)) & 0x0f0f;
+	return (v + (v >> 8)) & 0x1f;
+}
+
 /* ---- tuner side: returns the candidate to run, or -1 to leave the decision to NCCL ----
  * avail_mask: the cells NCCL may choose; explore_mask: those worth exploring (adaptive_plausible);
  * cost: the float bits of NCCL's costs of cells 0..5 (TREE and RING rows). All rank-uniform. */
@@ -151,68 +171,72 @@ static __always_inline int adaptive_decide(__u64 comm_id, __u32 coll, __u64 byte
 {
 	struct adaptive_key k = {.comm_id = comm_id, .coll = coll, .bucket = adaptive_bucket(bytes)};
 	const struct adaptive_cands *a = ADAPTIVE_AGREED_LOOKUP(&k);
-	__u32 worth = 0, under = 0;
+	/* Candidate masks (bit c): worth exploring; available. */
+	__u32 worth = 0, avail = 0;
 #if defined(__clang__)
 #pragma unroll
 #endif
 	for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
-		if (!adaptive_available(explore_mask, c))
-			continue;
-		worth |= 1u << c;
-		if (!a || a->count[c] < ADAPTIVE_ROUNDS)
-			under |= 1u << c;
+		__u32 cell = (__u32)(adaptive_cand_algo(c) * 3 + adaptive_cand_proto(c));
+		worth |= ((explore_mask >> cell) & 1) << c;
+		avail |= ((avail_mask >> cell) & 1) << c;
+	}
+	/* Worth exploring and with fewer than ROUNDS agreed samples. */
+	__u32 under = worth;
+	if (a) {
+		under = 0;
+#if defined(__clang__)
+#pragma unroll
+#endif
+		for (__u32 c = 0; c < ADAPTIVE_NCAND; c++)
+			under |= (__u32)adaptive_lt(adaptive_clamp(a->count[c]), ADAPTIVE_ROUNDS) << c;
+		under &= worth;
 	}
 	__u32 pool = 0;
 	if (call_seq % ADAPTIVE_PERIOD < ADAPTIVE_WINDOW)
 		pool = worth;
-	else if (under && (!a || call_seq < ADAPTIVE_PERIOD))
+	else if (!a || call_seq < ADAPTIVE_PERIOD)
 		pool = under;
 	if (pool) {
+		/* The first candidate of pool from `first` on, cyclically: rotate, take the lowest bit. */
 		__u32 first = adaptive_weyl(call_seq);
-#if defined(__clang__)
-#pragma unroll
-#endif
-		for (__u32 i = 0; i < ADAPTIVE_NCAND; i++) {
-			__u32 c = first + i;
-			if (c >= ADAPTIVE_NCAND)
-				c -= ADAPTIVE_NCAND;
-			if ((pool >> c) & 1)
-				return (int)c;
-		}
-		return -1;
+		__u32 rot = ((pool >> first) | (pool << (ADAPTIVE_NCAND - first))) & ((1u << ADAPTIVE_NCAND) - 1);
+		__u32 idx = adaptive_popcount16((rot & (0u - rot)) - 1);
+		__u32 c = first + idx;
+		__u32 t = c - ADAPTIVE_NCAND;
+		return (int)(t + (ADAPTIVE_NCAND & (__u32)((__s32)t >> 31)));
 	}
 	if (!a)
 		return -1;
-	/* The measured-best set: candidates within MARGIN/64 of the lowest agreed latency; from it the
-	 * one NCCL's own cost model ranks first, fewer channels first on a tie. */
-	__u64 lo = 0;
+	/* The measured-best set: available candidates with agreed samples whose agreed latency is within
+	 * MARGIN/64 of the lowest; from it the one NCCL's own cost model ranks first, fewer channels
+	 * first on a tie (the lowest (cost, candidate) pair). */
+	__u64 lo = ADAPTIVE_BIG;
 #if defined(__clang__)
 #pragma unroll
 #endif
 	for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
-		__u64 e = a->ewma_ns[c];
-		if (adaptive_available(avail_mask, c) && a->count[c] && e && (lo == 0 || e < lo))
-			lo = e;
+		__u64 e = adaptive_clamp(a->ewma_ns[c]);
+		__u64 ok = ((avail >> c) & 1) & adaptive_nz(adaptive_clamp(a->count[c])) & adaptive_nz(e);
+		lo = adaptive_min(lo, ADAPTIVE_BIG + ((e - ADAPTIVE_BIG) & (0 - ok)));
 	}
-	if (!lo)
+	if (lo == ADAPTIVE_BIG)
 		return -1;
 	__u64 lim = lo + (lo * ADAPTIVE_MARGIN) / 64;
-	int pick = -1;
-	__u32 pick_cost = 0xffffffffu;
+	__u64 best = ADAPTIVE_BIG;
 #if defined(__clang__)
 #pragma unroll
 #endif
 	for (__u32 c = 0; c < ADAPTIVE_NCAND; c++) {
-		__u64 e = a->ewma_ns[c];
-		if (!adaptive_available(avail_mask, c) || !a->count[c] || !e || e > lim)
-			continue;
-		__u32 kc = cost[adaptive_cand_algo(c) * 3 + adaptive_cand_proto(c)];
-		if (kc < pick_cost) {
-			pick = (int)c;
-			pick_cost = kc;
-		}
+		__u64 e = adaptive_clamp(a->ewma_ns[c]);
+		__u64 ok = ((avail >> c) & 1) & adaptive_nz(adaptive_clamp(a->count[c])) & adaptive_nz(e) &
+			   (1 - adaptive_lt(lim, e));
+		__u64 key = ((__u64)cost[adaptive_cand_algo(c) * 3 + adaptive_cand_proto(c)] << 4) | c;
+		best = adaptive_min(best, ADAPTIVE_BIG + ((key - ADAPTIVE_BIG) & (0 - ok)));
 	}
-	return pick;
+	if (best == ADAPTIVE_BIG)
+		return -1;
+	return (int)(best & 15);
 }
 
 #endif
