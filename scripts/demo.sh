@@ -56,7 +56,10 @@ if "$CLI" verify testhost/gpu/unsafe_null_deref.bpf.o; then
 fi
 
 step "2. Disassemble: eBPF next to its C source (size_aware, first lines)"
-"$CLI" disasm policies/size_aware.bpf.o | head -n 24
+# print the first lines from a captured listing: a pipe into head would end
+# disasm with SIGPIPE, which pipefail turns into a failed demo
+listing=$("$CLI" disasm policies/size_aware.bpf.o)
+printf '%s\n' "$listing" | sed -n '1,24p'
 
 step "3. Try a policy offline, no GPU: size_aware for a 4 MiB AllReduce on 8 ranks"
 "$CLI" run policies/size_aware.bpf.o --coll allreduce --bytes 4MiB --ranks 8
