@@ -20,6 +20,8 @@
 #                 `map`), a reload through the control socket halfway through (when it has `reload`)
 #   py-none       NCCLBPF_POLICY=none
 #   py-unsafe     a policy the verifier rejects: exactly one ncclbpf warning, NCCL's defaults
+#   py-unsafe-join  the same with unsafe_join.bpf.o (when ART has it): pointers swapped across a join,
+#                 the construction of a profiler program that once passed verification and crashed
 #   py-missing    a policy file that does not exist: exactly one ncclbpf warning
 #   c-prof        NCCL's C API (system libnccl): explicit ncclCommFinalize/Destroy of 2 communicators,
 #                 exact counts through printk
@@ -119,7 +121,8 @@ rm -f "$OUT/skipped.txt"
 log "environment in env.log"
 
 # The CLI runs here (glibc) and the verifier accepts/refuses what it should.
-for o in "$PROF" "$PROF_B" "$UNSAFE"; do
+UNSAFE_JOIN=$ART/unsafe_join.bpf.o
+for o in "$PROF" "$PROF_B" "$UNSAFE" $([ -e "$UNSAFE_JOIN" ] && echo "$UNSAFE_JOIN"); do
 	echo "== ncclbpf verify $(basename "$o")"
 	"$CLI" verify "$o" 2>&1
 	echo "rc=$?"
@@ -147,6 +150,9 @@ run_case py-prof plugin "$PROF" "target=$N" 1 -- "${CHECK[@]}" --mid-cmd "$MID" 
 run_case py-noplugin noplugin "" "" 1 -- "${CHECK[@]}" --label py-noplugin
 run_case py-none plugin none "" 1 -- "${CHECK[@]}" --label py-none
 run_case py-unsafe plugin "$UNSAFE" "" 1 -- "${CHECK[@]}" --label py-unsafe
+if [ -e "$UNSAFE_JOIN" ]; then
+	run_case py-unsafe-join plugin "$UNSAFE_JOIN" "" 1 -- "${CHECK[@]}" --label py-unsafe-join
+fi
 run_case py-missing plugin "$ART/no-such-policy.bpf.o" "" 1 -- "${CHECK[@]}" --label py-missing
 
 # ---- NCCL's C API (system NCCL) ----------------------------------------------------------------------

@@ -234,6 +234,7 @@ def main():
 
     # 5. unsafe and missing policies: NCCL works, exactly one ncclbpf warning
     for case, what, must in (("py-unsafe", "unsafe policy (verifier rejects)", "rejected"),
+                             ("py-unsafe-join", "unsafe policy: pointers swapped across a join (verifier rejects)", "E023"),
                              ("py-missing", "missing policy file", "no such file"),
                              ("py-none", "NCCLBPF_POLICY=none", "")):
         t = logs.get(case)

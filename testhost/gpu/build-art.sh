@@ -4,7 +4,7 @@
 #   libncclbpf.so   the plugin (tuner + profiler)
 #   ncclbpf         the CLI (cgo; needs glibc >= the newest GLIBC_ version it references, printed)
 #   p2p_count.bpf.o, p2p_count_b.bpf.o (-DVARIANT_B: the object a reload swaps in),
-#   unsafe_null_deref.bpf.o (rejected by the verifier, on purpose)
+#   unsafe_null_deref.bpf.o, unsafe_join.bpf.o (rejected by the verifier, on purpose)
 # The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
 # .o files are copied otherwise); the committed ones are left alone.
 set -euo pipefail
@@ -22,8 +22,10 @@ if [ -x "$CLANG" ]; then
 	"${C[@]}" -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count.bpf.o"
 	"${C[@]}" -DVARIANT_B -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count_b.bpf.o"
 	"${C[@]}" -c testhost/gpu/unsafe_null_deref.bpf.c -o "$ART/unsafe_null_deref.bpf.o"
+	"${C[@]}" -c testhost/gpu/unsafe_join.bpf.c -o "$ART/unsafe_join.bpf.o"
 else
-	cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/unsafe_null_deref.bpf.o "$ART/"
+	cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/unsafe_null_deref.bpf.o \
+		testhost/gpu/unsafe_join.bpf.o "$ART/"
 fi
 "$ART/ncclbpf" verify "$ART/p2p_count.bpf.o" >/dev/null
 "$ART/ncclbpf" verify "$ART/p2p_count_b.bpf.o" >/dev/null
