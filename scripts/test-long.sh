@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Long runs that do not belong in the default test run (`make test-long`):
-# fuzzing, one million differential programs, soundness at scale, hammers.
+# fuzzing, one million differential programs, soundness at scale, hammers,
+# and the comparison with the running kernel's eBPF verifier (needs root:
+# NCCLBPF_KERNEL_VERIFIER=require makes its skip a failure).
 # Each prints its own result; the script stops at the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +11,7 @@ run() { echo "== $*"; "$@"; }
 run go test ./loader -run '^$' -fuzz '^FuzzLoad$' -fuzztime "$FUZZTIME" -fuzzminimizetime 10x -timeout 2h
 run go test ./verifier -run '^$' -fuzz '^FuzzVerify$' -fuzztime "$FUZZTIME" -timeout 2h
 NCCLBPF_DIFF_N=${NCCLBPF_DIFF_N:-1000000} run go test ./jit/amd64 -run 'TestDifferential$' -v -timeout 6h
+NCCLBPF_KERNEL_VERIFIER=require run go test ./verifier -run 'TestKernelVerifierAgrees$' -v -count=1
 VERIFIER_RANDOM_PROGRAMS=${VERIFIER_RANDOM_PROGRAMS:-30000} run go test ./verifier -run SoundnessRandom -timeout 2h
 NCCLBPF_PTRGEN_N=${NCCLBPF_PTRGEN_N:-1000000} run go test ./verifier -run 'TestPtrSoundness$' -v -timeout 4h
 NCCLBPF_HAMMER_SECONDS=${NCCLBPF_HAMMER_SECONDS:-10} run go test ./maps -run 'Hammer|Churn' -v -timeout 30m
