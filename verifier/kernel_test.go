@@ -47,10 +47,13 @@ import (
 // programs that the wider range lets through is logged (TestCorpusAsm and
 // TestRedteamAsm check them with vtest's range).
 //
-// Linux is asked under its privileged rules (root with CAP_BPF and
-// CAP_PERFMON or CAP_SYS_ADMIN). Where bpf(2) is not permitted the test
-// skips, naming the reason; NCCLBPF_KERNEL_VERIFIER=require makes that a
-// failure (scripts/test-long.sh sets it).
+// Linux is asked twice (kernelModes): under its privileged rules (root
+// with CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN) as kprobe programs, and
+// under the rules of a loader holding CAP_BPF alone, as socket filters
+// (kprobes need CAP_PERFMON), on a thread that dropped the other two
+// capabilities. Where bpf(2) is not permitted the test skips, naming the
+// reason; NCCLBPF_KERNEL_VERIFIER=require makes that a failure
+// (scripts/test-long.sh sets it).
 
 // kernelHook is vtest with the return contract of a kprobe program.
 var kernelHook = &hook.Hook{
@@ -95,7 +98,7 @@ type fitState struct {
 // vtest_ctx fields; any other use (arithmetic, a store through it, a
 // store of it elsewhere than the stack, a helper argument, a subprogram's
 // return value, a read of another field) depends on vtest's context.
-func kernelFit(insns []asm.Instruction) string {
+func kernelFit(insns []asm.Instruction, reads map[int16]int, printk bool) string {
 	n := len(insns)
 	in := make([]fitState, n)
 	seen := make([]bool, n)
@@ -153,7 +156,7 @@ func kernelFit(insns []asm.Instruction) string {
 			ctx := false
 			switch {
 			case has(ins.Src):
-				if w, ok := ctxFitReads[ins.Off]; !ok || w != ins.Op.Size().Bytes() {
+				if w, ok := reads[ins.Off]; !ok || w != ins.Op.Size().Bytes() {
 					return fmt.Sprintf("pc %d: reads the context at %+d, %d bytes, not a readable vtest_ctx field", pc, ins.Off, ins.Op.Size().Bytes())
 				}
 			case ins.Src == asm.R10:
@@ -201,6 +204,9 @@ func kernelFit(insns []asm.Instruction) string {
 					set(r, false)
 				}
 			case op == asm.JumpCall:
+				if !printk && helpers.ID(ins.Imm) == helpers.TracePrintk {
+					return fmt.Sprintf("pc %d: calls bpf_trace_printk, which needs CAP_PERFMON", pc)
+				}
 				nargs := 5
 				if p := helpers.Lookup(helpers.ID(ins.Imm)); p != nil {
 					nargs = p.NumArgs()
@@ -293,15 +299,41 @@ type kernelDiffKey struct {
 	ncclbpfOnly bool // ncclbpf refuses what Linux accepts (else the reverse)
 }
 
+// kernelMode is one set of Linux's rules the corpora are compared under.
+type kernelMode struct {
+	name     string
+	progType uint32
+	progKind string        // the program type, in words
+	reads    map[int16]int // context reads that fit: offset -> width
+	printk   bool          // bpf_trace_printk is available
+	table    map[kernelDiffKey]kernelDifference
+	tableVar string                   // the table's name, for messages
+	minFit   int                      // fewer fitting programs fail the test
+	run      func(func() error) error // makes the loads under the mode's capabilities
+}
+
+// kernelModes: privileged (CAP_BPF, CAP_PERFMON: what a root loader gets)
+// with kprobe programs, and CAP_BPF alone (no pointer leaks, no
+// uninitialized stack, Spectre v1 checks) with socket filters, whose
+// __sk_buff shares only its first two 32-bit readable fields with
+// vtest_ctx (len and pkt_type for op and nranks).
+var kernelModes = []kernelMode{
+	{name: "privileged", progType: kernelbpf.ProgTypeKprobe, progKind: "kprobe program", reads: ctxFitReads, printk: true,
+		table: kernelDifferences, tableVar: "kernelDifferences", minFit: 300, run: func(f func() error) error { return f() }},
+	{name: "cap_bpf", progType: kernelbpf.ProgTypeSocketFilter, progKind: "socket filter", reads: map[int16]int{0: 4, 4: 4},
+		table: kernelDifferencesCapBPF, tableVar: "kernelDifferencesCapBPF", minFit: 200, run: kernelbpf.WithoutPerfmon},
+}
+
 // TestKernelVerifierAgrees is the comparison described at the top of this
-// file. It fails on a disagreement kernelDifferences does not explain, on
-// an entry of kernelDifferences that no longer disagrees (the table stays
-// exact), and when fewer than 150 programs fit (the fit analysis would have
-// gone blind). Mutations it catches (each tried by hand): deleting any
-// entry of kernelDifferences fails with that program and both messages;
-// an off-by-one in ncclbpf's map-value bounds check (allowing an access to
-// end one byte past the value) fails helperargs.s:bad_ringbuf_output_past_value,
-// which Linux refuses and the mutated ncclbpf accepts.
+// file, once per kernelModes entry. It fails on a disagreement the mode's
+// table does not explain, on an entry of the table that no longer
+// disagrees (the table stays exact), and when fewer programs fit than the
+// mode expects (the fit analysis would have gone blind). Mutations it
+// catches (each tried by hand): deleting any entry of either table fails
+// with that program and both messages; an off-by-one in ncclbpf's
+// map-value bounds check (allowing an access to end one byte past the
+// value) fails helperargs.s:bad_ringbuf_output_past_value, which Linux
+// refuses and the mutated ncclbpf accepts.
 func TestKernelVerifierAgrees(t *testing.T) {
 	if err := kernelbpf.Available(); err != nil {
 		if os.Getenv("NCCLBPF_KERNEL_VERIFIER") == "require" {
@@ -316,8 +348,7 @@ func TestKernelVerifierAgrees(t *testing.T) {
 		{"../testdata/verifier/asm/*.s", asmMaps},
 		{"../testdata/verifier/redteam/*.s", redteamAsmMaps},
 	}
-	var progs []kernelProgram
-	var misfits []string
+	var all []kernelProgram
 	for _, c := range corpora {
 		files, _ := filepath.Glob(c.glob)
 		if len(files) == 0 {
@@ -327,53 +358,80 @@ func TestKernelVerifierAgrees(t *testing.T) {
 		for _, f := range files {
 			file := filepath.Base(f)
 			for _, p := range parseAsmCorpus(t, f) {
-				kp := kernelProgram{key: file + ":" + p.name, where: file + ":" + strconv.Itoa(p.line) + ": " + p.name, prog: p, maps: c.maps, fds: fds}
-				insns, err := asm.Assemble(p.src)
-				why := ""
-				switch {
-				case err != nil:
-					why = "does not assemble"
-				case p.hook != "vtest":
-					why = "hook " + p.hook
-				case p.maxStack != 0 || p.maxInsns != 0:
-					why = "limits other than the default"
-				default:
-					why = kernelFit(insns)
-				}
-				if why != "" {
-					misfits = append(misfits, kp.where+": "+why)
-					continue
-				}
-				kp.insns = insns
-				progs = append(progs, kp)
+				all = append(all, kernelProgram{key: file + ":" + p.name, where: file + ":" + strconv.Itoa(p.line) + ": " + p.name, prog: p, maps: c.maps, fds: fds})
 			}
 		}
 	}
+	for _, m := range kernelModes {
+		t.Run(m.name, func(t *testing.T) { kernelCompare(t, m, all) })
+	}
+}
+
+// kernelCompare compares the verdicts on the programs of all that fit m.
+func kernelCompare(t *testing.T, m kernelMode, all []kernelProgram) {
+	var progs []kernelProgram
+	var misfits []string
+	for _, kp := range all {
+		insns, err := asm.Assemble(kp.prog.src)
+		why := ""
+		switch {
+		case err != nil:
+			why = "does not assemble"
+		case kp.prog.hook != "vtest":
+			why = "hook " + kp.prog.hook
+		case kp.prog.maxStack != 0 || kp.prog.maxInsns != 0:
+			why = "limits other than the default"
+		default:
+			why = kernelFit(insns, m.reads, m.printk)
+		}
+		if why != "" {
+			misfits = append(misfits, kp.where+": "+why)
+			continue
+		}
+		kp.insns = insns
+		progs = append(progs, kp)
+	}
+
+	// Linux's verdicts, all made under the mode's capabilities
+	kerrs := make([]error, len(progs))
+	start := time.Now()
+	err := m.run(func() error {
+		for i, kp := range progs {
+			fd, err := kernelbpf.ProgLoad(m.progType, kp.prog.name, kernelImage(kp.insns, kp.fds))
+			if err == nil {
+				unix.Close(fd)
+				continue
+			}
+			var le *kernelbpf.LoadError
+			if !errors.As(err, &le) {
+				return fmt.Errorf("%s: %w", kp.where, err)
+			}
+			kerrs[i] = err
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, kernelbpf.ErrCapabilities) && os.Getenv("NCCLBPF_KERNEL_VERIFIER") == "require":
+		t.Fatalf("NCCLBPF_KERNEL_VERIFIER=require, but the %s rules cannot be used: %v", m.name, err)
+	case errors.Is(err, kernelbpf.ErrCapabilities):
+		t.Skipf("environment limit, Linux's %s rules unavailable: %v", m.name, err)
+	case err != nil:
+		t.Fatal(err)
+	}
+	linuxTime := time.Since(start)
+
 	var agree, bothAccept, bothReject, wideReturn int
-	var ncclbpfTime, linuxTime time.Duration
 	var unexplained []string
 	found := map[kernelDiffKey]bool{}
-	for _, kp := range progs {
+	start = time.Now()
+	for i, kp := range progs {
 		cfg := verifier.Config{Hook: kernelHook, Maps: kp.maps}
-		t0 := time.Now()
 		_, nerr := cfg.Verify(kp.insns, nil)
-		t1 := time.Now()
-		ncclbpfTime += t1.Sub(t0)
+		kerr := kerrs[i]
 		if strings.HasPrefix(kp.prog.name, "bad_") && nerr == nil {
 			wideReturn++ // refused only for vtest's return range (TestCorpusAsm, TestRedteamAsm check that)
 		}
-		fd, kerr := kernelbpf.ProgLoad(kernelbpf.ProgTypeKprobe, kp.prog.name, kernelImage(kp.insns, kp.fds))
-		linuxTime += time.Since(t1)
-		if kerr == nil {
-			unix.Close(fd)
-		} else {
-			var le *kernelbpf.LoadError
-			if !errors.As(kerr, &le) {
-				t.Fatalf("%s: %v", kp.where, kerr)
-			}
-		}
-		switch {
-		case (nerr == nil) == (kerr == nil):
+		if (nerr == nil) == (kerr == nil) {
 			agree++
 			if nerr == nil {
 				bothAccept++
@@ -384,7 +442,7 @@ func TestKernelVerifierAgrees(t *testing.T) {
 		}
 		k := kernelDiffKey{kp.key, nerr != nil}
 		found[k] = true
-		if _, ok := kernelDifferences[k]; ok {
+		if _, ok := m.table[k]; ok {
 			continue
 		}
 		dir := "Linux refuses, ncclbpf accepts"
@@ -398,26 +456,31 @@ func TestKernelVerifierAgrees(t *testing.T) {
 		if kerr != nil {
 			kmsg = kerr.Error()
 		}
-		unexplained = append(unexplained, fmt.Sprintf("%s: %s, not in kernelDifferences\n  ncclbpf: %s\n  Linux:   %s", kp.where, dir, indent(nmsg), kmsg))
+		unexplained = append(unexplained, fmt.Sprintf("%s: %s, not in %s\n  ncclbpf: %s\n  Linux:   %s", kp.where, dir, m.tableVar, indent(nmsg), kmsg))
 	}
+	ncclbpfTime := time.Since(start)
 	for _, u := range unexplained {
 		t.Error(u)
 	}
 	var stale []string
-	for k, d := range kernelDifferences {
+	for k, d := range m.table {
 		if !found[k] && !d.mayAgree {
 			stale = append(stale, k.prog)
 		}
 	}
 	sort.Strings(stale)
 	for _, s := range stale {
-		t.Errorf("kernelDifferences lists %s, but the verifiers agree on it (or it no longer fits a kprobe program): remove the entry", s)
+		t.Errorf("%s lists %s, but the verifiers agree on it (or it no longer fits a %s): remove the entry", m.tableVar, s, m.progKind)
 	}
-	if len(progs) < 150 {
-		t.Errorf("only %d corpus programs fit a kprobe program, want at least 150:\n%s", len(progs), strings.Join(misfits, "\n"))
+	if len(progs) < m.minFit {
+		t.Errorf("only %d corpus programs fit a %s, want at least %d:\n%s", len(progs), m.progKind, m.minFit, strings.Join(misfits, "\n"))
 	}
 	byCat := map[string][2]int{}
-	for k, d := range kernelDifferences {
+	for k := range found {
+		d, ok := m.table[k]
+		if !ok {
+			continue
+		}
 		c := byCat[d.category]
 		if k.ncclbpfOnly {
 			c[0]++
@@ -428,11 +491,12 @@ func TestKernelVerifierAgrees(t *testing.T) {
 	}
 	var cats []string
 	for c, n := range byCat {
-		cats = append(cats, fmt.Sprintf("  %-28s ncclbpf stricter %2d, Linux stricter %2d", c, n[0], n[1]))
+		cats = append(cats, fmt.Sprintf("  %-32s ncclbpf stricter %2d, Linux stricter %2d", c, n[0], n[1]))
 	}
 	sort.Strings(cats)
-	t.Logf("%d corpus programs, %d fit a kprobe program (%d do not); %d agree (%d accepted by both, %d refused by both), %d differ (%d explained); %d bad_ programs pass ncclbpf once any return value is allowed; ncclbpf took %v, Linux %v\n%s",
-		len(progs)+len(misfits), len(progs), len(misfits), agree, bothAccept, bothReject, len(found), len(found)-len(unexplained), wideReturn, ncclbpfTime.Round(time.Millisecond), linuxTime.Round(time.Millisecond), strings.Join(cats, "\n"))
+	t.Logf("%s rules: %d corpus programs, %d fit a %s (%d do not); %d agree (%d accepted by both, %d refused by both), %d differ (%d explained); %d bad_ programs pass ncclbpf once any return value is allowed; ncclbpf took %v, Linux %v\n%s",
+		m.name, len(all), len(progs), m.progKind, len(misfits), agree, bothAccept, bothReject, len(found), len(found)-len(unexplained), wideReturn,
+		ncclbpfTime.Round(time.Millisecond), linuxTime.Round(time.Millisecond), strings.Join(cats, "\n"))
 	if testing.Verbose() {
 		t.Logf("programs that do not fit:\n%s", strings.Join(misfits, "\n"))
 	}

@@ -261,3 +261,46 @@ func Available() error {
 	}
 	return fmt.Errorf("loading a two-instruction socket filter failed: %w", err)
 }
+
+// ErrCapabilities wraps the errors of WithoutPerfmon that come from the
+// environment (capabilities it cannot read or drop), not from f.
+var ErrCapabilities = errors.New("kernelbpf: capabilities")
+
+// WithoutPerfmon runs f on one OS thread whose effective capabilities
+// lack CAP_PERFMON and CAP_SYS_ADMIN but keep CAP_BPF: loads made by f
+// meet Linux's rules for a loader that may use BPF but not read kernel
+// memory (no pointer leaks, no uninitialized stack reads, Spectre v1
+// checks on pointer arithmetic, no bpf_trace_printk, no perf program
+// types such as kprobes). Capabilities are per thread in Linux, so the
+// rest of the process keeps its own; the thread gets them back after f,
+// and is ended with its goroutine if it cannot.
+func WithoutPerfmon(f func() error) error {
+	type result struct{ err error }
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var saved [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &saved[0]); err != nil {
+			done <- result{fmt.Errorf("%w: capget: %v", ErrCapabilities, err)}
+			return // the thread stays locked and ends with the goroutine
+		}
+		if saved[capBPF/32].Effective&(1<<(capBPF%32)) == 0 {
+			done <- result{fmt.Errorf("%w: CAP_BPF is not effective, so the rules of a loader holding CAP_BPF alone cannot be asked for", ErrCapabilities)}
+			return
+		}
+		reduced := saved
+		reduced[capPerfmon/32].Effective &^= 1 << (capPerfmon % 32)
+		reduced[capSysAdmin/32].Effective &^= 1 << (capSysAdmin % 32)
+		if err := unix.Capset(&hdr, &reduced[0]); err != nil {
+			done <- result{fmt.Errorf("%w: capset dropping CAP_PERFMON and CAP_SYS_ADMIN: %v", ErrCapabilities, err)}
+			return
+		}
+		err := f()
+		if rerr := unix.Capset(&hdr, &saved[0]); rerr == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- result{err}
+	}()
+	return (<-done).err
+}
