@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Long runs that do not belong in the default test run (`make test-long`):
 # fuzzing, one million differential programs, soundness at scale, hammers,
-# rank consistency of the adaptive policy over 8 ranks.
+# rank consistency of the adaptive policy over 8 ranks, and the comparison
+# with the running kernel's eBPF verifier (needs root and bpf(2); its table
+# of explained differences was recorded on Linux 6.18).
 # Each prints its own result; the script stops at the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +12,7 @@ run() { echo "== $*"; "$@"; }
 run go test ./loader -run '^$' -fuzz '^FuzzLoad$' -fuzztime "$FUZZTIME" -fuzzminimizetime 10x -timeout 2h
 run go test ./verifier -run '^$' -fuzz '^FuzzVerify$' -fuzztime "$FUZZTIME" -timeout 2h
 NCCLBPF_DIFF_N=${NCCLBPF_DIFF_N:-1000000} run go test ./jit/amd64 -run 'TestDifferential$' -v -timeout 6h
+NCCLBPF_KERNEL_VERIFIER=require run go test ./verifier -run 'TestKernelVerifierAgrees$' -v -count=1
 VERIFIER_RANDOM_PROGRAMS=${VERIFIER_RANDOM_PROGRAMS:-30000} run go test ./verifier -run SoundnessRandom -timeout 2h
 NCCLBPF_PTRGEN_N=${NCCLBPF_PTRGEN_N:-1000000} run go test ./verifier -run 'TestPtrSoundness$' -v -timeout 4h
 NCCLBPF_HAMMER_SECONDS=${NCCLBPF_HAMMER_SECONDS:-10} run go test ./maps -run 'Hammer|Churn' -v -timeout 30m
