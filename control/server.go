@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,6 +57,7 @@ type Server struct {
 
 	ln    *net.UnixListener
 	path  string
+	lock  *os.File // the name's lock (owner.go), held while serving
 	slots chan struct{}
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -76,33 +78,59 @@ func SameUID(uid uint32) error {
 
 // Listen creates the socket of process pid in dir (creating dir with mode
 // 0700 if needed; an existing dir must belong to this uid and be closed to
-// others) and returns a server that answers with h. A stale socket of the
-// same name (a dead process whose pid came back) is replaced.
+// others) and returns a server that answers with h. The socket is named
+// PID.sock, or PID-nsINODE.sock when a live process of another PID
+// namespace owns PID.sock; the name is owned through a lock file (see
+// RemoveStale), and a stale socket of the same name (a dead process whose
+// pid came back) is replaced. The socket is bound under a temporary name
+// and renamed into place once it listens.
 func Listen(dir string, pid int, h Handler) (*Server, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, err
 	}
-	path := SocketPath(dir, pid)
-	if _, err := os.Lstat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("control socket %s: another server is listening there", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("control socket %s: removing the stale socket: %w", path, err)
-		}
+	// The longest name this may need: the temporary one of the namespaced form.
+	if p := filepath.Join(dir, "."+strconv.Itoa(pid)+"-"+nsTag()+".tmp"); len(p) > maxSocketPath {
+		return nil, fmt.Errorf("control directory %s: socket paths there would be up to %d bytes, over the %d a unix socket path may have; set %s to a shorter directory",
+			dir, len(p), maxSocketPath, EnvDir)
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	name, lock, err := claim(dir, pid)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+	path := filepath.Join(dir, name+".sock")
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	fail := func(err error) (*Server, error) {
+		os.Remove(tmp)
+		os.Remove(filepath.Join(dir, name+".lock"))
+		lock.Close()
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	ln.SetUnlinkOnClose(true)
+	os.Remove(tmp) // ours (we hold the lock): left by a crashed owner of the same name
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return fail(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		return fail(err)
+	}
 	return &Server{handler: h, checkPeer: SameUID, IdleTimeout: 60 * time.Second, WriteTimeout: 30 * time.Second,
-		ln: ln, path: path, slots: make(chan struct{}, MaxConns), conns: map[net.Conn]bool{}}, nil
+		ln: ln, path: path, lock: lock, slots: make(chan struct{}, MaxConns), conns: map[net.Conn]bool{}}, nil
+}
+
+// Descriptors returns the file descriptors of the listening socket and of
+// the lock file (for a fork handler that closes them in the child).
+func (s *Server) Descriptors() (listener, lock int) {
+	listener = -1
+	if raw, err := s.ln.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) { listener = int(fd) })
+	}
+	return listener, int(s.lock.Fd())
 }
 
 func ensureDir(dir string) error {
@@ -182,13 +210,21 @@ func (s *Server) Serve() error {
 // Close stops the server, closes its connections and removes the socket.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return nil
+	}
 	s.done = true
 	for c := range s.conns {
 		c.Close()
 	}
 	s.mu.Unlock()
+	// Remove the name while still holding its lock: nobody else can own it yet.
+	os.Remove(s.path)
 	err := s.ln.Close()
 	s.wg.Wait()
+	os.Remove(strings.TrimSuffix(s.path, ".sock") + ".lock")
+	s.lock.Close()
 	return err
 }
 

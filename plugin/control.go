@@ -6,6 +6,7 @@ package main
 #include "shim.h"
 #include "profiler.h"
 #include "reload.h"
+#include "fork.h"
 */
 import "C"
 
@@ -14,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"time"
 	"unsafe"
@@ -28,16 +28,23 @@ import (
 
 // The control server (package control) starts when the library is loaded,
 // on a goroutine of its own: never on an NCCL thread. NCCLBPF_CONTROL=0
-// disables it; NCCLBPF_CONTROL_DIR moves it. Problems are reported once on
-// stderr, never to NCCL: the job runs on without a control plane.
+// (off, false, no) disables it, ro makes it read-only (trust.go);
+// NCCLBPF_CONTROL_DIR moves it. Problems are reported once on stderr, never
+// to NCCL: the job runs on without a control plane.
 
 var (
 	controlStarted = time.Now()
 	controlServer  *control.Server
+	ctlMode        controlMode
 )
 
 func init() {
-	if cGetenv(control.EnvControl) == "0" {
+	mode, warn := parseControlMode(cGetenv(control.EnvControl))
+	if warn != "" {
+		fmt.Fprintln(os.Stderr, warn)
+	}
+	ctlMode = mode
+	if mode == ctlOff {
 		return
 	}
 	go startControl()
@@ -55,29 +62,13 @@ func startControl() {
 		fmt.Fprintf(os.Stderr, "ncclbpf: no control socket (%v); set %s=0 to silence this\n", err, control.EnvControl)
 		return
 	}
+	ln, lk := s.Descriptors()
+	C.ncclbpf_control_fds(C.int(ln), C.int(lk))
 	controlServer = s
-	go removeStaleSockets(dir)
+	// Sockets of processes that are provably gone (their lock is free).
+	go control.RemoveStale(dir)
 	if err := s.Serve(); err != nil {
 		fmt.Fprintf(os.Stderr, "ncclbpf: control server stopped: %v\n", err)
-	}
-}
-
-// removeStaleSockets deletes sockets of the directory that nobody listens
-// on any more (processes that exited without closing theirs).
-func removeStaleSockets(dir string) {
-	es, _ := control.Scan(dir)
-	for _, e := range es {
-		if e.PID == os.Getpid() {
-			continue
-		}
-		c, err := net.DialTimeout("unix", e.Path, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			continue
-		}
-		if errors.Is(err, errConnRefused) {
-			os.Remove(e.Path)
-		}
 	}
 }
 
@@ -116,8 +107,19 @@ func handleControl(req *control.Request) *control.Response {
 		}
 		return &control.Response{Dump: b}
 	case control.OpMapUpdate:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
 		return mapUpdate(req)
 	case control.OpReload, control.OpRollback:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		if req.Op == control.OpReload {
+			if err := checkAllowed(req.Object); err != nil {
+				return &control.Response{Error: fmt.Sprintf("reload %s: %v; the running policy is unchanged", req.Name, err)}
+			}
+		}
 		return controlReload(req)
 	}
 	return &control.Response{Error: "unknown op " + req.Op}

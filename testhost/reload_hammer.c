@@ -20,6 +20,12 @@
  *       NCCLBPF_POLICY=POLICY_A. RANKS threads (simulated ranks, one communicator each) driven at
  *       different speeds; once they run, a reload to B "at seq N" is requested: every rank must
  *       take A's decision for call_seq < N and B's from N on, and the activation must complete.
+ *   reload_hammer idle LIB START_NS
+ *       Sleeps until CLOCK_REALTIME reaches START_NS, loads LIB, prints "ready PID" and waits for stdin
+ *       to close: many of them started at one instant race for the control directory.
+ *   reload_hammer fork LIB DIR
+ *       Loads LIB, waits for its control socket in DIR, forks a child that waits for stdin to close,
+ *       prints "parent PID child PID" and exits.
  *   reload_hammer serve LIB SECONDS
  *       Two communicators calling getCollInfo every 200 us for SECONDS: a job to point the
  *       control plane (ncclbpf ps, stats, map, reload) at.
@@ -29,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -530,6 +537,58 @@ static int serve(double seconds) {
 	return 0;
 }
 
+/* ---- idle / fork: processes for the control plane's start-up and fork tests -------------------- */
+
+/* Wait until CLOCK_REALTIME reaches start_ns (so that many processes load the library at once),
+ * dlopen it, say so, and wait for stdin to close. */
+static int idle(const char *lib, long long start_ns) {
+	struct timespec ts;
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		long long now = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+		if (now >= start_ns)
+			break;
+		long long d = start_ns - now;
+		struct timespec sl = {d / 1000000000ll, d % 1000000000ll};
+		nanosleep(&sl, NULL);
+	}
+	open_lib(lib);
+	printf("ready %d\n", (int)getpid());
+	char buf[64];
+	while (read(0, buf, sizeof buf) > 0)
+		;
+	return 0;
+}
+
+/* Load the library, wait for the control socket DIR/PID.sock, fork a child that lives until stdin
+ * closes, and exit: the parent's socket must not outlive it in the child. */
+static int fork_test(const char *lib, const char *dir) {
+	open_lib(lib);
+	char path[512];
+	snprintf(path, sizeof path, "%s/%d.sock", dir, (int)getpid());
+	for (int i = 0; access(path, F_OK) != 0; i++) {
+		if (i > 2000)
+			FAIL("no control socket %s", path);
+		usleep(5000);
+	}
+	pid_t child = fork();
+	if (child < 0)
+		FAIL("fork");
+	if (child == 0) {
+		/* Let go of stdout and stderr, so that a reader of the parent's output sees it end. */
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		char buf[64];
+		while (read(0, buf, sizeof buf) > 0)
+			;
+		_exit(0);
+	}
+	printf("parent %d child %d\n", (int)getpid(), (int)child);
+	fflush(stdout);
+	_exit(0);
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 6 && strcmp(argv[1], "hammer") == 0) {
@@ -544,7 +603,11 @@ int main(int argc, char **argv) {
 		open_lib(argv[2]);
 		return serve(atof(argv[3]));
 	}
+	if (argc >= 4 && strcmp(argv[1], "idle") == 0)
+		return idle(argv[2], atoll(argv[3]));
+	if (argc >= 4 && strcmp(argv[1], "fork") == 0)
+		return fork_test(argv[2], argv[3]);
 	fprintf(stderr, "usage: reload_hammer hammer LIB POLICY_A POLICY_B BAD | reload_hammer sync LIB POLICY_B | "
-	                "reload_hammer serve LIB SECONDS\n");
+	                "reload_hammer serve LIB SECONDS | reload_hammer idle LIB START_NS | reload_hammer fork LIB DIR\n");
 	return 2;
 }
