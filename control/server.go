@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,7 @@ type Server struct {
 	path  string
 	lock  *os.File // the name's lock (owner.go), held while serving
 	slots chan struct{}
+	big   chan struct{} // held while a request over SmallRequest is read and handled
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns map[net.Conn]bool
@@ -120,7 +122,7 @@ func Listen(dir string, pid int, h Handler) (*Server, error) {
 		return fail(err)
 	}
 	return &Server{handler: h, checkPeer: SameUID, IdleTimeout: 60 * time.Second, WriteTimeout: 30 * time.Second,
-		ln: ln, path: path, lock: lock, slots: make(chan struct{}, MaxConns), conns: map[net.Conn]bool{}}, nil
+		ln: ln, path: path, lock: lock, slots: make(chan struct{}, MaxConns), big: make(chan struct{}, 1), conns: map[net.Conn]bool{}}, nil
 }
 
 // Descriptors returns the file descriptors of the listening socket and of
@@ -262,14 +264,26 @@ func (s *Server) reply(c net.Conn, r *Response) error {
 
 var errTooLong = fmt.Errorf("request longer than %d bytes", MaxRequest)
 
+// SmallRequest is the size up to which requests are read and handled
+// concurrently (every request but a reload's policy object). Larger ones
+// are read and handled one at a time per server, so that many large
+// requests at once cost the memory of one.
+const SmallRequest = 64 << 10
+
 // readLine reads one line of at most max bytes (newline included) and
-// returns it without the newline.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
+// returns it without the newline. Once the line grows past SmallRequest it
+// calls big first (which may refuse).
+func readLine(r *bufio.Reader, max int, big func() error) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > max {
 			return nil, errTooLong
+		}
+		if len(line) <= SmallRequest && len(line)+len(chunk) > SmallRequest && big != nil {
+			if err := big(); err != nil {
+				return nil, err
+			}
 		}
 		line = append(line, chunk...)
 		switch {
@@ -297,19 +311,45 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
 		c.SetReadDeadline(time.Now().Add(s.IdleTimeout))
-		line, err := readLine(r, MaxRequest)
+		holding := false
+		line, err := readLine(r, MaxRequest, func() error {
+			select {
+			case s.big <- struct{}{}:
+				holding = true
+				return nil
+			case <-time.After(s.IdleTimeout):
+				return errBusy
+			}
+		})
 		if err != nil {
-			if errors.Is(err, errTooLong) || errors.Is(err, io.ErrUnexpectedEOF) {
+			if holding {
+				s.releaseBig()
+			}
+			if errors.Is(err, errTooLong) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBusy) {
 				// The rest of the stream cannot be trusted to start a request: answer and close.
 				s.reply(c, &Response{Error: "bad request: " + err.Error()})
 			}
 			return
 		}
 		c.SetReadDeadline(time.Time{})
-		if s.reply(c, s.handle(line)) != nil {
+		resp := s.handle(line)
+		if holding {
+			line = nil
+			s.releaseBig()
+		}
+		if s.reply(c, resp) != nil {
 			return
 		}
 	}
+}
+
+var errBusy = errors.New("busy: another large request is being handled; try again")
+
+// releaseBig ends a large request: its memory goes back to the system at
+// once (the host process is a training job, not ours to grow).
+func (s *Server) releaseBig() {
+	debug.FreeOSMemory()
+	<-s.big
 }
 
 // handle parses one request line and runs the handler; it never panics.
@@ -346,7 +386,7 @@ func ParseRequest(line []byte) (*Request, error) {
 		return nil, errors.New("bad request: data after the JSON object")
 	}
 	switch req.Op {
-	case OpInfo, OpStats, OpMaps, OpRollback:
+	case OpInfo, OpStats, OpMaps, OpRollback, OpCancel:
 	case OpMapDump:
 		if req.Map == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
@@ -362,10 +402,10 @@ func ParseRequest(line []byte) (*Request, error) {
 	case "":
 		return nil, errors.New("bad request: no \"op\"")
 	default:
-		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback)", req.Op)
+		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, cancel)", req.Op)
 	}
-	if req.TimeoutMS < 0 {
-		return nil, errors.New("bad request: negative timeout_ms")
+	if req.TimeoutMS < 0 || req.TimeoutMS > MaxActivationTimeoutMS {
+		return nil, fmt.Errorf("bad request: timeout_ms must be within 0..%d", MaxActivationTimeoutMS)
 	}
 	if req.SampleMS < 0 || req.SampleMS > 60000 {
 		return nil, errors.New("bad request: sample_ms must be within 0..60000")

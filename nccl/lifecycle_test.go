@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,3 +226,123 @@ func pidExists(pid int) bool {
 	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
 	return err == nil
 }
+
+// procStatus reads fields of /proc/PID/status (in kB for memory).
+func procStatus(t *testing.T, pid int) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) > 0 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				out[k] = n
+			}
+		}
+	}
+	return out
+}
+
+// startOneIdle starts one host process with the library loaded and waits
+// for its control socket.
+func startOneIdle(t *testing.T, dir string, env ...string) int {
+	t.Helper()
+	ps := startIdle(t, 1, append([]string{"NCCLBPF_CONTROL_DIR=" + dir}, env...))
+	line, err := ps[0].out.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got, _ := reachable(dir); got[pid] {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no control socket")
+		}
+	}
+}
+
+// TestControlFloodBounds: 16 connections sending 16 MiB requests at once,
+// then a flood of small ones, into a process started with GOMAXPROCS=64
+// (as on a large node). Memory and threads must stay bounded: before the
+// bounds, the process grew from 16 MB to 963 MB and from 9 to 28 threads.
+// (Mutations: removing the one-large-request-at-a-time token of package
+// control fails the memory bound; removing the GOMAXPROCS cap of the
+// plugin fails the thread bound.)
+func TestControlFloodBounds(t *testing.T) {
+	reloadHammer(t)
+	dir := filepath.Join(t.TempDir(), "ctl")
+	pid := startOneIdle(t, dir, "NCCLBPF_POLICY=none", "GOMAXPROCS=64")
+	time.Sleep(200 * time.Millisecond)
+	rest := procStatus(t, pid)
+	// A reload request of ~16 MiB: an object of 12 MiB, base64.
+	obj := strings.Repeat("A", (control.MaxRequest-100)/4*4)
+	line := `{"op":"reload","name":"big","object":"` + obj + `"}` + "\n"
+	var wg sync.WaitGroup
+	answers := make([]string, 16)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			c, err := net.DialTimeout("unix", control.SocketPath(dir, pid), 5*time.Second)
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(120 * time.Second))
+			if _, err := io.WriteString(c, line); err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			a, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			answers[i] = a
+		}(i)
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if !strings.Contains(a, `"ok":false`) {
+			t.Errorf("request %d: answer %.200q, want a refusal", i, a)
+		}
+	}
+	// Many small requests at once.
+	es, _ := control.Scan(dir)
+	for k := 0; k < 10; k++ {
+		many := make([]control.Entry, 64)
+		for i := range many {
+			many[i] = es[0]
+		}
+		control.QueryAll(many, &control.Request{Op: control.OpStats}, 10*time.Second)
+	}
+	after := procStatus(t, pid)
+	t.Logf("at rest: %d threads, RSS %d kB; after the flood: %d threads, RSS %d kB, peak %d kB",
+		rest["Threads"], rest["VmRSS"], after["Threads"], after["VmRSS"], after["VmHWM"])
+	if grow := after["VmHWM"] - rest["VmRSS"]; grow > 160<<10 {
+		t.Errorf("peak memory grew by %d MB during the flood, over 160 MB", grow>>10)
+	}
+	if after["Threads"] > maxThreadsUnderLoad {
+		t.Errorf("%d threads after the flood, over the bound of %d", after["Threads"], maxThreadsUnderLoad)
+	}
+	// Still serving.
+	if got, _ := reachable(dir); !got[pid] {
+		t.Error("the process stopped answering")
+	}
+}
+
+// maxThreadsUnderLoad bounds the threads of a host process (its main
+// thread included) whatever the control plane's load: the Go runtime
+// inside it runs at most 2 threads of Go code at once (plugin/runtime.go),
+// plus the runtime's own and those blocked in system calls.
+const maxThreadsUnderLoad = 10

@@ -7,6 +7,7 @@ package main
 #include "profiler.h"
 #include "reload.h"
 #include "fork.h"
+#include "comms.h"
 */
 import "C"
 
@@ -111,11 +112,24 @@ func handleControl(req *control.Request) *control.Response {
 			return &control.Response{Error: err.Error()}
 		}
 		return mapUpdate(req)
+	case control.OpCancel:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		info, err := cancelPending()
+		if err != nil {
+			return &control.Response{Error: "cancel: " + err.Error()}
+		}
+		return &control.Response{Reload: &control.ReloadResult{Policy: info.Name, SHA256: info.SHA256}}
 	case control.OpReload, control.OpRollback:
 		if err := writable(req.Op); err != nil {
 			return &control.Response{Error: err.Error()}
 		}
 		if req.Op == control.OpReload {
+			if len(req.Object) > nccl.MaxPolicyBytes {
+				return &control.Response{Error: fmt.Sprintf("reload %s: object of %d bytes, over the limit of %d; the running policy is unchanged",
+					req.Name, len(req.Object), nccl.MaxPolicyBytes)}
+			}
 			if err := checkAllowed(req.Object); err != nil {
 				return &control.Response{Error: fmt.Sprintf("reload %s: %v; the running policy is unchanged", req.Name, err)}
 			}
@@ -142,6 +156,8 @@ func currentInfo() control.Info {
 		s := pending.AtSeq
 		info.PendingAtSeq = &s
 	}
+	info.Comms = liveComms()
+	info.Control = ctlMode.String()
 	return info
 }
 
@@ -274,4 +290,16 @@ func controlReload(req *control.Request) *control.Response {
 	return &control.Response{Reload: &control.ReloadResult{Policy: r.Name, SHA256: res.SHA256, Attached: res.Attached,
 		Reused: res.Reused, LoadNS: res.Load.Nanoseconds(), PublishNS: res.Publish.Nanoseconds(),
 		GraceNS: res.Grace.Nanoseconds(), Pending: res.Pending, AtSeq: res.AtSeq}}
+}
+
+// liveComms lists the live communicators (at most control.MaxCommsListed).
+func liveComms() []control.CommInfo {
+	var buf [control.MaxCommsListed]C.struct_ncclbpf_comm_info
+	n := int(C.ncclbpf_comms_list(&buf[0], C.int(len(buf))))
+	out := make([]control.CommInfo, 0, min(n, len(buf)))
+	for i := 0; i < n && i < len(buf); i++ {
+		c := buf[i]
+		out = append(out, control.CommInfo{ID: uint64(c.comm_id), Ranks: uint32(c.n_ranks), Nodes: uint32(c.n_nodes), Seq: uint64(c.seq)})
+	}
+	return out
 }

@@ -89,3 +89,14 @@ int ncclbpf_reload_armed(int slot) {
 		return 0;
 	return atomic_load(&nb_switches[slot].armed);
 }
+
+int ncclbpf_reload_cancel(int slot) {
+	if (slot < 0 || slot >= NCCLBPF_NUM_SLOTS)
+		return -1;
+	struct nb_switch *s = &nb_switches[slot];
+	if (!atomic_load(&s->armed))
+		return -1;
+	ncclbpf_slot_publish(slot, atomic_load_explicit(&s->old_word, memory_order_relaxed));
+	atomic_store(&s->armed, 0);
+	return 0;
+}

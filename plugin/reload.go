@@ -64,6 +64,12 @@ type activation struct {
 	AtSeq   uint64
 	Since   time.Time
 	Timeout time.Duration
+	// cancel, closed by a cancel request, withdraws the reload
+	// (reload_cancel.go); done is closed when activate has returned.
+	cancel, done chan struct{}
+	// what running and previous were before the reload
+	oldRunning  policyInfo
+	oldPrevious *policyInfo
 }
 
 // reloadStats are the reload counters of the control plane.
@@ -190,7 +196,13 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 		// the publish below, not with the other ranks: refuse (the window
 		// between this check and the publish is a few microseconds).
 		var min, max C.uint64_t
-		if n := C.ncclbpf_comms_seq_range(&min, &max); n > 0 && uint64(max) >= *req.AtSeq {
+		n := C.ncclbpf_comms_seq_range(&min, &max)
+		if err := checkHorizon(*req.AtSeq, uint64(max), n, req.Timeout); err != nil {
+			b.Close()
+			liveBundles.Add(-1)
+			return res, err
+		}
+		if n > 0 && uint64(max) >= *req.AtSeq {
 			b.Close()
 			liveBundles.Add(-1)
 			return res, fmt.Errorf("%w: a communicator has already made %d calls, at or past seq %d; name a later sequence",
@@ -211,6 +223,7 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	}
 	stateMu.Lock()
 	prev := running
+	oldPrevious := previous
 	if prev.obj != nil {
 		previous = &prev
 	}
@@ -230,7 +243,8 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
-	act := &activation{AtSeq: *req.AtSeq, Since: time.Now(), Timeout: timeout}
+	act := &activation{AtSeq: *req.AtSeq, Since: time.Now(), Timeout: timeout, cancel: make(chan struct{}),
+		done: make(chan struct{}), oldRunning: prev, oldPrevious: oldPrevious}
 	stateMu.Lock()
 	pending = act
 	stateMu.Unlock()
@@ -272,10 +286,17 @@ func publishArmed(b *bundle.Bundle, at uint64) (string, error) {
 // themselves and the old bundle is retired.
 func activate(old, b *bundle.Bundle, act *activation) {
 	defer reloadMu.Unlock()
+	defer close(act.done)
 	deadline := act.Since.Add(act.Timeout)
 	forced := false
 	wait := 100 * time.Microsecond
 	for {
+		select {
+		case <-act.cancel:
+			withdraw(old, b, act)
+			return
+		default:
+		}
 		var min, max C.uint64_t
 		n := C.ncclbpf_comms_seq_range(&min, &max)
 		if n == 0 || uint64(min) > act.AtSeq {

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comms.h"
 #include "internal.h"
 #include "reload.h"
 
@@ -147,5 +148,21 @@ int ncclbpf_comms_seq_range(uint64_t *min, uint64_t *max) {
 	pthread_mutex_unlock(&nb_registry_lock);
 	*min = lo;
 	*max = hi;
+	return n;
+}
+
+/* Declared in comms.h. */
+int ncclbpf_comms_list(struct ncclbpf_comm_info *out, int max) {
+	int n = 0;
+	pthread_mutex_lock(&nb_registry_lock);
+	for (struct nb_comm *c = nb_registry; c; c = c->next, n++) {
+		if (n < max) {
+			out[n].comm_id = c->comm_id;
+			out[n].seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+			out[n].n_ranks = c->n_ranks;
+			out[n].n_nodes = c->n_nodes;
+		}
+	}
+	pthread_mutex_unlock(&nb_registry_lock);
 	return n;
 }
