@@ -252,6 +252,6 @@ func swapBundles(pathA, pathB string, n int64) (string, int) {
 	if n > 0 {
 		per = wall / time.Duration(n)
 	}
-	return fmt.Sprintf("swaps %d wall_s %.2f per_swap_ns %d grace_mean_ns %d", n, wall.Seconds(), per.Nanoseconds(),
+	return fmt.Sprintf("swaps %d\nswap_wall_s %.2f\nper_swap_ns %d\ngrace_mean_ns %d", n, wall.Seconds(), per.Nanoseconds(),
 		(grace / time.Duration(max(n, 1))).Nanoseconds()), 0
 }

@@ -15,7 +15,10 @@
  *       its stop). The policies' profiler/p2p_end programs (testhost/reload_pa, reload_pb) count
  *       them in the carried map "pev" (A: key 0, B: key 1): pev[0] + pev[1] and the shim's
  *       p2p_end call counter must equal the events started; events the shim refused (NULL
- *       handle) must match its dropped counter, and none may be forced.
+ *       handle) must match its dropped counter, and none may be forced. No call may run without a
+ *       policy. NCCLBPF_HAMMER_SWAPS=N replaces the reloads by N swaps of A and B loaded once (each a
+ *       publish and a grace period); NCCLBPF_HAMMER_EMPTY_US=U empties the tuner slot for U us before
+ *       each reload (a deliberate bug the hammer must catch).
  *   reload_hammer sync LIB POLICY_B
  *       NCCLBPF_POLICY=POLICY_A. RANKS threads (simulated ranks, one communicator each) driven at
  *       different speeds; once they run, a reload to B "at seq N" is requested: every rank must
@@ -64,6 +67,8 @@ typedef void (*rstats_fn)(long long *live, long long *ok, long long *failed, lon
 typedef int (*mapu64_fn)(const char *name, unsigned key, unsigned long long *out);
 typedef int (*unload_fn)(void);
 typedef long long (*pubsum_fn)(void);
+typedef void (*empty_fn)(int us);
+typedef int (*swap_fn)(const char *a, const char *b, long long n, char *msg, size_t size);
 
 static const host_tuner_v6_t *tuner;
 static reload_fn do_reload;
@@ -72,6 +77,8 @@ static rstats_fn reload_stats;
 static mapu64_fn map_u64;
 static unload_fn unload;
 static pubsum_fn publish_sum;
+static empty_fn empty_slot;
+static swap_fn do_swap;
 static const nbp_profiler_v5_t *profiler;
 static void (*prof_stats)(struct ncclbpf_prof_stats *);
 
@@ -93,6 +100,8 @@ static void open_lib(const char *path) {
 	map_u64 = (mapu64_fn)sym(lib, "ncclbpfTestingMapU64");
 	unload = (unload_fn)sym(lib, "ncclbpfTestingUnload");
 	publish_sum = (pubsum_fn)sym(lib, "ncclbpfTestingPublishSumNs");
+	empty_slot = (empty_fn)sym(lib, "ncclbpfTestingEmptyTunerSlot");
+	do_swap = (swap_fn)sym(lib, "ncclbpfTestingSwap");
 	profiler = sym(lib, "ncclProfiler_v5");
 	prof_stats = (void (*)(struct ncclbpf_prof_stats *))sym(lib, "ncclbpf_prof_get_stats");
 }
@@ -289,9 +298,20 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	long ok = 0, failed = 0, busy = 0;
 	uint64_t max_reload_ns = 0, sum_reload_ns = 0;
 	char msg[1024];
+	long empty_us = env_long("NCCLBPF_HAMMER_EMPTY_US", 0); /* a deliberate bug (mutation test) */
+	long swaps = env_long("NCCLBPF_HAMMER_SWAPS", 0);
 	uint64_t t0 = now_ns();
+	if (swaps > 0) {
+		/* Swaps of two prebuilt bundles, each a full publish and grace period. */
+		if (do_swap(a, b, swaps, msg, sizeof msg) != 0)
+			FAIL("swap: %s", msg);
+		printf("%s\n", msg);
+		reloads = 0;
+	}
 	for (long i = 0; i < reloads; i++) {
 		const char *p = cycle[i % 3];
+		if (empty_us > 0)
+			empty_slot((int)empty_us);
 		uint64_t r0 = now_ns();
 		int rc = do_reload(p, -1, msg, sizeof msg);
 		uint64_t d = now_ns() - r0;
@@ -359,6 +379,10 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	       (unsigned long)dropped, (unsigned long)forced, ps1.mask);
 	if (nbad)
 		FAIL("%lu calls returned an error or a decision of neither policy", (unsigned long)nbad);
+	/* The first init loaded A before any worker ran: every call must have run a policy. */
+	if (nnone)
+		FAIL("%lu of %lu calls ran no policy (NCCL's defaults): a reload left the tuner slot empty", (unsigned long)nnone,
+		     (unsigned long)calls);
 	if (everr)
 		FAIL("%lu profiler calls did not return ncclSuccess", (unsigned long)everr);
 	if (pm != 0)
