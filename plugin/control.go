@@ -253,6 +253,9 @@ func mapUpdate(req *control.Request) *control.Response {
 	if err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: value: %v (want hex bytes)", req.Map, err)}
 	}
+	if err := checkArrayIndex(m, key); err != nil {
+		return &control.Response{Error: err.Error()}
+	}
 	if err := m.Update(key, val, 0); err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}
 	}
@@ -302,4 +305,19 @@ func liveComms() []control.CommInfo {
 		out = append(out, control.CommInfo{ID: uint64(c.comm_id), Ranks: uint32(c.n_ranks), Nodes: uint32(c.n_nodes), Seq: uint64(c.seq)})
 	}
 	return out
+}
+
+// checkArrayIndex says what is wrong with an array index out of range
+// (the map itself answers E2BIG, "map is full", which misleads).
+func checkArrayIndex(m *maps.Map, key []byte) error {
+	sp := m.Spec()
+	if (sp.Type != maps.Array && sp.Type != maps.PerCPUArray) || len(key) != 4 {
+		return nil
+	}
+	idx := uint32(key[0]) | uint32(key[1])<<8 | uint32(key[2])<<16 | uint32(key[3])<<24
+	if idx >= sp.MaxEntries {
+		return fmt.Errorf("map %s: index %d is out of range: the %s has %d entries (0..%d)", sp.Name, idx, sp.Type,
+			sp.MaxEntries, sp.MaxEntries-1)
+	}
+	return nil
 }
