@@ -19,16 +19,18 @@ import (
 // fakeProcess serves a control socket with canned answers and records the
 // requests it got.
 type fakeProcess struct {
-	mu   sync.Mutex
-	reqs []control.Request
+	mu    sync.Mutex
+	reqs  []control.Request
+	comms []control.CommInfo // what info reports
 }
 
 func (f *fakeProcess) handle(req *control.Request) *control.Response {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, *req)
+	comms := f.comms
 	f.mu.Unlock()
 	info := control.Info{PID: os.Getpid(), Started: time.Now().Add(-time.Minute), Running: true, Policy: "/p/a.bpf.o",
-		SHA256: strings.Repeat("ab", 32), LoadedAt: time.Now(), Attached: "tuner=a"}
+		SHA256: strings.Repeat("ab", 32), LoadedAt: time.Now(), Attached: "tuner=a", Comms: comms}
 	switch req.Op {
 	case control.OpInfo:
 		return &control.Response{Info: &info}
@@ -215,5 +217,32 @@ func TestControlCommandsWithAHungProcess(t *testing.T) {
 	code, _, errs = ctlCLI("reload", "--dir", dir, "--all", obj)
 	if last := f.reqs[len(f.reqs)-1]; code != exitFailure || !strings.Contains(errs, "not every process") || last.Op == control.OpReload {
 		t.Fatalf("reload --all with hung processes: %d %q (last request %s)", code, errs, last.Op)
+	}
+}
+
+// reload --all refuses when a single-node communicator has ranks that no
+// answering process reports (their sockets are missing), and goes ahead
+// once every rank is there. (Mutation: dropping the communicator check of
+// allTargets reloads the one process here.)
+func TestReloadAllRequiresEveryLocalRank(t *testing.T) {
+	dir, f := startFake(t)
+	obj := filepath.Join("..", "..", "testhost", "reload_b.bpf.o")
+	f.mu.Lock()
+	f.comms = []control.CommInfo{{ID: 0xabc, Ranks: 2, Nodes: 1, Seq: 10}, {ID: 0xdef, Ranks: 16, Nodes: 2}}
+	f.mu.Unlock()
+	code, _, errs := ctlCLI("reload", "--dir", dir, "--all", obj)
+	if code != exitFailure || !strings.Contains(errs, "communicator 0xabc: 1 of its 2 ranks answered") || strings.Contains(errs, "0xdef") {
+		t.Fatalf("reload --all with a rank missing: %d %q", code, errs)
+	}
+	for _, r := range f.reqs {
+		if r.Op == control.OpReload {
+			t.Fatal("a reload was sent")
+		}
+	}
+	f.mu.Lock()
+	f.comms = []control.CommInfo{{ID: 0xabc, Ranks: 1, Nodes: 1}}
+	f.mu.Unlock()
+	if code, out, errs := ctlCLI("reload", "--dir", dir, "--all", "--expect", "1", obj); code != 0 || !strings.Contains(out, "tuner=reload_b") {
+		t.Fatalf("reload --all, every rank there: %d %q %q", code, out, errs)
 	}
 }
