@@ -285,8 +285,8 @@ func publishArmed(b *bundle.Bundle, at uint64) (string, error) {
 // made its call AtSeq (or the timeout), the tuner slots get the new entries
 // themselves and the old bundle is retired.
 func activate(old, b *bundle.Bundle, act *activation) {
+	defer close(act.done) // after the unlock: a reload right after a cancel finds the lock free
 	defer reloadMu.Unlock()
-	defer close(act.done)
 	deadline := act.Since.Add(act.Timeout)
 	forced := false
 	wait := 100 * time.Microsecond
