@@ -158,6 +158,9 @@ func TestPeerCheckRefuses(t *testing.T) {
 	if !errors.Is(err, ErrPermission) {
 		t.Fatalf("got %v, want ErrPermission", err)
 	}
+	if n := strings.Count(err.Error(), "permission denied"); n != 1 {
+		t.Fatalf("%q says \"permission denied\" %d times, want once", err, n)
+	}
 }
 
 func TestSocketAndDirPermissions(t *testing.T) {
