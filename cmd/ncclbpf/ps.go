@@ -15,14 +15,18 @@ import (
 func init() {
 	register(&command{
 		Name:    "ps",
-		Args:    "[--dir DIR] [--json]",
+		Args:    "[--dir DIR] [--json] [--timeout D] [-v]",
 		Summary: "list the processes running libncclbpf.so and their policies",
 		Help: `Every process that loads libncclbpf.so serves a control socket named by
 its pid in the control directory ($NCCLBPF_CONTROL_DIR, else
 $XDG_RUNTIME_DIR/ncclbpf, else /tmp/ncclbpf-UID). ps connects to each and
 lists the pid, the policy, its hash, when it was loaded, how long the plugin
-has been up and the program attached to each hook. Sockets of processes that
-are gone are skipped (and say so with -v).`,
+has been up and the program attached to each hook. Every process is asked at
+once, each for at most --timeout: one that accepts and never answers costs
+that, once. Sockets of processes that are gone are skipped (and say so with
+-v). A process whose pid is taken in the directory by a process of another
+PID namespace is listed by its socket name (PID-nsINODE), which the other
+commands accept in place of a pid. Read-only sockets are marked [read-only].`,
 		Examples: []string{"ncclbpf ps", "ncclbpf ps --json"},
 		Run:      runPs,
 	})
