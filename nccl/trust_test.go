@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -215,5 +216,60 @@ func TestControlAtSeqBoundsAndCancel(t *testing.T) {
 	if _, err := p.call(&control.Request{Op: control.OpMapUpdate, Map: "hits", Key: "05000000", Value: "0100000000000000"}); err == nil ||
 		!strings.Contains(err.Error(), "index 5 is out of range") {
 		t.Errorf("array index out of range: %v", err)
+	}
+}
+
+// TestReloadAllExpectEndToEnd: the CLI against three running hosts in one
+// directory: --expect 4 sends nothing, --expect 3 arms all three at the
+// same sequence, --cancel withdraws all three.
+func TestReloadAllExpectEndToEnd(t *testing.T) {
+	bin := reloadHammer(t)
+	root := repoRoot(t)
+	cli := filepath.Join(art.dir, "ncclbpf")
+	if out, err := exec.Command("go", "build", "-o", cli, filepath.Join(root, "cmd", "ncclbpf")).CombinedOutput(); err != nil {
+		t.Fatalf("building the CLI: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "ctl")
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command(bin, "serve", art.lib, "60")
+		cmd.Dir = root
+		cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(root, "testhost/reload_a.bpf.o"), "NCCLBPF_CONTROL_DIR="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got, _ := reachable(dir); len(got) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("three sockets did not come up")
+		}
+	}
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(cli, append([]string{"reload", "--dir", dir, "--all"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	objB := filepath.Join(root, "testhost/reload_b.bpf.o")
+	if out, err := run("--expect", "4", objB); err == nil || !strings.Contains(out, "3 processes answered") {
+		t.Fatalf("--expect 4: %v %s", err, out)
+	}
+	out, err := run("--expect", "3", "--at-seq", "+100000", objB) // 20 s ahead at a call every 200 us
+	if err != nil || strings.Count(out, "armed: communicators switch at call") != 3 {
+		t.Fatalf("--expect 3: %v %s", err, out)
+	}
+	_, rs := reachable(dir)
+	var ats []string
+	for _, r := range rs {
+		if r.Resp != nil && r.Resp.Info != nil && r.Resp.Info.PendingAtSeq != nil {
+			ats = append(ats, strconv.FormatUint(*r.Resp.Info.PendingAtSeq, 10))
+		}
+	}
+	if len(ats) != 3 || ats[0] != ats[1] || ats[1] != ats[2] {
+		t.Fatalf("pending sequences %v, want the same on all three", ats)
+	}
+	if out, err := run("--cancel"); err != nil || strings.Count(out, "armed reload withdrawn") != 3 {
+		t.Fatalf("--cancel: %v %s", err, out)
 	}
 }

@@ -157,10 +157,13 @@ static ncclResult_t call(void *ctx, float *table, int *nch) {
 	return tuner->getCollInfo(ctx, 4 /* AllReduce */, 1 << 20, 1, (float **)(void *)table, 7, 3, 0, nch);
 }
 
+/* Ranks of the communicators new_comm makes (all on one node). */
+static size_t comm_ranks = 8;
+
 static void *new_comm(uint64_t id) {
 	void *ctx = NULL;
-	host_nvl_info_t nvl = {1, 8, 8};
-	if (tuner->init(&ctx, id, 8, 1, host_log, &nvl, NULL) != ncclSuccess || ctx == NULL)
+	host_nvl_info_t nvl = {1, (int)comm_ranks, (int)comm_ranks};
+	if (tuner->init(&ctx, id, comm_ranks, 1, host_log, &nvl, NULL) != ncclSuccess || ctx == NULL)
 		FAIL("tuner init");
 	return ctx;
 }
@@ -549,6 +552,8 @@ static void *serve_main(void *arg) {
 /* Two communicators calling getCollInfo until SECONDS have passed or stdin closes. */
 static int serve(double seconds) {
 	pthread_t th[2];
+	/* Single-rank communicators: this process is the whole job (reload --all finds every rank). */
+	comm_ranks = 1;
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, serve_main, (void *)(uintptr_t)i);
 	printf("serving pid %d\n", (int)getpid());
