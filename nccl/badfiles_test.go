@@ -43,14 +43,15 @@ func badFiles(t *testing.T, dir string) map[string]string {
 
 // TestPluginBadFiles: a policy object or rules file that is a FIFO,
 // /dev/zero, a directory or a 1 GB file: NCCL's init returns within 100 ms
-// with exactly one warning and NCCL's defaults. Before, a FIFO blocked
+// (once the Go runtime runs: "goready") with exactly one warning and
+// NCCL's defaults. Before, a FIFO blocked
 // every init forever with no message and /dev/zero grew memory by ~200 MB/s.
 // (Mutation: reading the policy with os.ReadFile again hangs here until
 // the context's deadline.)
 func TestPluginBadFiles(t *testing.T) {
 	artifacts(t)
 	dir := t.TempDir()
-	script := "init 0 100 8 1 1 8 8\ninitus\n" +
+	script := "goready\ninit 0 100 8 1 1 8 8\ninitus\n" +
 		call{comm: 0, coll: 4, nBytes: 1 << 20, pipeOps: 1, table: [21]float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}}.String() +
 		"\nwarns\nstats\n"
 	for kind, path := range badFiles(t, dir) {

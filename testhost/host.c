@@ -267,6 +267,7 @@ static struct ncclbpf_tuner_stats_host get_stats(struct tuner *t) {
  *   stats                                             -> "stats CALLS POLICYCALLS APPLIED REJECTED CLAMPED LOAD"
  *   warns                                             -> "warns NWARN"
  *   initus                                            -> "initus US" (how long the last init took)
+ *   goready                                           -> "goready 1" once libncclbpf.so's Go runtime runs
  */
 static double last_init_us;
 static int run_script(struct tuner *t) {
@@ -295,6 +296,13 @@ static int run_script(struct tuner *t) {
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			last_init_us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
 			printf("ok\n");
+		} else if (strcmp(cmd, "goready") == 0) {
+			/* Any call into Go waits until the Go runtime has started (dlopen only begins that):
+			 * after this, "init" times the policy load alone. */
+			int (*pending)(void) = (int (*)(void))dlsym(t->lib, "ncclbpfTestingReloadPending");
+			if (pending)
+				pending();
+			printf("goready %d\n", pending != NULL);
 		} else if (strcmp(cmd, "initus") == 0) {
 			printf("initus %.0f\n", last_init_us);
 		} else if (is_call && n == 5 && nf == NCELLS && v[0] >= 0 && v[0] < MAX_COMMS) {
