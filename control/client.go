@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -29,8 +30,10 @@ type Client struct {
 }
 
 // Dial connects to the socket at path.
-func Dial(path string) (*Client, error) {
-	c, err := net.DialTimeout("unix", path, 2*time.Second)
+func Dial(path string) (*Client, error) { return dialTimeout(path, 2*time.Second) }
+
+func dialTimeout(path string, timeout time.Duration) (*Client, error) {
+	c, err := net.DialTimeout("unix", path, timeout)
 	if err != nil {
 		switch {
 		case errors.Is(err, syscall.ENOENT):
@@ -78,21 +81,33 @@ func (c *Client) Call(req *Request) (*Response, error) {
 	}
 	if !resp.OK {
 		if strings.HasPrefix(resp.Error, "permission denied") {
-			return &resp, fmt.Errorf("%s: %w", resp.Error, ErrPermission)
+			return &resp, permError(resp.Error)
 		}
 		return &resp, errors.New(resp.Error)
 	}
 	return &resp, nil
 }
 
+// permError is the server's "permission denied" answer; it matches
+// ErrPermission without repeating its text.
+type permError string
+
+func (e permError) Error() string        { return string(e) }
+func (e permError) Is(target error) bool { return target == ErrPermission }
+
 // Entry is a socket found by Scan.
 type Entry struct {
-	PID  int
+	PID int
+	// Name is the socket's name without ".sock": the pid, or
+	// "PID-nsINODE" for a process whose pid was taken in the directory by
+	// a process of another PID namespace.
+	Name string
 	Path string
 }
 
-// Scan lists the sockets in dir named by a pid ("1234.sock"), by pid. It
-// does not connect: callers skip the stale ones (Dial says ErrStale).
+// Scan lists the sockets in dir named by a pid ("1234.sock",
+// "1234-ns4026531836.sock"), by pid. It does not connect: callers skip the
+// stale ones (Dial says ErrStale).
 func Scan(dir string) ([]Entry, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -107,12 +122,59 @@ func Scan(dir string) ([]Entry, error) {
 		if !ok || de.Type()&os.ModeSocket == 0 {
 			continue
 		}
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 {
+		pid, ok := parseName(name)
+		if !ok {
 			continue
 		}
-		out = append(out, Entry{PID: pid, Path: SocketPath(dir, pid)})
+		out = append(out, Entry{PID: pid, Name: name, Path: filepath.Join(dir, de.Name())})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].PID != out[j].PID {
+			return out[i].PID < out[j].PID
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out, nil
+}
+
+// NamePath is the socket path of a target given as a pid or a socket name
+// ("1234", "1234-ns4026531836").
+func NamePath(dir, name string) (string, error) {
+	if _, ok := parseName(name); !ok {
+		return "", fmt.Errorf("%q is neither a process id nor a control socket name (PID or PID-nsINODE)", name)
+	}
+	return filepath.Join(dir, name+".sock"), nil
+}
+
+// Result is the answer of one process to QueryAll.
+type Result struct {
+	Entry
+	Resp *Response
+	Err  error
+}
+
+// QueryAll sends req to every entry at once, each connection bounded by
+// timeout (dial, send and answer), and returns the results in the order
+// of entries. A process that accepts but never answers costs timeout, not
+// more, and does not delay the others.
+func QueryAll(entries []Entry, req *Request, timeout time.Duration) []Result {
+	out := make([]Result, len(entries))
+	var wg sync.WaitGroup
+	for i, e := range entries {
+		out[i].Entry = e
+		wg.Add(1)
+		go func(r *Result) {
+			defer wg.Done()
+			c, err := dialTimeout(r.Path, timeout)
+			if err != nil {
+				r.Err = err
+				return
+			}
+			defer c.Close()
+			c.Timeout = timeout
+			r.Resp, r.Err = c.Call(req)
+		}(&out[i])
+	}
+	wg.Wait()
+	return out
 }

@@ -81,7 +81,9 @@ func TestMalformedRequests(t *testing.T) {
 		{`{"op":"reload"}`, `needs "object"`},
 		{`{"op":"reload","object":"!!notbase64"}`, "bad request"},
 		{`{"op":"reload","object":"AAAA","at_seq":-1}`, "bad request"},
-		{`{"op":"stats","timeout_ms":-5}`, "negative"},
+		{`{"op":"stats","timeout_ms":-5}`, "timeout_ms must be within"},
+		{`{"op":"reload","object":"AA==","timeout_ms":3600001}`, "timeout_ms must be within"},
+		{`{"op":"cancel","bogus":1}`, "unknown field"},
 		{`{"op":"stats","sample_ms":-1}`, "sample_ms"},
 		{`{"op":"stats","sample_ms":600000}`, "sample_ms"},
 		{`{"op":"map_dump","map":"panic"}`, "internal error: handler bug"},
@@ -155,6 +157,9 @@ func TestPeerCheckRefuses(t *testing.T) {
 	_, err = cl.Call(&Request{Op: OpInfo})
 	if !errors.Is(err, ErrPermission) {
 		t.Fatalf("got %v, want ErrPermission", err)
+	}
+	if n := strings.Count(err.Error(), "permission denied"); n != 1 {
+		t.Fatalf("%q says \"permission denied\" %d times, want once", err, n)
 	}
 }
 

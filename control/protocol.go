@@ -31,6 +31,16 @@ const (
 	// OpAgreedUpdate: Request.Map (an agreed map), Entries, AtSeq (or
 	// Force): the entries take effect at call AtSeq of every communicator.
 	OpAgreedUpdate = "agreed_update"
+	OpCancel       = "cancel" // withdraw an armed at-seq reload: Response.Reload (the policy kept)
+)
+
+// Bounds of at-seq reloads: a reload may not name a sequence more than
+// MaxSeqAhead calls past the furthest communicator, nor wait longer than
+// MaxActivationTimeoutMS (an armed reload holds off every other reload;
+// OpCancel withdraws it).
+const (
+	MaxSeqAhead            = 1_000_000_000
+	MaxActivationTimeoutMS = 3_600_000
 )
 
 // MaxRequest is the longest request line the server reads (policy objects
@@ -109,6 +119,22 @@ type Info struct {
 	LoadMessage string `json:"load_message,omitempty"`
 	// PendingAtSeq is the sequence an armed at-seq reload waits for.
 	PendingAtSeq *uint64 `json:"pending_at_seq,omitempty"`
+	// Comms are the live communicators (at most MaxCommsListed).
+	Comms []CommInfo `json:"comms,omitempty"`
+	// Control is the socket's mode: "on" or "read-only".
+	Control string `json:"control,omitempty"`
+}
+
+// MaxCommsListed bounds Info.Comms.
+const MaxCommsListed = 256
+
+// CommInfo describes a live communicator: what NCCL's tuner init said
+// (commId is 0 before tuner ABI v5) and its getCollInfo count.
+type CommInfo struct {
+	ID    uint64 `json:"id"`
+	Ranks uint32 `json:"ranks"`
+	Nodes uint32 `json:"nodes"`
+	Seq   uint64 `json:"seq"`
 }
 
 // Stats are the counters of a process.

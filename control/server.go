@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,7 +58,9 @@ type Server struct {
 
 	ln    *net.UnixListener
 	path  string
+	lock  *os.File // the name's lock (owner.go), held while serving
 	slots chan struct{}
+	big   chan struct{} // held while a request over SmallRequest is read and handled
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns map[net.Conn]bool
@@ -76,33 +80,59 @@ func SameUID(uid uint32) error {
 
 // Listen creates the socket of process pid in dir (creating dir with mode
 // 0700 if needed; an existing dir must belong to this uid and be closed to
-// others) and returns a server that answers with h. A stale socket of the
-// same name (a dead process whose pid came back) is replaced.
+// others) and returns a server that answers with h. The socket is named
+// PID.sock, or PID-nsINODE.sock when a live process of another PID
+// namespace owns PID.sock; the name is owned through a lock file (see
+// RemoveStale), and a stale socket of the same name (a dead process whose
+// pid came back) is replaced. The socket is bound under a temporary name
+// and renamed into place once it listens.
 func Listen(dir string, pid int, h Handler) (*Server, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, err
 	}
-	path := SocketPath(dir, pid)
-	if _, err := os.Lstat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("control socket %s: another server is listening there", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("control socket %s: removing the stale socket: %w", path, err)
-		}
+	// The longest name this may need: the temporary one of the namespaced form.
+	if p := filepath.Join(dir, "."+strconv.Itoa(pid)+"-"+nsTag()+".tmp"); len(p) > maxSocketPath {
+		return nil, fmt.Errorf("control directory %s: socket paths there would be up to %d bytes, over the %d a unix socket path may have; set %s to a shorter directory",
+			dir, len(p), maxSocketPath, EnvDir)
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	name, lock, err := claim(dir, pid)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+	path := filepath.Join(dir, name+".sock")
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	fail := func(err error) (*Server, error) {
+		os.Remove(tmp)
+		os.Remove(filepath.Join(dir, name+".lock"))
+		lock.Close()
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	ln.SetUnlinkOnClose(true)
+	os.Remove(tmp) // ours (we hold the lock): left by a crashed owner of the same name
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return fail(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		return fail(err)
+	}
 	return &Server{handler: h, checkPeer: SameUID, IdleTimeout: 60 * time.Second, WriteTimeout: 30 * time.Second,
-		ln: ln, path: path, slots: make(chan struct{}, MaxConns), conns: map[net.Conn]bool{}}, nil
+		ln: ln, path: path, lock: lock, slots: make(chan struct{}, MaxConns), big: make(chan struct{}, 1), conns: map[net.Conn]bool{}}, nil
+}
+
+// Descriptors returns the file descriptors of the listening socket and of
+// the lock file (for a fork handler that closes them in the child).
+func (s *Server) Descriptors() (listener, lock int) {
+	listener = -1
+	if raw, err := s.ln.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) { listener = int(fd) })
+	}
+	return listener, int(s.lock.Fd())
 }
 
 func ensureDir(dir string) error {
@@ -182,13 +212,21 @@ func (s *Server) Serve() error {
 // Close stops the server, closes its connections and removes the socket.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return nil
+	}
 	s.done = true
 	for c := range s.conns {
 		c.Close()
 	}
 	s.mu.Unlock()
+	// Remove the name while still holding its lock: nobody else can own it yet.
+	os.Remove(s.path)
 	err := s.ln.Close()
 	s.wg.Wait()
+	os.Remove(strings.TrimSuffix(s.path, ".sock") + ".lock")
+	s.lock.Close()
 	return err
 }
 
@@ -226,14 +264,26 @@ func (s *Server) reply(c net.Conn, r *Response) error {
 
 var errTooLong = fmt.Errorf("request longer than %d bytes", MaxRequest)
 
+// SmallRequest is the size up to which requests are read and handled
+// concurrently (every request but a reload's policy object). Larger ones
+// are read and handled one at a time per server, so that many large
+// requests at once cost the memory of one.
+const SmallRequest = 64 << 10
+
 // readLine reads one line of at most max bytes (newline included) and
-// returns it without the newline.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
+// returns it without the newline. Once the line grows past SmallRequest it
+// calls big first (which may refuse).
+func readLine(r *bufio.Reader, max int, big func() error) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > max {
 			return nil, errTooLong
+		}
+		if len(line) <= SmallRequest && len(line)+len(chunk) > SmallRequest && big != nil {
+			if err := big(); err != nil {
+				return nil, err
+			}
 		}
 		line = append(line, chunk...)
 		switch {
@@ -261,19 +311,45 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
 		c.SetReadDeadline(time.Now().Add(s.IdleTimeout))
-		line, err := readLine(r, MaxRequest)
+		holding := false
+		line, err := readLine(r, MaxRequest, func() error {
+			select {
+			case s.big <- struct{}{}:
+				holding = true
+				return nil
+			case <-time.After(s.IdleTimeout):
+				return errBusy
+			}
+		})
 		if err != nil {
-			if errors.Is(err, errTooLong) || errors.Is(err, io.ErrUnexpectedEOF) {
+			if holding {
+				s.releaseBig()
+			}
+			if errors.Is(err, errTooLong) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBusy) {
 				// The rest of the stream cannot be trusted to start a request: answer and close.
 				s.reply(c, &Response{Error: "bad request: " + err.Error()})
 			}
 			return
 		}
 		c.SetReadDeadline(time.Time{})
-		if s.reply(c, s.handle(line)) != nil {
+		resp := s.handle(line)
+		if holding {
+			line = nil
+			s.releaseBig()
+		}
+		if s.reply(c, resp) != nil {
 			return
 		}
 	}
+}
+
+var errBusy = errors.New("busy: another large request is being handled; try again")
+
+// releaseBig ends a large request: its memory goes back to the system at
+// once (the host process is a training job, not ours to grow).
+func (s *Server) releaseBig() {
+	debug.FreeOSMemory()
+	<-s.big
 }
 
 // handle parses one request line and runs the handler; it never panics.
@@ -310,7 +386,7 @@ func ParseRequest(line []byte) (*Request, error) {
 		return nil, errors.New("bad request: data after the JSON object")
 	}
 	switch req.Op {
-	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions:
+	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions, OpCancel:
 	case OpMapDump, OpMapRead:
 		if req.Map == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
@@ -333,7 +409,7 @@ func ParseRequest(line []byte) (*Request, error) {
 	case "":
 		return nil, errors.New("bad request: no \"op\"")
 	default:
-		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, decisions, map_read, agreed_update)", req.Op)
+		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, cancel, decisions, map_read, agreed_update)", req.Op)
 	}
 	if len(req.CommAtSeq) > 0 && req.AtSeq == nil {
 		return nil, errors.New("bad request: comm_at_seq needs at_seq (the sequence of the other communicators)")
@@ -343,8 +419,8 @@ func ParseRequest(line []byte) (*Request, error) {
 			return nil, fmt.Errorf("bad request: comm_at_seq: %w", err)
 		}
 	}
-	if req.TimeoutMS < 0 {
-		return nil, errors.New("bad request: negative timeout_ms")
+	if req.TimeoutMS < 0 || req.TimeoutMS > MaxActivationTimeoutMS {
+		return nil, fmt.Errorf("bad request: timeout_ms must be within 0..%d", MaxActivationTimeoutMS)
 	}
 	if req.SampleMS < 0 || req.SampleMS > 60000 {
 		return nil, errors.New("bad request: sample_ms must be within 0..60000")

@@ -35,7 +35,8 @@ func repoRoot(t *testing.T) string {
 }
 
 // artifacts builds the library, the host and the native plugin once per
-// test binary.
+// test binary; NCCLBPF_TEST_LIB names a library to test instead of
+// building one.
 func artifacts(t *testing.T) {
 	t.Helper()
 	root := repoRoot(t)
@@ -54,6 +55,10 @@ func artifacts(t *testing.T) {
 			{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread", "-I", "include",
 				"-o", art.host, "testhost/host.c", "-ldl"},
 			{"gcc", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", art.native, "testhost/native_size_aware.c"},
+		}
+		if lib := os.Getenv("NCCLBPF_TEST_LIB"); lib != "" {
+			// A library built beforehand (to compare builds, or to save the build).
+			art.lib, steps = lib, steps[1:]
 		}
 		buildErr = buildSteps(root, steps)
 	})

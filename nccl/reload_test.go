@@ -18,6 +18,10 @@ import (
 // the acceptance criteria is
 //
 //	NCCLBPF_HAMMER_CALLS=10000000 NCCLBPF_HAMMER_RELOADS=10000 go test ./nccl -run ReloadHammer -v -timeout 1h
+//
+// and of swaps of prebuilt bundles (TestReloadSwapHammer)
+//
+//	NCCLBPF_HAMMER_SWAPS=1000000 go test ./nccl -run ReloadSwapHammer -v -timeout 2h
 
 var (
 	hammerOnce sync.Once
@@ -49,7 +53,7 @@ func runHammer(t *testing.T, env []string, args ...string) map[string]string {
 	cmd := exec.Command(reloadHammer(t), args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cleanEnv(), env...)
-	for _, k := range []string{"NCCLBPF_HAMMER_CALLS", "NCCLBPF_HAMMER_RELOADS", "NCCLBPF_HAMMER_THREADS", "NCCLBPF_HAMMER_PROF_EVERY", "NCCLBPF_SYNC_RANKS"} {
+	for _, k := range []string{"NCCLBPF_HAMMER_CALLS", "NCCLBPF_HAMMER_RELOADS", "NCCLBPF_HAMMER_THREADS", "NCCLBPF_HAMMER_PROF_EVERY", "NCCLBPF_SYNC_RANKS", "NCCLBPF_HAMMER_SWAPS"} {
 		if v := os.Getenv(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -90,6 +94,9 @@ func TestReloadHammer(t *testing.T) {
 	}
 	if kv["bad_decisions"] != "0" {
 		t.Errorf("bad decisions: %s", kv["bad_decisions"])
+	}
+	if kv["decisions_none"] != "0" {
+		t.Errorf("%s calls ran no policy: the tuner slot was empty during a reload", kv["decisions_none"])
 	}
 	// The host checked pev_a + pev_b == prof_events == p2p_end calls; check it here too.
 	var ev, pa, pb uint64
@@ -136,4 +143,53 @@ func TestReloadHammerSanitized(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "PASS") || strings.Contains(string(out), "Sanitizer") {
 		t.Fatalf("sanitized hammer: %v\n%s", err, out)
 	}
+}
+
+// TestReloadHammerCatchesEmptySlot is the hammer's mutation test: a
+// deliberate bug that empties the tuner slot for 200 us around each reload
+// (as a reload that unpublished before publishing would) must make the
+// hammer fail, on calls that ran no policy. Before the hammer asserted it,
+// such a bug passed with a quarter of the calls running no policy.
+func TestReloadHammerCatchesEmptySlot(t *testing.T) {
+	bin := reloadHammer(t)
+	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	cmd := exec.Command(bin, "hammer", art.lib, a, b, bad)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY="+a, "NCCLBPF_HAMMER_CALLS=20000",
+		"NCCLBPF_HAMMER_RELOADS=30", "NCCLBPF_HAMMER_THREADS=8", "NCCLBPF_HAMMER_EMPTY_US=200")
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "PASS") {
+		t.Fatalf("the hammer passed with the tuner slot emptied during reloads:\n%s", out)
+	}
+	if !strings.Contains(string(out), "ran no policy") {
+		t.Fatalf("the hammer failed, but not on the calls that ran no policy:\n%s", out)
+	}
+}
+
+// TestReloadSwapHammer swaps two prebuilt bundles (each swap a publish to
+// every hook slot and the grace periods of a reload) under 8 calling
+// threads: no call may be lost (run no policy) or be wrong, no update of
+// the shared maps lost, no profiler event lost. The long run is
+// NCCLBPF_HAMMER_SWAPS=1000000 (scripts/test-long.sh, BENCHMARKS.md).
+func TestReloadSwapHammer(t *testing.T) {
+	reloadHammer(t)
+	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=" + a}
+	if os.Getenv("NCCLBPF_HAMMER_SWAPS") == "" {
+		env = append(env, "NCCLBPF_HAMMER_SWAPS=5000", "NCCLBPF_HAMMER_CALLS=20000", "NCCLBPF_HAMMER_THREADS=8")
+	}
+	kv := runHammer(t, env, "hammer", art.lib, a, b, bad)
+	for _, k := range []string{"swaps", "decisions_a", "decisions_b", "prof_events"} {
+		if kv[k] == "" || kv[k] == "0" {
+			t.Errorf("%s = %q: the hammer did not exercise it", k, kv[k])
+		}
+	}
+	if kv["bad_decisions"] != "0" || kv["decisions_none"] != "0" {
+		t.Errorf("bad decisions %s, calls without a policy %s", kv["bad_decisions"], kv["decisions_none"])
+	}
+	if kv["hits_a"] != kv["decisions_a"] || kv["hits_b"] != kv["decisions_b"] {
+		t.Errorf("map hits A %s B %s, decisions A %s B %s", kv["hits_a"], kv["hits_b"], kv["decisions_a"], kv["decisions_b"])
+	}
+	t.Logf("%s swaps in %s s (%s ns each, grace period %s ns), %s calls", kv["swaps"], kv["swap_wall_s"],
+		kv["per_swap_ns"], kv["grace_mean_ns"], kv["calls"])
 }

@@ -2,11 +2,11 @@ package nccl
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,12 +47,11 @@ type Rule struct {
 
 // ParseRulesFile reads a rules file.
 func ParseRulesFile(path string) ([]Rule, error) {
-	f, err := os.Open(path)
+	b, err := ReadRegularFile(path, MaxRulesFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("rules file: %w", err)
 	}
-	defer f.Close()
-	rules, err := ParseRules(f)
+	rules, err := ParseRules(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("rules file %s: %w", path, err)
 	}
@@ -273,9 +272,14 @@ func RulesTable(rules []Rule) ([]byte, error) {
 				if i+1 < len(los) {
 					hi = los[i+1] - 1
 				}
-				lines := make([]string, len(cs))
+				// Name a few lines, not thousands: the message goes to NCCL's log.
+				var lines []string
 				for k, r := range cs {
-					lines[k] = strconv.Itoa(r.Line)
+					if k == 8 {
+						lines = append(lines, fmt.Sprintf("and %d more", len(cs)-k))
+						break
+					}
+					lines = append(lines, strconv.Itoa(r.Line))
 				}
 				return nil, fmt.Errorf("collective %s, sizes %d..%d: %d rules overlap (lines %s); at most %d may",
 					collNames[c], los[i], hi, len(cs), strings.Join(lines, ","), RulesMaxCand)

@@ -2,10 +2,12 @@ package nccl
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 const sampleRules = `# collective,min,max,algo,proto,channels,nNodes,nRanks[,pipeOps[,regBuff]]
@@ -173,3 +175,37 @@ func TestRulesTableLimits(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Thousands of overlapping rules give a message of a few lines' numbers,
+// not one number per rule (it goes to NCCL's log): before, tens of kB.
+func TestRulesOverlapMessageIsShort(t *testing.T) {
+	var many strings.Builder
+	for i := 0; i < 5000; i++ {
+		many.WriteString("allreduce,0,100,ring,simple,-1,-1,-1\n")
+	}
+	rs, err := ParseRules(strings.NewReader(many.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = RulesTable(rs)
+	if err == nil || !strings.Contains(err.Error(), "5000 rules overlap") || !strings.Contains(err.Error(), "and 4992 more") ||
+		len(err.Error()) > 300 {
+		t.Fatalf("%d bytes: %v", len(err.Error()), err)
+	}
+}
+
+// A rules file that is not a regular file, or is over the limit, is refused
+// without being read.
+func TestParseRulesFileRefusesOddFiles(t *testing.T) {
+	dir := t.TempDir()
+	for kind, path := range badFiles(t, dir) {
+		t0 := time.Now()
+		_, err := ParseRulesFile(path)
+		if err == nil || (!errors.Is(err, ErrNotRegular) && !strings.Contains(err.Error(), "over the limit")) {
+			t.Errorf("%s: %v", kind, err)
+		}
+		if d := time.Since(t0); d > 100*time.Millisecond {
+			t.Errorf("%s: refused after %v", kind, d)
+		}
+	}
+}

@@ -6,6 +6,8 @@ package main
 #include "shim.h"
 #include "profiler.h"
 #include "reload.h"
+#include "fork.h"
+#include "comms.h"
 */
 import "C"
 
@@ -14,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"time"
 	"unsafe"
@@ -28,16 +29,23 @@ import (
 
 // The control server (package control) starts when the library is loaded,
 // on a goroutine of its own: never on an NCCL thread. NCCLBPF_CONTROL=0
-// disables it; NCCLBPF_CONTROL_DIR moves it. Problems are reported once on
-// stderr, never to NCCL: the job runs on without a control plane.
+// (off, false, no) disables it, ro makes it read-only (trust.go);
+// NCCLBPF_CONTROL_DIR moves it. Problems are reported once on stderr, never
+// to NCCL: the job runs on without a control plane.
 
 var (
 	controlStarted = time.Now()
 	controlServer  *control.Server
+	ctlMode        controlMode
 )
 
 func init() {
-	if cGetenv(control.EnvControl) == "0" {
+	mode, warn := parseControlMode(cGetenv(control.EnvControl))
+	if warn != "" {
+		fmt.Fprintln(os.Stderr, warn)
+	}
+	ctlMode = mode
+	if mode == ctlOff {
 		return
 	}
 	go startControl()
@@ -55,29 +63,13 @@ func startControl() {
 		fmt.Fprintf(os.Stderr, "ncclbpf: no control socket (%v); set %s=0 to silence this\n", err, control.EnvControl)
 		return
 	}
+	ln, lk := s.Descriptors()
+	C.ncclbpf_control_fds(C.int(ln), C.int(lk))
 	controlServer = s
-	go removeStaleSockets(dir)
+	// Sockets of processes that are provably gone (their lock is free).
+	go control.RemoveStale(dir)
 	if err := s.Serve(); err != nil {
 		fmt.Fprintf(os.Stderr, "ncclbpf: control server stopped: %v\n", err)
-	}
-}
-
-// removeStaleSockets deletes sockets of the directory that nobody listens
-// on any more (processes that exited without closing theirs).
-func removeStaleSockets(dir string) {
-	es, _ := control.Scan(dir)
-	for _, e := range es {
-		if e.PID == os.Getpid() {
-			continue
-		}
-		c, err := net.DialTimeout("unix", e.Path, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			continue
-		}
-		if errors.Is(err, errConnRefused) {
-			os.Remove(e.Path)
-		}
 	}
 }
 
@@ -117,8 +109,32 @@ func handleControl(req *control.Request) *control.Response {
 		}
 		return &control.Response{Dump: b}
 	case control.OpMapUpdate:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
 		return mapUpdate(req)
+	case control.OpCancel:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		info, err := cancelPending()
+		if err != nil {
+			return &control.Response{Error: "cancel: " + err.Error()}
+		}
+		return &control.Response{Reload: &control.ReloadResult{Policy: info.Name, SHA256: info.SHA256}}
 	case control.OpReload, control.OpRollback:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		if req.Op == control.OpReload {
+			if len(req.Object) > nccl.MaxPolicyBytes {
+				return &control.Response{Error: fmt.Sprintf("reload %s: object of %d bytes, over the limit of %d; the running policy is unchanged",
+					req.Name, len(req.Object), nccl.MaxPolicyBytes)}
+			}
+			if err := checkAllowed(req.Object); err != nil {
+				return &control.Response{Error: fmt.Sprintf("reload %s: %v; the running policy is unchanged", req.Name, err)}
+			}
+		}
 		return controlReload(req)
 	case control.OpMapRead:
 		return mapRead(req.Map)
@@ -147,6 +163,8 @@ func currentInfo() control.Info {
 		s := pending.AtSeq
 		info.PendingAtSeq = &s
 	}
+	info.Comms = liveComms()
+	info.Control = ctlMode.String()
 	return info
 }
 
@@ -245,6 +263,9 @@ func mapUpdate(req *control.Request) *control.Response {
 	if isAgreed(m) && !req.Force {
 		return &control.Response{Error: errAgreedNeedsSeq(req.Map).Error()}
 	}
+	if err := checkArrayIndex(m, key); err != nil {
+		return &control.Response{Error: err.Error()}
+	}
 	if err := m.Update(key, val, 0); err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}
 	}
@@ -292,4 +313,31 @@ func controlReload(req *control.Request) *control.Response {
 	return &control.Response{Reload: &control.ReloadResult{Policy: r.Name, SHA256: res.SHA256, Attached: res.Attached,
 		Reused: res.Reused, LoadNS: res.Load.Nanoseconds(), PublishNS: res.Publish.Nanoseconds(),
 		GraceNS: res.Grace.Nanoseconds(), Pending: res.Pending, AtSeq: res.AtSeq}}
+}
+
+// liveComms lists the live communicators (at most control.MaxCommsListed).
+func liveComms() []control.CommInfo {
+	var buf [control.MaxCommsListed]C.struct_ncclbpf_comm_info
+	n := int(C.ncclbpf_comms_list(&buf[0], C.int(len(buf))))
+	out := make([]control.CommInfo, 0, min(n, len(buf)))
+	for i := 0; i < n && i < len(buf); i++ {
+		c := buf[i]
+		out = append(out, control.CommInfo{ID: uint64(c.comm_id), Ranks: uint32(c.n_ranks), Nodes: uint32(c.n_nodes), Seq: uint64(c.seq)})
+	}
+	return out
+}
+
+// checkArrayIndex says what is wrong with an array index out of range
+// (the map itself answers E2BIG, "map is full", which misleads).
+func checkArrayIndex(m *maps.Map, key []byte) error {
+	sp := m.Spec()
+	if (sp.Type != maps.Array && sp.Type != maps.PerCPUArray) || len(key) != 4 {
+		return nil
+	}
+	idx := uint32(key[0]) | uint32(key[1])<<8 | uint32(key[2])<<16 | uint32(key[3])<<24
+	if idx >= sp.MaxEntries {
+		return fmt.Errorf("map %s: index %d is out of range: the %s has %d entries (0..%d)", sp.Name, idx, sp.Type,
+			sp.MaxEntries, sp.MaxEntries-1)
+	}
+	return nil
 }

@@ -9,7 +9,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -85,7 +84,7 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 		}
 		obj = o
 	} else {
-		o, err := os.ReadFile(cfg.Policy)
+		o, err := nccl.ReadRegularFile(cfg.Policy, nccl.MaxPolicyBytes)
 		if err != nil {
 			return nil, err
 		}

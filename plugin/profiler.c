@@ -172,11 +172,15 @@ uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn) {
 
 static int nbp_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
 
-__attribute__((constructor)) static void nbp_ctor(void) {
+/* Registered at the first grace period, not at load time: in a process that already has threads,
+ * registering waits for an RCU grace period of the kernel, which dlopen need not pay. */
+static pthread_once_t g_membarrier_once = PTHREAD_ONCE_INIT;
+static void nbp_register(void) {
 	g_membarrier = nbp_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 ? 1 : -1;
 }
 
 int ncclbpf_prof_synchronize(void) {
+	pthread_once(&g_membarrier_once, nbp_register);
 	if (g_membarrier != 1 || nbp_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return -1;
 	for (int i = 0; i < NBP_MAX_THREADS; i++) {
 		struct thr *r = &g_thr[i];

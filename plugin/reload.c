@@ -150,3 +150,14 @@ void ncclbpf_comms_check_at(const uint64_t *ids, const uint64_t *ats, int n, uin
 	struct nb_at_arg a = {ids, ats, n, at, out};
 	nb_registry_each(nb_check_one, &a);
 }
+
+int ncclbpf_reload_cancel(int slot) {
+	if (slot < 0 || slot >= NCCLBPF_NUM_SLOTS)
+		return -1;
+	struct nb_switch *s = &nb_switches[slot];
+	if (!atomic_load(&s->armed))
+		return -1;
+	ncclbpf_slot_publish(slot, atomic_load_explicit(&s->old_word, memory_order_relaxed));
+	atomic_store(&s->armed, 0);
+	return 0;
+}

@@ -69,6 +69,12 @@ type activation struct {
 	CommAt  map[uint64]uint64 // communicators with their own sequence (an activation manifest)
 	Since   time.Time
 	Timeout time.Duration
+	// cancel, closed by a cancel request, withdraws the reload
+	// (reload_cancel.go); done is closed when activate has returned.
+	cancel, done chan struct{}
+	// what running and previous were before the reload
+	oldRunning  policyInfo
+	oldPrevious *policyInfo
 }
 
 // reloadStats are the reload counters of the control plane.
@@ -230,7 +236,11 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 		// A communicator already at or past its sequence would switch late, at
 		// the publish below, not with the other ranks: refuse (the window
 		// between this check and the publish is a few microseconds).
-		if ck := checkAt(*req.AtSeq, req.CommAt); ck.late != 0 {
+		var min, max C.uint64_t
+		n := C.ncclbpf_comms_seq_range(&min, &max)
+		if herr := checkHorizon(*req.AtSeq, uint64(max), n, req.Timeout); herr != nil {
+			err = herr
+		} else if ck := checkAt(*req.AtSeq, req.CommAt); ck.late != 0 {
 			err = fmt.Errorf("%w: communicator %#x has already made %d calls, at or past its activation seq %d; name a later sequence",
 				errSeqPassed, uint64(ck.late_id), uint64(ck.late_seq), uint64(ck.late_at))
 		}
@@ -254,6 +264,7 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	}
 	stateMu.Lock()
 	prev := running
+	oldPrevious := previous
 	if prev.obj != nil && !req.sameObject {
 		previous = &prev
 	}
@@ -273,7 +284,8 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
-	act := &activation{AtSeq: *req.AtSeq, CommAt: req.CommAt, Since: time.Now(), Timeout: timeout}
+	act := &activation{AtSeq: *req.AtSeq, CommAt: req.CommAt, Since: time.Now(), Timeout: timeout, cancel: make(chan struct{}),
+		done: make(chan struct{}), oldRunning: prev, oldPrevious: oldPrevious}
 	stateMu.Lock()
 	pending = act
 	stateMu.Unlock()
@@ -320,11 +332,18 @@ func publishArmed(b *bundle.Bundle, at uint64, commAt map[uint64]uint64) (string
 // made its call AtSeq (or the timeout), the tuner slots get the new entries
 // themselves and the old bundle is retired.
 func activate(old, b *bundle.Bundle, act *activation) {
+	defer close(act.done) // after the unlock: a reload right after a cancel finds the lock free
 	defer reloadMu.Unlock()
 	deadline := act.Since.Add(act.Timeout)
 	forced := false
 	wait := 100 * time.Microsecond
 	for {
+		select {
+		case <-act.cancel:
+			withdraw(old, b, act)
+			return
+		default:
+		}
 		if ck := checkAt(act.AtSeq, act.CommAt); ck.waiting == 0 {
 			break
 		}

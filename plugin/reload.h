@@ -52,6 +52,13 @@ void ncclbpf_comms_check_at(const uint64_t *ids, const uint64_t *ats, int n, uin
  */
 int ncclbpf_reload_finish(int slot);
 
+/*
+ * ncclbpf_reload_cancel publishes the armed old word in slot again (no trampoline) and disarms it:
+ * the switch never happens. The same grace-period rule as ncclbpf_reload_finish applies. Returns 0,
+ * -1 if slot was not armed.
+ */
+int ncclbpf_reload_cancel(int slot);
+
 /* ncclbpf_reload_armed reports whether slot holds a switch trampoline. */
 int ncclbpf_reload_armed(int slot);
 

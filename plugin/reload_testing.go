@@ -4,13 +4,18 @@ package main
 #include <stddef.h>
 #include "shim.h"
 #include "profiler.h"
+#include "reload.h"
 */
 import "C"
 
 import (
 	"fmt"
-	"os"
+	"time"
 	"unsafe"
+
+	"github.com/ncclbpf/ncclbpf/bundle"
+
+	"github.com/ncclbpf/ncclbpf/nccl"
 )
 
 // Test entry points of hot reload, for the C test host
@@ -27,7 +32,7 @@ import (
 func ncclbpfTestingReload(path *C.char, atSeq C.longlong, msg *C.char, n C.size_t) C.int {
 	name := C.GoString(path)
 	text, rc := "", C.int(0)
-	obj, err := os.ReadFile(name)
+	obj, err := nccl.ReadRegularFile(name, nccl.MaxPolicyBytes)
 	if err == nil {
 		req := reloadRequest{Name: name, Object: obj}
 		if atSeq >= 0 {
@@ -150,4 +155,103 @@ func ncclbpfTestingUnload() C.int {
 		liveBundles.Add(-1)
 	}
 	return 0
+}
+
+// ncclbpfTestingEmptyTunerSlot empties the tuner slot for us microseconds
+// and puts its entry back: a deliberate bug for the reload hammer's
+// mutation test (a reload that leaves calls without a policy for a moment
+// must make the hammer fail).
+//
+//export ncclbpfTestingEmptyTunerSlot
+func ncclbpfTestingEmptyTunerSlot(us C.int) {
+	mu.Lock()
+	defer mu.Unlock()
+	old := publish(slotTuner, 0)
+	time.Sleep(time.Duration(us) * time.Microsecond)
+	publish(slotTuner, old)
+}
+
+// ncclbpfTestingSwap loads the policy objects at pathA and pathB once
+// (both taking the running bundle's compatible maps) and then swaps them n
+// times, each swap a full publish (every hook slot) and the grace periods
+// of a reload, as fast as it can: the long run of hot reload without the
+// cost of verifying and compiling each time. The last swap leaves pathA's
+// or pathB's bundle running, the other and the replaced one freed. It
+// writes a one-line message and returns 0, or -1 on failure (nothing
+// changed).
+//
+//export ncclbpfTestingSwap
+func ncclbpfTestingSwap(pathA, pathB *C.char, n C.longlong, msg *C.char, size C.size_t) C.int {
+	text, rc := swapBundles(C.GoString(pathA), C.GoString(pathB), int64(n))
+	if size > 0 {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(msg)), int(size))
+		k := copy(b[:len(b)-1], text)
+		b[k] = 0
+	}
+	return C.int(rc)
+}
+
+func swapBundles(pathA, pathB string, n int64) (string, int) {
+	C.ncclbpf_ensure_loaded()
+	reloadMu.Lock()
+	defer reloadMu.Unlock()
+	mu.Lock()
+	old := current
+	mu.Unlock()
+	if old == nil {
+		return "swap: no policy running", -1
+	}
+	if !initialCounted {
+		initialCounted = true
+		liveBundles.Add(1)
+	}
+	var bs [2]*bundle.Bundle
+	for i, p := range []string{pathA, pathB} {
+		obj, err := nccl.ReadRegularFile(p, nccl.MaxPolicyBytes)
+		if err == nil {
+			bs[i], err = bundle.Load(obj, bundle.Options{Name: p, RequireNative: true, Reuse: old.Maps})
+		}
+		if err != nil {
+			if bs[0] != nil {
+				bs[0].Close()
+			}
+			return fmt.Sprintf("swap: %s: %v", p, err), -1
+		}
+	}
+	liveBundles.Add(2)
+	t0 := time.Now()
+	var grace time.Duration
+	var last int
+	for i := int64(0); i < n; i++ {
+		last = int(i % 2)
+		if _, err := publishBundle(bs[last]); err != nil {
+			return fmt.Sprintf("swap %d: %v", i, err), -1
+		}
+		g := time.Now()
+		if C.ncclbpf_slot_synchronize() != 0 || C.ncclbpf_prof_synchronize() != 0 {
+			return "swap: no grace period possible (membarrier)", -1
+		}
+		grace += time.Since(g)
+	}
+	wall := time.Since(t0)
+	if n == 0 {
+		publishBundle(bs[0])
+		C.ncclbpf_slot_synchronize()
+		C.ncclbpf_prof_synchronize()
+	}
+	// Both prebuilt bundles borrowed old's maps; the one running takes them
+	// over, the other and old are freed (no slot points at them any more).
+	bs[last].TakeOver(old)
+	old.Close()
+	bs[1-last].Close()
+	liveBundles.Add(-2)
+	stateMu.Lock()
+	rstats.Reloads += uint64(n)
+	stateMu.Unlock()
+	per := time.Duration(0)
+	if n > 0 {
+		per = wall / time.Duration(n)
+	}
+	return fmt.Sprintf("swaps %d\nswap_wall_s %.2f\nper_swap_ns %d\ngrace_mean_ns %d", n, wall.Seconds(), per.Nanoseconds(),
+		(grace / time.Duration(max(n, 1))).Nanoseconds()), 0
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -56,10 +57,13 @@ func stampOf(path string) (fileStamp, bool) {
 }
 
 func init() {
-	if cGetenv(envWatch) != "1" {
-		return
+	on, warn := parseSwitch(envWatch, cGetenv(envWatch))
+	if warn != "" {
+		fmt.Fprintln(os.Stderr, warn)
 	}
-	go watchPolicy()
+	if on {
+		go watchPolicy()
+	}
 }
 
 func watchPolicy() {
@@ -73,11 +77,9 @@ func watchPolicy() {
 		fmt.Fprintf(os.Stderr, "ncclbpf: %s=1 needs %s to name a file; not watching\n", envWatch, nccl.EnvPolicy)
 		return
 	}
-	interval := time.Second
-	if v := cGetenv(envWatchInterval); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d >= 10*time.Millisecond {
-			interval = d
-		}
+	interval, warn := parseInterval(cGetenv(envWatchInterval))
+	if warn != "" {
+		fmt.Fprintln(os.Stderr, warn)
 	}
 	req := reloadRequest{Name: cfg.Policy}
 	for _, v := range cfg.Vars {
@@ -110,8 +112,18 @@ func watchPolicy() {
 			seen = cur // changed: wait one more interval for it to settle
 			continue
 		}
-		obj, err := os.ReadFile(cfg.Policy)
+		obj, err := nccl.ReadRegularFile(cfg.Policy, nccl.MaxPolicyBytes)
+		if err == nil {
+			err = checkAllowed(obj)
+		}
 		if err != nil {
+			// Not a policy object we may read (a FIFO, a device, a folder, too
+			// big) or not allowed: say so once for this version of the path.
+			last = cur
+			if cur != failed {
+				fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %v; the running policy is unchanged\n", err)
+				failed = cur
+			}
 			continue
 		}
 		man, merr := nccl.ReadManifest(cfg.Policy)
@@ -153,4 +165,30 @@ func watchPolicy() {
 			}
 		}
 	}
+}
+
+// parseSwitch reads an on/off environment variable; a value it does not
+// know is off, with a warning.
+func parseSwitch(name, v string) (on bool, warn string) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "on", "true", "yes":
+		return true, ""
+	case "", "0", "off", "false", "no":
+		return false, ""
+	}
+	return false, fmt.Sprintf("ncclbpf: %s=%q is not one of 1/0, on/off, true/false, yes/no; off", name, v)
+}
+
+// parseInterval reads NCCLBPF_WATCH_INTERVAL: a Go duration of at least
+// 10ms; anything else gives the default of 1s and a warning.
+func parseInterval(v string) (time.Duration, string) {
+	if strings.TrimSpace(v) == "" {
+		return time.Second, ""
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 10*time.Millisecond || d > 24*time.Hour {
+		return time.Second, fmt.Sprintf("ncclbpf: %s=%q is not a duration within 10ms..24h (such as 500ms, 2s); checking every 1s",
+			envWatchInterval, v)
+	}
+	return d, ""
 }

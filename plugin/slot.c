@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comms.h"
 #include "internal.h"
 #include "reload.h"
 
@@ -45,8 +46,11 @@ static int nb_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0,
 
 static int nb_membarrier_state; /* 0 unknown, 1 private expedited registered, -1 unavailable */
 
-__attribute__((constructor)) static void nb_slot_ctor(void) {
-	/* Registration is per process and cheap; doing it at load time keeps it off every path. */
+/* Registered at the first grace period (a reload, off NCCL's threads), not at load time: in a
+ * process that already has threads, registering waits for an RCU grace period of the kernel, which
+ * dlopen need not pay. */
+static pthread_once_t nb_membarrier_once = PTHREAD_ONCE_INIT;
+static void nb_membarrier_register(void) {
 	if (nb_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
 		nb_membarrier_state = 1;
 	else
@@ -60,6 +64,7 @@ uintptr_t ncclbpf_slot_publish(int slot, uintptr_t fn) {
 }
 
 int ncclbpf_slot_synchronize(void) {
+	pthread_once(&nb_membarrier_once, nb_membarrier_register);
 	if (nb_membarrier_state != 1 || nb_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
 		return -1;
 	pthread_mutex_lock(&nb_registry_lock);
@@ -154,5 +159,21 @@ int ncclbpf_comms_seq_range(uint64_t *min, uint64_t *max) {
 	pthread_mutex_unlock(&nb_registry_lock);
 	*min = lo;
 	*max = hi;
+	return n;
+}
+
+/* Declared in comms.h. */
+int ncclbpf_comms_list(struct ncclbpf_comm_info *out, int max) {
+	int n = 0;
+	pthread_mutex_lock(&nb_registry_lock);
+	for (struct nb_comm *c = nb_registry; c; c = c->next, n++) {
+		if (n < max) {
+			out[n].comm_id = c->comm_id;
+			out[n].seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+			out[n].n_ranks = c->n_ranks;
+			out[n].n_nodes = c->n_nodes;
+		}
+	}
+	pthread_mutex_unlock(&nb_registry_lock);
 	return n;
 }

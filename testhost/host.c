@@ -266,7 +266,10 @@ static struct ncclbpf_tuner_stats_host get_stats(struct tuner *t) {
  *   fin C                                             -> "ok"
  *   stats                                             -> "stats CALLS POLICYCALLS APPLIED REJECTED CLAMPED LOAD"
  *   warns                                             -> "warns NWARN"
+ *   initus                                            -> "initus US" (how long the last init took)
+ *   goready                                           -> "goready 1" once libncclbpf.so's Go runtime runs
  */
+static double last_init_us;
 static int run_script(struct tuner *t) {
 	void *comms[MAX_COMMS] = {0};
 	char line[4096];
@@ -287,8 +290,21 @@ static int run_script(struct tuner *t) {
 				v[n++] = strtol(tok, NULL, 0);
 		}
 		if (strcmp(cmd, "init") == 0 && n == 7 && v[0] >= 0 && v[0] < MAX_COMMS) {
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
 			comms[v[0]] = t_init(t, (uint64_t)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6]);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			last_init_us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
 			printf("ok\n");
+		} else if (strcmp(cmd, "goready") == 0) {
+			/* Any call into Go waits until the Go runtime has started (dlopen only begins that):
+			 * after this, "init" times the policy load alone. */
+			int (*pending)(void) = (int (*)(void))dlsym(t->lib, "ncclbpfTestingReloadPending");
+			if (pending)
+				pending();
+			printf("goready %d\n", pending != NULL);
+		} else if (strcmp(cmd, "initus") == 0) {
+			printf("initus %.0f\n", last_init_us);
 		} else if (is_call && n == 5 && nf == NCELLS && v[0] >= 0 && v[0] < MAX_COMMS) {
 			float tbl[NA][NP];
 			memcpy(tbl, f, sizeof tbl);

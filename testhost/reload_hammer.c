@@ -15,11 +15,20 @@
  *       its stop). The policies' profiler/p2p_end programs (testhost/reload_pa, reload_pb) count
  *       them in the carried map "pev" (A: key 0, B: key 1): pev[0] + pev[1] and the shim's
  *       p2p_end call counter must equal the events started; events the shim refused (NULL
- *       handle) must match its dropped counter, and none may be forced.
+ *       handle) must match its dropped counter, and none may be forced. No call may run without a
+ *       policy. NCCLBPF_HAMMER_SWAPS=N replaces the reloads by N swaps of A and B loaded once (each a
+ *       publish and a grace period); NCCLBPF_HAMMER_EMPTY_US=U empties the tuner slot for U us before
+ *       each reload (a deliberate bug the hammer must catch).
  *   reload_hammer sync LIB POLICY_B
  *       NCCLBPF_POLICY=POLICY_A. RANKS threads (simulated ranks, one communicator each) driven at
  *       different speeds; once they run, a reload to B "at seq N" is requested: every rank must
  *       take A's decision for call_seq < N and B's from N on, and the activation must complete.
+ *   reload_hammer idle LIB START_NS
+ *       Sleeps until CLOCK_REALTIME reaches START_NS, loads LIB, prints "ready PID" and waits for stdin
+ *       to close: many of them started at one instant race for the control directory.
+ *   reload_hammer fork LIB DIR
+ *       Loads LIB, waits for its control socket in DIR, forks a child that waits for stdin to close,
+ *       prints "parent PID child PID" and exits.
  *   reload_hammer serve LIB SECONDS
  *       Two communicators calling getCollInfo every 200 us for SECONDS: a job to point the
  *       control plane (ncclbpf ps, stats, map, reload) at.
@@ -29,6 +38,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,6 +67,8 @@ typedef void (*rstats_fn)(long long *live, long long *ok, long long *failed, lon
 typedef int (*mapu64_fn)(const char *name, unsigned key, unsigned long long *out);
 typedef int (*unload_fn)(void);
 typedef long long (*pubsum_fn)(void);
+typedef void (*empty_fn)(int us);
+typedef int (*swap_fn)(const char *a, const char *b, long long n, char *msg, size_t size);
 
 static const host_tuner_v6_t *tuner;
 static reload_fn do_reload;
@@ -65,6 +77,8 @@ static rstats_fn reload_stats;
 static mapu64_fn map_u64;
 static unload_fn unload;
 static pubsum_fn publish_sum;
+static empty_fn empty_slot;
+static swap_fn do_swap;
 static const nbp_profiler_v5_t *profiler;
 static void (*prof_stats)(struct ncclbpf_prof_stats *);
 
@@ -86,6 +100,8 @@ static void open_lib(const char *path) {
 	map_u64 = (mapu64_fn)sym(lib, "ncclbpfTestingMapU64");
 	unload = (unload_fn)sym(lib, "ncclbpfTestingUnload");
 	publish_sum = (pubsum_fn)sym(lib, "ncclbpfTestingPublishSumNs");
+	empty_slot = (empty_fn)sym(lib, "ncclbpfTestingEmptyTunerSlot");
+	do_swap = (swap_fn)sym(lib, "ncclbpfTestingSwap");
 	profiler = sym(lib, "ncclProfiler_v5");
 	prof_stats = (void (*)(struct ncclbpf_prof_stats *))sym(lib, "ncclbpf_prof_get_stats");
 }
@@ -141,10 +157,13 @@ static ncclResult_t call(void *ctx, float *table, int *nch) {
 	return tuner->getCollInfo(ctx, 4 /* AllReduce */, 1 << 20, 1, (float **)(void *)table, 7, 3, 0, nch);
 }
 
+/* Ranks of the communicators new_comm makes (all on one node). */
+static size_t comm_ranks = 8;
+
 static void *new_comm(uint64_t id) {
 	void *ctx = NULL;
-	host_nvl_info_t nvl = {1, 8, 8};
-	if (tuner->init(&ctx, id, 8, 1, host_log, &nvl, NULL) != ncclSuccess || ctx == NULL)
+	host_nvl_info_t nvl = {1, (int)comm_ranks, (int)comm_ranks};
+	if (tuner->init(&ctx, id, comm_ranks, 1, host_log, &nvl, NULL) != ncclSuccess || ctx == NULL)
 		FAIL("tuner init");
 	return ctx;
 }
@@ -282,9 +301,20 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	long ok = 0, failed = 0, busy = 0;
 	uint64_t max_reload_ns = 0, sum_reload_ns = 0;
 	char msg[1024];
+	long empty_us = env_long("NCCLBPF_HAMMER_EMPTY_US", 0); /* a deliberate bug (mutation test) */
+	long swaps = env_long("NCCLBPF_HAMMER_SWAPS", 0);
 	uint64_t t0 = now_ns();
+	if (swaps > 0) {
+		/* Swaps of two prebuilt bundles, each a full publish and grace period. */
+		if (do_swap(a, b, swaps, msg, sizeof msg) != 0)
+			FAIL("swap: %s", msg);
+		printf("%s\n", msg);
+		reloads = 0;
+	}
 	for (long i = 0; i < reloads; i++) {
 		const char *p = cycle[i % 3];
+		if (empty_us > 0)
+			empty_slot((int)empty_us);
 		uint64_t r0 = now_ns();
 		int rc = do_reload(p, -1, msg, sizeof msg);
 		uint64_t d = now_ns() - r0;
@@ -352,6 +382,10 @@ static int hammer(const char *a, const char *b, const char *bad) {
 	       (unsigned long)dropped, (unsigned long)forced, ps1.mask);
 	if (nbad)
 		FAIL("%lu calls returned an error or a decision of neither policy", (unsigned long)nbad);
+	/* The first init loaded A before any worker ran: every call must have run a policy. */
+	if (nnone)
+		FAIL("%lu of %lu calls ran no policy (NCCL's defaults): a reload left the tuner slot empty", (unsigned long)nnone,
+		     (unsigned long)calls);
 	if (everr)
 		FAIL("%lu profiler calls did not return ncclSuccess", (unsigned long)everr);
 	if (pm != 0)
@@ -518,6 +552,8 @@ static void *serve_main(void *arg) {
 /* Two communicators calling getCollInfo until SECONDS have passed or stdin closes. */
 static int serve(double seconds) {
 	pthread_t th[2];
+	/* Single-rank communicators: this process is the whole job (reload --all finds every rank). */
+	comm_ranks = 1;
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, serve_main, (void *)(uintptr_t)i);
 	printf("serving pid %d\n", (int)getpid());
@@ -528,6 +564,58 @@ static int serve(double seconds) {
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
 	return 0;
+}
+
+/* ---- idle / fork: processes for the control plane's start-up and fork tests -------------------- */
+
+/* Wait until CLOCK_REALTIME reaches start_ns (so that many processes load the library at once),
+ * dlopen it, say so, and wait for stdin to close. */
+static int idle(const char *lib, long long start_ns) {
+	struct timespec ts;
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		long long now = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+		if (now >= start_ns)
+			break;
+		long long d = start_ns - now;
+		struct timespec sl = {d / 1000000000ll, d % 1000000000ll};
+		nanosleep(&sl, NULL);
+	}
+	open_lib(lib);
+	printf("ready %d\n", (int)getpid());
+	char buf[64];
+	while (read(0, buf, sizeof buf) > 0)
+		;
+	return 0;
+}
+
+/* Load the library, wait for the control socket DIR/PID.sock, fork a child that lives until stdin
+ * closes, and exit: the parent's socket must not outlive it in the child. */
+static int fork_test(const char *lib, const char *dir) {
+	open_lib(lib);
+	char path[512];
+	snprintf(path, sizeof path, "%s/%d.sock", dir, (int)getpid());
+	for (int i = 0; access(path, F_OK) != 0; i++) {
+		if (i > 2000)
+			FAIL("no control socket %s", path);
+		usleep(5000);
+	}
+	pid_t child = fork();
+	if (child < 0)
+		FAIL("fork");
+	if (child == 0) {
+		/* Let go of stdout and stderr, so that a reader of the parent's output sees it end. */
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		char buf[64];
+		while (read(0, buf, sizeof buf) > 0)
+			;
+		_exit(0);
+	}
+	printf("parent %d child %d\n", (int)getpid(), (int)child);
+	fflush(stdout);
+	_exit(0);
 }
 
 int main(int argc, char **argv) {
@@ -544,7 +632,11 @@ int main(int argc, char **argv) {
 		open_lib(argv[2]);
 		return serve(atof(argv[3]));
 	}
+	if (argc >= 4 && strcmp(argv[1], "idle") == 0)
+		return idle(argv[2], atoll(argv[3]));
+	if (argc >= 4 && strcmp(argv[1], "fork") == 0)
+		return fork_test(argv[2], argv[3]);
 	fprintf(stderr, "usage: reload_hammer hammer LIB POLICY_A POLICY_B BAD | reload_hammer sync LIB POLICY_B | "
-	                "reload_hammer serve LIB SECONDS\n");
+	                "reload_hammer serve LIB SECONDS | reload_hammer idle LIB START_NS | reload_hammer fork LIB DIR\n");
 	return 2;
 }

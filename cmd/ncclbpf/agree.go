@@ -143,7 +143,7 @@ func runAgree(e *env, args []string) error {
 	if len(kvs) == 0 {
 		return control.ErrNoEntries
 	}
-	n, err := resolveSeq(*dir, pids, *atSeq)
+	n, err := resolveSeq(*dir, pidTargets(pids), *atSeq)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func runAgree(e *env, args []string) error {
 func gather(e *env, dir string, pids []int, from, reduce, elem string) (*control.Partial, error) {
 	var part *control.Partial
 	for _, pid := range pids {
-		resp, err := call(dir, pid, &control.Request{Op: control.OpMapRead, Map: from})
+		resp, err := call(dir, pidTarget(pid), &control.Request{Op: control.OpMapRead, Map: from})
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +207,7 @@ func gather(e *env, dir string, pids []int, from, reduce, elem string) (*control
 func withComm(dir string, pids []int, id uint64) ([]int, error) {
 	var out []int
 	for _, pid := range pids {
-		resp, err := call(dir, pid, &control.Request{Op: control.OpStats})
+		resp, err := call(dir, pidTarget(pid), &control.Request{Op: control.OpStats})
 		if err != nil || resp.Stats == nil {
 			continue
 		}
@@ -229,7 +229,7 @@ func withComm(dir string, pids []int, id uint64) ([]int, error) {
 func callRetryBusy(dir string, pid int, req *control.Request, timeout time.Duration) (*control.Response, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		resp, err := call(dir, pid, req)
+		resp, err := call(dir, pidTarget(pid), req)
 		if err == nil || !strings.Contains(err.Error(), "another reload is in progress") || time.Now().After(deadline) {
 			return resp, err
 		}

@@ -63,9 +63,13 @@ func targets(dir string, args []string) ([]int, error) {
 	if len(args) > 0 {
 		var pids []int
 		for _, a := range args {
-			pid, err := parsePID(a)
+			t, err := parsePID(a)
 			if err != nil {
 				return nil, err
+			}
+			pid, err := strconv.Atoi(string(t))
+			if err != nil {
+				return nil, usageErrorf("%q: give the process id (a socket named for another PID namespace cannot be compared)", a)
 			}
 			pids = append(pids, pid)
 		}
@@ -110,7 +114,7 @@ func runCheck(e *env, args []string) error {
 	}
 	byPID := map[int][]control.CommDecisions{}
 	for _, pid := range pids {
-		resp, err := call(*dir, pid, &control.Request{Op: control.OpDecisions})
+		resp, err := call(*dir, pidTarget(pid), &control.Request{Op: control.OpDecisions})
 		if err != nil {
 			fmt.Fprintf(e.Stderr, "ncclbpf check: %v (left out)\n", err)
 			continue
@@ -180,4 +184,16 @@ func runCheck(e *env, args []string) error {
 		return errSilentFailure
 	}
 	return nil
+}
+
+// pidTarget names process pid for call.
+func pidTarget(pid int) target { return target(strconv.Itoa(pid)) }
+
+// pidTargets names processes for the commands that take targets.
+func pidTargets(pids []int) []target {
+	out := make([]target, len(pids))
+	for i, p := range pids {
+		out[i] = pidTarget(p)
+	}
+	return out
 }

@@ -19,19 +19,23 @@ import (
 // fakeProcess serves a control socket with canned answers and records the
 // requests it got.
 type fakeProcess struct {
-	mu   sync.Mutex
-	reqs []control.Request
+	mu    sync.Mutex
+	reqs  []control.Request
+	comms []control.CommInfo // what info reports
 }
 
 func (f *fakeProcess) handle(req *control.Request) *control.Response {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, *req)
+	comms := f.comms
 	f.mu.Unlock()
 	info := control.Info{PID: os.Getpid(), Started: time.Now().Add(-time.Minute), Running: true, Policy: "/p/a.bpf.o",
-		SHA256: strings.Repeat("ab", 32), LoadedAt: time.Now(), Attached: "tuner=a"}
+		SHA256: strings.Repeat("ab", 32), LoadedAt: time.Now(), Attached: "tuner=a", Comms: comms}
 	switch req.Op {
 	case control.OpInfo:
 		return &control.Response{Info: &info}
+	case control.OpCancel:
+		return &control.Response{Reload: &control.ReloadResult{Policy: info.Policy, SHA256: info.SHA256}}
 	case control.OpStats:
 		return &control.Response{Stats: &control.Stats{Info: info, Tuner: control.TunerStats{Calls: 7, PolicyCalls: 7,
 			Applied: 5, Rejected: 2, SeqMax: 100, CommsLive: 1}, Profiler: control.ProfilerStats{Calls: map[string]uint64{}}}}
@@ -158,3 +162,87 @@ func TestReloadVerifiesLocallyFirst(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A process that accepts and never answers (a forked child that kept the
+// socket, a wedged process) costs ps its --timeout, once, and makes reload
+// --all refuse rather than reload the others; --expect counts processes;
+// --cancel is sent. (Mutation: querying the sockets one after another with
+// the 2-minute call timeout, as before, makes ps take minutes here.)
+func TestControlCommandsWithAHungProcess(t *testing.T) {
+	dir, f := startFake(t)
+	obj := filepath.Join("..", "..", "testhost", "reload_b.bpf.o")
+	code, _, errs := ctlCLI("reload", "--dir", dir, "--all", "--expect", "2", obj)
+	if code != exitFailure || !strings.Contains(errs, "--expect 2 (nothing was sent)") {
+		t.Fatalf("--expect 2 with one process: %d %q", code, errs)
+	}
+	code, out, errs := ctlCLI("reload", "--dir", dir, "--cancel", "--all")
+	if code != 0 || !strings.Contains(out, "armed reload withdrawn") || f.reqs[len(f.reqs)-1].Op != control.OpCancel {
+		t.Fatalf("--cancel: %d %q %q", code, out, errs)
+	}
+	var mu sync.Mutex
+	var hung []net.Conn
+	defer func() {
+		mu.Lock()
+		for _, c := range hung {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	for _, pid := range []int{77, 78, 79} {
+		ln, err := net.Listen("unix", control.SocketPath(dir, pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				hung = append(hung, c) // never answers
+				mu.Unlock()
+			}
+		}()
+	}
+	t0 := time.Now()
+	code, out, errs = ctlCLI("ps", "--dir", dir, "--timeout", "1s", "-v")
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("ps took %v with three hung processes and --timeout 1s", d)
+	}
+	if code != 0 || !strings.Contains(out, itoa(os.Getpid())) || strings.Count(errs, "timeout") != 3 {
+		t.Fatalf("ps: %d %q %q", code, out, errs)
+	}
+	code, _, errs = ctlCLI("reload", "--dir", dir, "--all", obj)
+	if last := f.reqs[len(f.reqs)-1]; code != exitFailure || !strings.Contains(errs, "not every process") || last.Op == control.OpReload {
+		t.Fatalf("reload --all with hung processes: %d %q (last request %s)", code, errs, last.Op)
+	}
+}
+
+// reload --all refuses when a single-node communicator has ranks that no
+// answering process reports (their sockets are missing), and goes ahead
+// once every rank is there. (Mutation: dropping the communicator check of
+// allTargets reloads the one process here.)
+func TestReloadAllRequiresEveryLocalRank(t *testing.T) {
+	dir, f := startFake(t)
+	obj := filepath.Join("..", "..", "testhost", "reload_b.bpf.o")
+	f.mu.Lock()
+	f.comms = []control.CommInfo{{ID: 0xabc, Ranks: 2, Nodes: 1, Seq: 10}, {ID: 0xdef, Ranks: 16, Nodes: 2}}
+	f.mu.Unlock()
+	code, _, errs := ctlCLI("reload", "--dir", dir, "--all", obj)
+	if code != exitFailure || !strings.Contains(errs, "communicator 0xabc: 1 of its 2 ranks answered") || strings.Contains(errs, "0xdef") {
+		t.Fatalf("reload --all with a rank missing: %d %q", code, errs)
+	}
+	for _, r := range f.reqs {
+		if r.Op == control.OpReload {
+			t.Fatal("a reload was sent")
+		}
+	}
+	f.mu.Lock()
+	f.comms = []control.CommInfo{{ID: 0xabc, Ranks: 1, Nodes: 1}}
+	f.mu.Unlock()
+	if code, out, errs := ctlCLI("reload", "--dir", dir, "--all", "--expect", "1", obj); code != 0 || !strings.Contains(out, "tuner=reload_b") {
+		t.Fatalf("reload --all, every rank there: %d %q %q", code, out, errs)
+	}
+}

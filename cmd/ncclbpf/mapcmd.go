@@ -124,7 +124,7 @@ func runMap(e *env, args []string) error {
 		}
 		var d maps.MapDump
 		if err := json.Unmarshal(resp.Dump, &d); err != nil {
-			return fmt.Errorf("pid %d: map %s: %w", pid, args[2], err)
+			return fmt.Errorf("pid %s: map %s: %w", pid, args[2], err)
 		}
 		return d.WriteText(e.Stdout)
 	case "update":
@@ -153,7 +153,7 @@ func runMap(e *env, args []string) error {
 		if _, err := call(*dir, pid, &control.Request{Op: control.OpMapUpdate, Map: args[2], Key: key, Value: val, Force: *force}); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.Stdout, "pid %d: %s[%s] = %s\n", pid, args[2], key, val)
+		fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, args[2], key, val)
 		return nil
 	}
 	return usageErrorf("unknown map verb %q (want list, dump or update)", verb)

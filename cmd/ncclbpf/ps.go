@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -16,14 +15,18 @@ import (
 func init() {
 	register(&command{
 		Name:    "ps",
-		Args:    "[--dir DIR] [--json]",
+		Args:    "[--dir DIR] [--json] [--timeout D] [-v]",
 		Summary: "list the processes running libncclbpf.so and their policies",
 		Help: `Every process that loads libncclbpf.so serves a control socket named by
 its pid in the control directory ($NCCLBPF_CONTROL_DIR, else
 $XDG_RUNTIME_DIR/ncclbpf, else /tmp/ncclbpf-UID). ps connects to each and
 lists the pid, the policy, its hash, when it was loaded, how long the plugin
-has been up and the program attached to each hook. Sockets of processes that
-are gone are skipped (and say so with -v).`,
+has been up and the program attached to each hook. Every process is asked at
+once, each for at most --timeout: one that accepts and never answers costs
+that, once. Sockets of processes that are gone are skipped (and say so with
+-v). A process whose pid is taken in the directory by a process of another
+PID namespace is listed by its socket name (PID-nsINODE), which the other
+commands accept in place of a pid. Read-only sockets are marked [read-only].`,
 		Examples: []string{"ncclbpf ps", "ncclbpf ps --json"},
 		Run:      runPs,
 	})
@@ -36,35 +39,67 @@ func controlFlags(fs *flag.FlagSet) (dir *string, asJSON *bool) {
 	return dir, asJSON
 }
 
-// parsePID reads a PID argument.
-func parsePID(s string) (int, error) {
-	pid, err := strconv.Atoi(s)
-	if err != nil || pid <= 0 {
-		return 0, usageErrorf("%q is not a process id", s)
+// target is a process given on the command line: its pid, or the name of
+// its socket ("PID-nsINODE") when its pid is taken in the directory by a
+// process of another PID namespace (ps shows that name).
+type target string
+
+// parsePID reads a PID (or socket name) argument.
+func parsePID(s string) (target, error) {
+	if _, err := control.NamePath("", s); err != nil {
+		return "", usageErrorf("%q is not a process id (or a control socket name as ps shows it)", s)
 	}
-	return pid, nil
+	return target(s), nil
 }
 
+// callTimeout bounds one request to one process: a process that accepts
+// and never answers costs this, not more.
+var callTimeout = 2 * time.Minute
+
 // call sends one request to process pid and explains connection failures.
-func call(dir string, pid int, req *control.Request) (*control.Response, error) {
-	c, err := control.DialPID(dir, pid)
+func call(dir string, pid target, req *control.Request) (*control.Response, error) {
+	path, err := control.NamePath(dir, string(pid))
+	if err != nil {
+		return nil, err
+	}
+	c, err := control.Dial(path)
 	if err != nil {
 		switch {
 		case errors.Is(err, control.ErrNoProcess):
-			return nil, fmt.Errorf("pid %d: no control socket in %s: the process is not running libncclbpf.so, runs it with %s=0, or uses another %s", pid, dir, control.EnvControl, control.EnvDir)
+			return nil, fmt.Errorf("pid %s: no control socket in %s: the process is not running libncclbpf.so, runs it with %s=0, or uses another %s", pid, dir, control.EnvControl, control.EnvDir)
 		case errors.Is(err, control.ErrStale):
-			return nil, fmt.Errorf("pid %d: the process is gone (stale socket %s)", pid, control.SocketPath(dir, pid))
+			return nil, fmt.Errorf("pid %s: the process is gone (stale socket %s)", pid, path)
 		case errors.Is(err, control.ErrPermission):
-			return nil, fmt.Errorf("pid %d: permission denied: the process belongs to another user (run as that user)", pid)
+			return nil, fmt.Errorf("pid %s: %w (run as that user)", pid, control.ErrPermission)
 		}
-		return nil, fmt.Errorf("pid %d: %w", pid, err)
+		return nil, fmt.Errorf("pid %s: %w", pid, err)
 	}
 	defer c.Close()
+	c.Timeout = callTimeout
 	resp, err := c.Call(req)
 	if err != nil {
-		return resp, fmt.Errorf("pid %d: %w", pid, err)
+		return resp, fmt.Errorf("pid %s: %w", pid, err)
 	}
 	return resp, nil
+}
+
+// queryAll asks every process of dir at once (each bounded by timeout) and
+// returns those that answered, and one error line per socket that did not.
+func queryAll(dir string, req *control.Request, timeout time.Duration) ([]control.Result, []string, error) {
+	entries, err := control.Scan(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control directory %s: %w", dir, err)
+	}
+	var ok []control.Result
+	var bad []string
+	for _, r := range control.QueryAll(entries, req, timeout) {
+		if r.Err != nil {
+			bad = append(bad, fmt.Sprintf("pid %s: %v", r.Name, r.Err))
+			continue
+		}
+		ok = append(ok, r)
+	}
+	return ok, bad, nil
 }
 
 func writeJSON(e *env, v any) error {
@@ -84,6 +119,7 @@ func runPs(e *env, args []string) error {
 	fs := e.flags()
 	dir, asJSON := controlFlags(fs)
 	verbose := fs.Bool("v", false, "also report sockets that could not be used")
+	timeout := fs.Duration("timeout", 5*time.Second, "longest wait for each process (all are asked at once)")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err
@@ -91,32 +127,29 @@ func runPs(e *env, args []string) error {
 	if len(args) != 0 {
 		return usageErrorf("ps takes no arguments")
 	}
-	entries, err := control.Scan(*dir)
+	rs, bad, err := queryAll(*dir, &control.Request{Op: control.OpInfo}, *timeout)
 	if err != nil {
-		return fmt.Errorf("control directory %s: %w", *dir, err)
+		return err
 	}
-	var infos []control.Info
-	for _, en := range entries {
-		resp, err := call(*dir, en.PID, &control.Request{Op: control.OpInfo})
-		if err != nil {
-			if *verbose {
-				fmt.Fprintf(e.Stderr, "ncclbpf ps: %v\n", err)
-			}
-			continue
+	if *verbose {
+		for _, b := range bad {
+			fmt.Fprintf(e.Stderr, "ncclbpf ps: %s\n", b)
 		}
-		if resp.Info != nil {
-			infos = append(infos, *resp.Info)
+	}
+	infos := []control.Info{}
+	names := []string{}
+	for _, r := range rs {
+		if r.Resp.Info != nil {
+			infos = append(infos, *r.Resp.Info)
+			names = append(names, r.Name)
 		}
 	}
 	if *asJSON {
-		if infos == nil {
-			infos = []control.Info{}
-		}
 		return writeJSON(e, infos)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPOLICY\tSHA256\tLOADED\tUPTIME\tATTACHED")
-	for _, in := range infos {
+	for i, in := range infos {
 		policy, loaded := "-", "-"
 		if in.Running {
 			policy = in.Policy
@@ -125,7 +158,10 @@ func runPs(e *env, args []string) error {
 		if in.PendingAtSeq != nil {
 			policy += fmt.Sprintf(" (switching at seq %d)", *in.PendingAtSeq)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", in.PID, policy, short(in.SHA256), loaded,
+		if in.Control == "read-only" {
+			policy += " [read-only]"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", names[i], policy, short(in.SHA256), loaded,
 			time.Since(in.Started).Round(time.Second), in.Attached)
 	}
 	return tw.Flush()

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
@@ -18,7 +19,7 @@ import (
 func init() {
 	register(&command{
 		Name:    "reload",
-		Args:    "[--dir DIR] [--at-seq N|+K] [--timeout D] [--vars LIST] PID|--all OBJ | --rollback PID|--all",
+		Args:    "[--dir DIR] [--expect N] [--at-seq N|+K] [--timeout D] [--vars LIST] PID|--all OBJ | --rollback PID|--all | --cancel PID|--all",
 		Summary: "swap the policy of running processes, atomically, without a restart",
 		Help: `reload verifies and compiles OBJ here first (as 'ncclbpf verify' would,
 and with the JIT, as the plugin will), then sends it to each target
@@ -42,11 +43,21 @@ and every node switches at the same collective. A communicator that already
 passed its N refuses the reload (nothing changes there). --no-manifest
 ignores the file.
 
---rollback reloads the object that ran before the last reload.`,
+--all targets every process of the control directory; all are asked at
+once, each with a bounded wait. Nothing is sent unless every one answered
+and, for each single-node communicator the processes report, all of its
+ranks are among them (a rank whose socket is missing would keep the old
+policy); --expect N also requires exactly N processes.
+
+--rollback reloads the object that ran before the last reload. --cancel
+withdraws an armed --at-seq reload that has not completed: the old
+policy keeps running everywhere.`,
 		Examples: []string{
 			"ncclbpf reload 4242 policy_v2.bpf.o",
 			"ncclbpf reload --all --at-seq +1000 policy_v2.bpf.o  # all ranks here switch at the same collective",
 			"ncclbpf reload --rollback 4242",
+			"ncclbpf reload --all --expect 8 --at-seq +1000 policy_v2.bpf.o  # refuse unless 8 processes answer",
+			"ncclbpf reload --cancel --all",
 		},
 		Run: runReload,
 	})
@@ -61,49 +72,54 @@ func runReload(e *env, args []string) error {
 	vars := fs.String("vars", "", "set volatile const globals: name=value,...")
 	rollback := fs.Bool("rollback", false, "reload the object that ran before the last reload")
 	noManifest := fs.Bool("no-manifest", false, "ignore OBJ.activate (the activation manifest next to OBJ)")
+	cancel := fs.Bool("cancel", false, "withdraw an armed --at-seq reload")
+	expect := fs.Int("expect", 0, "with --all: the number of processes that must answer (0: any)")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if *rollback && *cancel {
+		return usageErrorf("--rollback and --cancel exclude each other")
+	}
+	if *timeout <= 0 || *timeout > maxActivationTimeout {
+		return usageErrorf("--timeout %v: want more than 0 and at most %v", *timeout, maxActivationTimeout)
+	}
+	if *expect < 0 || (*expect > 0 && !*all) {
+		return usageErrorf("--expect N goes with --all, N > 0")
 	}
 	want := 2
 	if *all {
 		want--
 	}
-	if *rollback {
+	if *rollback || *cancel {
 		want--
 	}
 	if len(args) != want {
-		return usageErrorf("want PID|--all and OBJ (or --rollback PID|--all), got %d arguments", len(args))
+		return usageErrorf("want PID|--all and OBJ (or --rollback PID|--all, --cancel PID|--all), got %d arguments", len(args))
 	}
-	var pids []int
+	var pids []target
 	if *all {
-		es, err := control.Scan(*dir)
+		pids, err = allTargets(*dir, *expect)
 		if err != nil {
-			return fmt.Errorf("control directory %s: %w", *dir, err)
-		}
-		for _, en := range es {
-			if c, err := control.Dial(en.Path); err == nil {
-				c.Close()
-				pids = append(pids, en.PID)
-			}
-		}
-		if len(pids) == 0 {
-			return fmt.Errorf("no process serves a control socket in %s", *dir)
+			return err
 		}
 	} else {
 		pid, err := parsePID(args[0])
 		if err != nil {
 			return err
 		}
-		pids = []int{pid}
+		pids = []target{pid}
 		args = args[1:]
+	}
+	if *cancel {
+		return sendAll(e, *dir, pids, &control.Request{Op: control.OpCancel}, *asJSON)
 	}
 	req := &control.Request{Op: control.OpReload, Vars: *vars, TimeoutMS: timeout.Milliseconds()}
 	if *rollback {
 		req.Op = control.OpRollback
 	} else {
 		path := args[0]
-		obj, err := os.ReadFile(path)
+		obj, err := nccl.ReadRegularFile(path, nccl.MaxPolicyBytes)
 		if err != nil {
 			return err
 		}
@@ -141,21 +157,104 @@ func runReload(e *env, args []string) error {
 		}
 		req.AtSeq = &n
 	}
+	return sendAll(e, *dir, pids, req, *asJSON)
+}
+
+// maxActivationTimeout bounds --timeout (the plugin refuses more).
+const maxActivationTimeout = time.Hour
+
+// allTargets lists the processes of dir, asking all at once; it fails if
+// any socket did not answer, if expect > 0 and the count differs, or if a
+// single-node communicator has ranks that no answering process reports.
+func allTargets(dir string, expect int) ([]target, error) {
+	rs, bad, err := queryAll(dir, &control.Request{Op: control.OpInfo}, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("not every process of %s answered (nothing was sent):\n  %s", dir, strings.Join(bad, "\n  "))
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("no process serves a control socket in %s", dir)
+	}
+	if expect > 0 && len(rs) != expect {
+		return nil, fmt.Errorf("%d processes answered in %s, --expect %d (nothing was sent)", len(rs), dir, expect)
+	}
+	type seen struct {
+		ranks uint32
+		n     int
+	}
+	comms := map[uint64]*seen{}
+	var out []target
+	for _, r := range rs {
+		out = append(out, target(r.Name))
+		if r.Resp.Info == nil {
+			continue
+		}
+		for _, c := range r.Resp.Info.Comms {
+			// Only a single-node communicator has all its ranks here; commId 0
+			// (tuner ABI before v5) does not identify one.
+			if c.Nodes != 1 || c.ID == 0 {
+				continue
+			}
+			if comms[c.ID] == nil {
+				comms[c.ID] = &seen{ranks: c.Ranks}
+			}
+			comms[c.ID].n++
+		}
+	}
+	var short []string
+	for id, s := range comms {
+		if uint32(s.n) < s.ranks {
+			short = append(short, fmt.Sprintf("communicator %#x: %d of its %d ranks answered", id, s.n, s.ranks))
+		}
+	}
+	if len(short) > 0 {
+		sort.Strings(short)
+		return nil, fmt.Errorf("ranks are missing from %s (their sockets are gone or in another directory); nothing was sent:\n  %s",
+			dir, strings.Join(short, "\n  "))
+	}
+	return out, nil
+}
+
+// sendAll sends req to every target at once and prints each answer.
+func sendAll(e *env, dir string, pids []target, req *control.Request, asJSON bool) error {
+	type answer struct {
+		resp *control.Response
+		err  error
+	}
+	answers := make([]answer, len(pids))
+	var wg sync.WaitGroup
+	for i, pid := range pids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].resp, answers[i].err = call(dir, pid, req)
+		}()
+	}
+	wg.Wait()
 	var failed int
 	var results []map[string]any
-	for _, pid := range pids {
-		resp, err := call(*dir, pid, req)
+	for i, pid := range pids {
+		resp, err := answers[i].resp, answers[i].err
 		if err != nil {
 			failed++
 			fmt.Fprintf(e.Stderr, "ncclbpf reload: %v\n", err)
 			continue
 		}
 		r := resp.Reload
-		if *asJSON {
-			results = append(results, map[string]any{"pid": pid, "reload": r})
+		if r == nil {
+			r = &control.ReloadResult{}
+		}
+		if asJSON {
+			results = append(results, map[string]any{"pid": string(pid), "reload": r})
 			continue
 		}
-		fmt.Fprintf(e.Stdout, "pid %d: %s sha256 %s: %s\n", pid, r.Policy, short(r.SHA256), r.Attached)
+		if req.Op == control.OpCancel {
+			fmt.Fprintf(e.Stdout, "pid %s: armed reload withdrawn; running %s sha256 %s\n", pid, r.Policy, short(r.SHA256))
+			continue
+		}
+		fmt.Fprintf(e.Stdout, "pid %s: %s sha256 %s: %s\n", pid, r.Policy, short(r.SHA256), r.Attached)
 		kept := "none"
 		if len(r.Reused) > 0 {
 			kept = strings.Join(r.Reused, ", ")
@@ -166,7 +265,7 @@ func runReload(e *env, args []string) error {
 			fmt.Fprintf(e.Stdout, "  armed: communicators switch at call %d\n", r.AtSeq)
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		if err := writeJSON(e, results); err != nil {
 			return err
 		}
@@ -179,11 +278,14 @@ func runReload(e *env, args []string) error {
 
 // resolveSeq reads --at-seq: N, or +K after the largest sequence the
 // targets' communicators have reached.
-func resolveSeq(dir string, pids []int, s string) (uint64, error) {
+func resolveSeq(dir string, pids []target, s string) (uint64, error) {
 	rel := strings.HasPrefix(s, "+")
 	n, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, 64)
 	if err != nil {
 		return 0, usageErrorf("--at-seq %q: want N or +K", s)
+	}
+	if rel && n > control.MaxSeqAhead {
+		return 0, usageErrorf("--at-seq %q: at most +%d", s, uint64(control.MaxSeqAhead))
 	}
 	if !rel {
 		return n, nil

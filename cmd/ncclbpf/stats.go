@@ -58,7 +58,7 @@ func runStats(e *env, args []string) error {
 	}
 	st := resp.Stats
 	if st == nil {
-		return fmt.Errorf("pid %d: empty answer", pid)
+		return fmt.Errorf("pid %s: empty answer", pid)
 	}
 	if *asJSON {
 		return writeJSON(e, st)

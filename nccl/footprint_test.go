@@ -1,0 +1,56 @@
+package nccl
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// footprint runs testhost/footprint.c on lib and returns its figures.
+func footprint(t *testing.T, lib string, env ...string) map[string]float64 {
+	t.Helper()
+	bin := filepath.Join(art.dir, "footprint")
+	if out, err := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
+		"-I", filepath.Join(repoRoot(t), "include"), "-o", bin, filepath.Join(repoRoot(t), "testhost/footprint.c"), "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("building footprint: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, lib)
+	cmd.Env = append(cleanEnv(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("footprint %s: %v\n%s", lib, err, out)
+	}
+	kv := map[string]float64{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(l, " "); ok {
+			kv[k], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return kv
+}
+
+// TestFootprint: what libncclbpf.so adds to a host process, beside the
+// native C plugin (BENCHMARKS.md, "Footprint"): at most 8 MB of RSS, a
+// fixed number of threads that 8 threads of getCollInfo calls do not
+// change. Times are logged, not asserted (a shared CI machine is not a
+// quiet host).
+func TestFootprint(t *testing.T) {
+	artifacts(t)
+	dir := t.TempDir()
+	n := footprint(t, art.native, "CALLS=20000")
+	b := footprint(t, art.lib, "CALLS=20000", "NCCLBPF_CONTROL_DIR="+filepath.Join(dir, "ctl"))
+	t.Logf("native: dlopen %.2f ms, init %.3f ms, +%.0f threads, +%.1f MB", n["dlopen_us"]/1000, n["init_us"]/1000,
+		n["threads_rest"]-n["threads_before"], (n["rss_kb_rest"]-n["rss_kb_before"])/1024)
+	t.Logf("ncclbpf: dlopen %.2f ms, init %.2f ms, +%.0f threads at rest (%.0f after the calls), +%.1f MB",
+		b["dlopen_us"]/1000, b["init_us"]/1000, b["threads_rest"]-b["threads_before"], b["threads_load"]-b["threads_before"],
+		(b["rss_kb_rest"]-b["rss_kb_before"])/1024)
+	if add := b["rss_kb_rest"] - b["rss_kb_before"]; add > 8*1024 {
+		t.Errorf("RSS added at rest: %.1f MB, over 8 MB", add/1024)
+	}
+	if b["threads_load"] != b["threads_rest"] || b["threads_rest"]-b["threads_before"] > 6 {
+		t.Errorf("threads: %v before, %v at rest, %v after 8 threads of calls; want at most 6 added, none under load",
+			b["threads_before"], b["threads_rest"], b["threads_load"])
+	}
+}
