@@ -58,7 +58,7 @@ func startRanks(t *testing.T, n int, dir string, env []string, periodUS int, sec
 	var pids []int
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(host, art.lib, strconv.Itoa(seconds), strconv.Itoa(periodUS), strings.TrimSpace(string(epoch)))
-		cmd.Env = append(append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir), env...)
+		cmd.Env = append(append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir, "LOCKSTEP_RANKS="+strconv.Itoa(n)), env...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -148,7 +148,7 @@ func TestCheckFindsInjectedDivergence(t *testing.T) {
 		t.Fatalf("check on identical ranks: exit %d\n%s", code, out)
 	}
 	out, code = cli(t, "stats", "--dir", dir, strconv.Itoa(pids[0]))
-	if code != 0 || !regexp.MustCompile(`comm 0xc0ffee +8 ranks, seq \d+, decision digest [0-9a-f]{16} through seq \d+`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`comm 0xc0ffee +3 ranks, seq \d+, decision digest [0-9a-f]{16} through seq \d+`).MatchString(out) {
 		t.Fatalf("stats shows no digest: exit %d\n%s", code, out)
 	}
 	// Rank 1 alone switches to policy B at call N.

@@ -4,7 +4,8 @@
  *
  *   lockstep_host LIB SECONDS PERIOD_US EPOCH_NS
  *
- * Loads LIB as NCCL's tuner (v6), opens one communicator with id 0xc0ffee (8 ranks) and makes
+ * Loads LIB as NCCL's tuner (v6), opens one communicator with id 0xc0ffee (LOCKSTEP_RANKS ranks, 8
+ * when unset: give it the number of processes started, so that the job's ranks are all there) and makes
  * getCollInfo call k at CLOCK_MONOTONIC time EPOCH_NS + k * PERIOD_US (late calls are made at
  * once), AllReduce over sizes cycling 1 KiB .. 4 MiB, each followed by getChunkSize, until SECONDS
  * have passed. Several processes given the same EPOCH_NS stay at the same call within a few calls,
@@ -54,8 +55,12 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	void *ctx = NULL;
-	host_nvl_info_t nvl = {1, 8, 8};
-	if (tuner->init(&ctx, 0xc0ffee, 8, 1, quiet_log, &nvl, NULL) != ncclSuccess || !ctx) {
+	int nranks = 8;
+	const char *r = getenv("LOCKSTEP_RANKS");
+	if (r && atoi(r) > 0)
+		nranks = atoi(r);
+	host_nvl_info_t nvl = {1, nranks, nranks};
+	if (tuner->init(&ctx, 0xc0ffee, nranks, 1, quiet_log, &nvl, NULL) != ncclSuccess || !ctx) {
 		fprintf(stderr, "tuner init failed\n");
 		return 2;
 	}

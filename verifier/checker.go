@@ -46,8 +46,11 @@ type checker struct {
 	// made it, for messages.
 	refPC map[uint32]int
 
-	// rank uniformity (uniform.go): ipdom is nil when the analysis is off
-	ipdom  []int
+	// rank uniformity (uniform.go): uniform is set when the analysis
+	// runs; ipdom (immediate post-dominators) is computed at the first
+	// branch on a local value
+	uniform bool
+	ipdom   []int
 	srcs   []taintSrc
 	srcIDs map[taintSrc]uint32
 	// written marks the maps the program may write
@@ -111,7 +114,7 @@ func (ck *checker) run() *Error {
 	ck.liveness()
 	ck.written = make([]bool, len(ck.maps))
 	if ck.hook.Decides && !ck.cfg.DisableRankUniformity {
-		ck.ipdom = ck.postDominators()
+		ck.uniform = true
 		ck.srcIDs = map[taintSrc]uint32{}
 	}
 	ck.seen = make([][]*visited, n)

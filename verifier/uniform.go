@@ -62,7 +62,7 @@ type ctlEntry struct {
 var dropImplicitFlows = false
 
 // uniformity reports whether the analysis runs for this program.
-func (ck *checker) uniformity() bool { return ck.ipdom != nil }
+func (ck *checker) uniformity() bool { return ck.uniform }
 
 // source returns the id of a local source, the same id for the same
 // source (loops do not grow the table).
@@ -156,6 +156,9 @@ func (ck *checker) branchControl(st, fork *state, pc int, a, b uint32) {
 	cause := either(a, b)
 	if cause == 0 {
 		return
+	}
+	if ck.ipdom == nil {
+		ck.ipdom = ck.postDominators()
 	}
 	e := ctlEntry{frame: len(st.frames) - 1, end: ck.ipdom[pc], src: ck.source(pc, srcBranch, 0, cause)}
 	for _, s := range []*state{st, fork} {
