@@ -179,7 +179,7 @@ func TestConformanceCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	if os.Getenv("NCCLBPF_CONFORMANCE_DIR") == "" && n != 313 {
-		t.Errorf("the shared bpf_conformance corpus has %d .data files; issue 2's acceptance is on its 313", n)
+		t.Errorf("the shared bpf_conformance corpus has %d .data files; the conformance claim is pinned to its 313", n)
 	}
 	for _, name := range engineNames() {
 		if name == "zz-fake" {
