@@ -14,8 +14,7 @@ import (
 // calls and profiler events (ncclProfiler_v5 P2p pairs) on 8 threads while
 // the policy is reloaded, alternating reload_pa, reload_pb (tuner and
 // profiler/p2p_end programs) and an unverifiable object. The
-// default sizes keep the run short on a 2-core CI machine; the long run of
-// the acceptance criteria is
+// default sizes keep the run short on a 2-core CI machine; the long run is
 //
 //	NCCLBPF_HAMMER_CALLS=10000000 NCCLBPF_HAMMER_RELOADS=10000 go test ./nccl -run ReloadHammer -v -timeout 1h
 //

@@ -169,7 +169,7 @@ func explain(err error) string {
 }
 
 // TestCorpusSize runs last (go test runs tests in source order) and checks
-// the acceptance numbers: at least 60 rejected programs over at least 15
+// the corpus's size: at least 60 rejected programs over at least 15
 // codes, at least 25 accepted programs.
 func TestCorpusSize(t *testing.T) {
 	total := 0
