@@ -51,8 +51,8 @@ type checker struct {
 	// branch on a local value
 	uniform bool
 	ipdom   []int
-	srcs   []taintSrc
-	srcIDs map[taintSrc]uint32
+	srcs    []taintSrc
+	srcIDs  map[taintSrc]uint32
 	// written marks the maps the program may write
 	written []bool
 
