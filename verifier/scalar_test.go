@@ -168,3 +168,62 @@ func TestTruncSound(t *testing.T) {
 		}
 	}
 }
+
+// TestRefine32Sound checks refine32 (32-bit comparisons of sign- and
+// zero-extended values) against concrete comparisons of the low halves:
+// every value that takes a side must stay in that side's range. The
+// operands are drawn around the pieces' edges (0, ±2^31, 2^32) where a
+// wrong shift would show.
+func TestRefine32Sound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	ops := []asm.JumpOp{asm.JumpEq, asm.JumpNE, asm.JumpGT, asm.JumpGE, asm.JumpLT, asm.JumpLE,
+		asm.JumpSGT, asm.JumpSGE, asm.JumpSLT, asm.JumpSLE}
+	edges := []int64{math.MinInt32, math.MinInt32 + 1, -1, 0, 1, 7, 8, math.MaxInt32 - 1, math.MaxInt32,
+		math.MaxInt32 + 1, math.MaxUint32 - 1, math.MaxUint32}
+	pick := func() int64 {
+		if rng.IntN(2) == 0 {
+			return edges[rng.IntN(len(edges))]
+		}
+		return rng.Int64N(math.MaxUint32+1-math.MinInt32) + math.MinInt32
+	}
+	for i := 0; i < 50000; i++ {
+		lo, hi := pick(), pick()
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+		a := sRange(lo, hi)
+		op := ops[rng.IntN(len(ops))]
+		imm := int64(int32(uint32(pick())))
+		var b Scalar
+		if rng.IntN(2) == 0 {
+			b = sRange(imm, imm+int64(rng.IntN(5)))
+		}
+		bImm := b == (Scalar{})
+		tt, ff, okT, okF := refine32(op, a, b, bImm, imm)
+		for k := 0; k < 16; k++ {
+			x := lo + rng.Int64N(hi-lo+1)
+			if k == 0 {
+				x = lo
+			} else if k == 1 {
+				x = hi
+			}
+			ys := []int64{imm}
+			if !bImm {
+				ys = []int64{b.smin, b.smax}
+			}
+			for _, y := range ys {
+				yv := uint64(y)
+				if bImm && !(op == asm.JumpSGT || op == asm.JumpSGE || op == asm.JumpSLT || op == asm.JumpSLE) {
+					yv = uint64(uint32(imm))
+				}
+				taken := cmp32(op, uint32(uint64(x)), uint32(yv))
+				if taken && (!okT || !tt[0].member(uint64(x))) {
+					t.Fatalf("op %#x: %d in %v vs %d taken, but refined to %v (ok %v)", op, x, a, y, tt[0], okT)
+				}
+				if !taken && (!okF || !ff[0].member(uint64(x))) {
+					t.Fatalf("op %#x: %d in %v vs %d not taken, but refined to %v (ok %v)", op, x, a, y, ff[0], okF)
+				}
+			}
+		}
+	}
+}
