@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/loader"
@@ -94,7 +95,17 @@ type Bundle struct {
 	// borrowed are the maps taken from Options.Reuse: Close leaves them
 	// open until TakeOver makes them this bundle's own.
 	borrowed map[*maps.Map]bool
+	// decidesOn are the maps a program that decides (a tuner) reads as
+	// rank-uniform: it refers to them and no program writes them.
+	decidesOn map[*maps.Map]bool
 }
+
+// DecidesOn reports whether a tuner program of b reads m as rank-uniform
+// data (it refers to m, and no program writes m). A write to such a map at
+// an arbitrary moment (a control-plane update) reaches ranks at different
+// calls, so they would decide differently for a while: such writes belong
+// at an agreed call sequence.
+func (b *Bundle) DecidesOn(m *maps.Map) bool { return b.decidesOn[m] }
 
 // ErrVariable is wrapped by errors about Options.Vars and Options.Data.
 var ErrVariable = errors.New("bad variable setting")
@@ -178,7 +189,21 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 	}
 	// verified together: rank uniformity depends on which maps the
 	// bundle's programs write
-	results, errs, _ := verifier.VerifyTogether(infos, units)
+	results, errs, used := verifier.VerifyTogether(infos, units)
+	for i, lp := range coll.Programs {
+		if !units[i].Config.Hook.Decides {
+			continue
+		}
+		for pc, ins := range lp.Insns {
+			if ins.IsLdImm64() && (ins.Src == asm.PseudoMapFD || ins.Src == asm.PseudoMapValue) &&
+				ins.Imm >= 0 && int(ins.Imm) < len(used) && !used[ins.Imm].Local && pc+1 < len(lp.Insns) {
+				if b.decidesOn == nil {
+					b.decidesOn = map[*maps.Map]bool{}
+				}
+				b.decidesOn[b.Maps[ins.Imm]] = true
+			}
+		}
+	}
 	for i, lp := range coll.Programs {
 		h, res, err := units[i].Config.Hook, results[i], errs[i]
 		if err != nil {

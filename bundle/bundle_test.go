@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -194,5 +195,41 @@ func TestContextReads(t *testing.T) {
 		if got := u.Reads(tc.off, 4); got != tc.want || u.all != tc.all {
 			t.Errorf("%s: reads %d = %v (all %v), want %v (all %v)", tc.name, tc.off, got, u.all, tc.want, tc.all)
 		}
+	}
+}
+
+// TestDecidesOn: the maps a tuner reads and no program writes are the ones
+// the control plane must not write at an arbitrary moment; maps a program
+// writes (measurements) are not among them.
+func TestDecidesOn(t *testing.T) {
+	rules, _ := policies.Object("rules")
+	b, err := Load(rules, Options{Name: "rules"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	n := 0
+	for _, m := range b.Maps {
+		if b.DecidesOn(m) {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Errorf("rules: the tuner's rule table is not among the maps it decides on")
+	}
+	obj, err := os.ReadFile("../policies/adaptive/adaptive.bpf.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Load(obj, Options{Name: "adaptive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if m := a.Map("local"); m == nil || a.DecidesOn(m) {
+		t.Errorf("adaptive: the profiler-written map local must not count as uniform")
+	}
+	if m := a.Map("agreed"); m == nil || !a.DecidesOn(m) {
+		t.Errorf("adaptive: the tuner decides on the agreed map")
 	}
 }

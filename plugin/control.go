@@ -263,6 +263,12 @@ func mapUpdate(req *control.Request) *control.Response {
 	if isAgreed(m) && !req.Force {
 		return &control.Response{Error: errAgreedNeedsSeq(req.Map).Error()}
 	}
+	if b, err := runningBundle(); err == nil && b.DecidesOn(m) && !isAgreed(m) && !req.Force {
+		return &control.Response{Error: fmt.Sprintf("map %s is read by the tuner as rank-uniform (no program writes it): "+
+			"a write now reaches each rank at a different call, and ranks would decide differently; declare it agreed "+
+			"(BPF_F_RDONLY_PROG) and use 'ncclbpf agree' or an agreed update with --at-seq, reload with --at-seq, "+
+			"or --force to write this process alone", req.Map)}
+	}
 	if err := checkArrayIndex(m, key); err != nil {
 		return &control.Response{Error: err.Error()}
 	}

@@ -26,7 +26,9 @@ or value size.
 An agreed map (declared with NCCLBPF_AGREED: the same on every rank, read-only
 for programs) is written with 'ncclbpf agree' at an agreed call; update
 refuses it unless --force, which writes this process alone, now: its ranks
-may decide differently until every one has the value.`,
+may decide differently until every one has the value. The same holds for
+any map the tuner reads and no program writes (a table filled at load):
+change it with a reload at an agreed call (--at-seq), or --force.`,
 		Examples: []string{
 			"ncclbpf map list 4242",
 			"ncclbpf map dump 4242 hits",
@@ -79,7 +81,7 @@ func isHex(s string) bool {
 func runMap(e *env, args []string) error {
 	fs := e.flags()
 	dir, asJSON := controlFlags(fs)
-	force := fs.Bool("force", false, "update: write an agreed map now, on this process alone")
+	force := fs.Bool("force", false, "update: write a map the tuner decides on (agreed, or no program writes it) now, on this process alone")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err
