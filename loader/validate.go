@@ -110,9 +110,11 @@ func (p *Program) validate(maps []*MapSpec) error {
 // StructureCodes lists those used here), so tools match one set of codes.
 type StructureError struct {
 	// PC is the instruction slot at fault, -1 when none is.
-	PC   int
+	PC int
+	// Code is the verifier's code and name ("E004 jump-into-ldimm64").
 	Code string
-	Msg  string
+	// Msg says what is wrong.
+	Msg string
 }
 
 // Error returns "pc 7: E003 jump-out-of-range: msg".
