@@ -122,7 +122,7 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 				return ck.errorf(NullDeref, pc, "argument %d (%v) of %s may be null: compare it with 0 first", i+1, r, p.Name)
 			}
 			if v.k == kAlloc && !st.hasRef(v.id) {
-				return ck.errorf(UseAfterRelease, pc, "argument %d (%v) of %s is not a record this path still holds: %s", i+1, r, p.Name, ck.unheldWhy())
+				return ck.errorf(UseAfterRelease, pc, "argument %d (%v) of %s is not a record this path still holds: %s", i+1, r, p.Name, unheldWhy)
 			}
 			if v.k != kAlloc || !v.s.isConst() || v.s.constVal() != 0 {
 				return bad("a record returned by bpf_ringbuf_reserve, unmoved and not yet submitted")
@@ -194,9 +194,7 @@ func (ck *checker) memSrc(st *state, pc int, ptr value, n uint64) uint32 {
 
 // unheldWhy explains a ringbuf record pointer whose reference the path
 // does not hold.
-func (ck *checker) unheldWhy() string {
-	return "it points to a record that was already submitted or discarded, or to one of several records depending on the path taken (paths that reserved different records were merged); submit or discard each record through the pointer bpf_ringbuf_reserve returned"
-}
+const unheldWhy = "it points to a record that was already submitted or discarded, or to one of several records depending on the path taken (paths that reserved different records were merged); submit or discard each record through the pointer bpf_ringbuf_reserve returned"
 
 // printkValues returns how many of r3-r5 bpf_printk will format, and why:
 // the number of conversions of its format when the format lies in frozen

@@ -327,7 +327,7 @@ func (ck *checker) exit(st *state, pc int) (int, *Error) {
 	}
 	ret := ck.hook.Return
 	rv := r0.s
-	if ret.Min >= math.MinInt32 && ret.Max <= math.MaxInt32 {
+	if ret.IsCInt() {
 		// a C int return: the host reads the low 32 bits of r0, signed
 		rv = rv.sext32()
 	}

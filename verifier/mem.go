@@ -139,7 +139,7 @@ func (ck *checker) access0(st *state, pc int, reg asm.Register, ptr value, off i
 				ck.written[ptr.idx] = true
 			}
 		} else if !st.hasRef(ptr.id) {
-			return value{}, ck.errorf(UseAfterRelease, pc, "%s through %v (%s): %s", mode, reg, ptr.describe(ck), ck.unheldWhy())
+			return value{}, ck.errorf(UseAfterRelease, pc, "%s through %v (%s): %s", mode, reg, ptr.describe(ck), unheldWhy)
 		}
 		if o.smin < 0 || o.smax > limit-int64(size) {
 			return value{}, ck.errorf(MemOutOfBounds, pc, "%s of %d bytes at offset %s of a %d-byte %s (through %v: %s)", mode, size, rangeText(o), limit, what, reg, ptr.describe(ck))

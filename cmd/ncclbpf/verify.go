@@ -136,32 +136,65 @@ func runVerify(e *env, args []string) error {
 	return nil
 }
 
-// verifyAll verifies every program of coll together, as the plugin loads
-// them (a map one program writes is rank-local for all), and reports each.
-func verifyAll(coll *loader.Collection, forced *hook.Hook) []*verifyReport {
-	reports := make([]*verifyReport, len(coll.Programs))
+// verifyTogether verifies the programs of coll together, as the plugin loads
+// them (a map one program writes is rank-local for all), each against the
+// hook hookOf gives it; a program without a hook is left out (hookErrs).
+func verifyTogether(coll *loader.Collection, hookOf func(*loader.Program) (*hook.Hook, error)) (hooks []*hook.Hook, hookErrs, errs []error, results []*verifier.Result) {
+	n := len(coll.Programs)
+	hooks, hookErrs, errs, results = make([]*hook.Hook, n), make([]error, n), make([]error, n), make([]*verifier.Result, n)
 	var units []verifier.Unit
 	var at []int
 	for i, p := range coll.Programs {
-		r := &verifyReport{Program: p.Name, Section: p.Section, Insns: len(p.Insns)}
-		reports[i] = r
-		h := forced
-		if h == nil {
-			var err error
-			if h, err = hook.ForSection(p.Section); err != nil {
-				r.Error = &verifyProblem{Code: "-", Name: "no-hook", PC: -1, Msg: err.Error()}
-				continue
-			}
+		if hooks[i], hookErrs[i] = hookOf(p); hookErrs[i] != nil {
+			continue
 		}
-		r.Hook = h.Name
-		units = append(units, verifier.Unit{Insns: p.Insns, Config: *verifier.ForProgram(coll, p, h)})
+		units = append(units, verifier.Unit{Insns: p.Insns, Config: *verifier.ForProgram(coll, p, hooks[i])})
 		at = append(at, i)
 	}
-	results, errs, _ := verifier.VerifyTogether(verifier.MapInfos(coll), units)
+	res, es, _ := verifier.VerifyTogether(verifier.MapInfos(coll), units)
 	for k, i := range at {
-		fillReport(reports[i], results[k], errs[k])
+		results[i], errs[i] = res[k], es[k]
+	}
+	return hooks, hookErrs, errs, results
+}
+
+// verifyAll verifies every program of coll together and reports each.
+func verifyAll(coll *loader.Collection, forced *hook.Hook) []*verifyReport {
+	hooks, hookErrs, errs, results := verifyTogether(coll, func(p *loader.Program) (*hook.Hook, error) {
+		if forced != nil {
+			return forced, nil
+		}
+		return hook.ForSection(p.Section)
+	})
+	reports := make([]*verifyReport, len(coll.Programs))
+	for i, p := range coll.Programs {
+		r := &verifyReport{Program: p.Name, Section: p.Section, Insns: len(p.Insns)}
+		reports[i] = r
+		if hookErrs[i] != nil {
+			r.Error = &verifyProblem{Code: "-", Name: "no-hook", PC: -1, Msg: hookErrs[i].Error()}
+			continue
+		}
+		r.Hook = hooks[i].Name
+		fillReport(r, results[i], errs[i])
 	}
 	return reports
+}
+
+// verifyInBundle verifies program p against hook h together with the other
+// programs of coll, as the plugin would load them.
+func verifyInBundle(coll *loader.Collection, p *loader.Program, h *hook.Hook) error {
+	_, _, errs, _ := verifyTogether(coll, func(q *loader.Program) (*hook.Hook, error) {
+		if q == p {
+			return h, nil
+		}
+		return hook.ForSection(q.Section)
+	})
+	for i, q := range coll.Programs {
+		if q == p {
+			return errs[i]
+		}
+	}
+	return nil
 }
 
 func fillReport(r *verifyReport, res *verifier.Result, err error) {
@@ -215,26 +248,4 @@ func writeProblem(w io.Writer, p *verifyProblem) {
 		fmt.Fprintf(w, "      %s\n", s)
 	}
 	fmt.Fprintf(w, "      pc %d: %s\n", p.PC, p.Insn)
-}
-
-// verifyInBundle verifies program p against hook h together with the other
-// programs of coll (whose map writes decide which maps are rank-local), as
-// the plugin would load them.
-func verifyInBundle(coll *loader.Collection, p *loader.Program, h *hook.Hook) error {
-	var units []verifier.Unit
-	mine := -1
-	for _, q := range coll.Programs {
-		qh := h
-		if q != p {
-			var err error
-			if qh, err = hook.ForSection(q.Section); err != nil {
-				continue
-			}
-		} else {
-			mine = len(units)
-		}
-		units = append(units, verifier.Unit{Insns: q.Insns, Config: *verifier.ForProgram(coll, q, qh)})
-	}
-	_, errs, _ := verifier.VerifyTogether(verifier.MapInfos(coll), units)
-	return errs[mine]
 }
