@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -51,13 +52,10 @@ func startRanks(t *testing.T, n int, dir string, env []string, periodUS int, sec
 	t.Helper()
 	host, _ := lockstepTools(t)
 	// The epoch is CLOCK_MONOTONIC 300 ms from now, as the first rank sees it.
-	epoch, err := exec.Command("python3", "-c", "import time; print(time.monotonic_ns() + 300000000)").Output()
-	if err != nil {
-		t.Skipf("python3 for CLOCK_MONOTONIC: %v", err)
-	}
+	epoch := strconv.FormatUint(monotonicNS(t)+300_000_000, 10)
 	var pids []int
 	for i := 0; i < n; i++ {
-		cmd := exec.Command(host, art.lib, strconv.Itoa(seconds), strconv.Itoa(periodUS), strings.TrimSpace(string(epoch)))
+		cmd := exec.Command(host, art.lib, strconv.Itoa(seconds), strconv.Itoa(periodUS), epoch)
 		cmd.Env = append(append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir, "LOCKSTEP_RANKS="+strconv.Itoa(n)), env...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -169,4 +167,15 @@ func TestCheckFindsInjectedDivergence(t *testing.T) {
 		t.Fatalf("rank 2 (not reloaded) reported divergent:\n%s", out)
 	}
 	t.Log(out)
+}
+
+// monotonicNS is CLOCK_MONOTONIC now, the clock the lockstep hosts pace
+// their calls by.
+func monotonicNS(t *testing.T) uint64 {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatalf("CLOCK_MONOTONIC: %v", err)
+	}
+	return uint64(ts.Nano())
 }

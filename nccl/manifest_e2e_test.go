@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -175,11 +176,7 @@ func TestWatchHonoursActivationManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	epoch, err := exec.Command("python3", "-c", "import time; print(time.monotonic_ns())").Output()
-	if err != nil {
-		t.Skipf("python3: %v", err)
-	}
-	cmd := exec.Command(host, art.lib, "90", "2000", strings.TrimSpace(string(epoch)))
+	cmd := exec.Command(host, art.lib, "90", "2000", strconv.FormatUint(monotonicNS(t), 10))
 	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(base, "policy.bpf.o"), "NCCLBPF_CONTROL_DIR="+dir,
 		"NCCLBPF_WATCH=1", "NCCLBPF_WATCH_INTERVAL=50ms")
 	var stderr syncBuffer
