@@ -18,7 +18,12 @@ type checker struct {
 	insns []asm.Instruction
 	info  *Info
 
-	maxDepth, maxStack, budget int
+	maxDepth, maxStack int
+	// budget is the work this pass may do, work what it has done: one
+	// unit per instruction visited, per state comparison and per join
+	// attempt, each of bounded cost, so that the time a verification
+	// takes is bounded by the budget (BENCHMARKS.md, "Verification").
+	budget, work int
 	joinAfter                  int // join states past this many per pc; 0: never
 	joined                     int // joins performed
 	merged                     bool
@@ -155,7 +160,7 @@ func (ck *checker) walk(st *state, pc int) *Error {
 			}
 		}
 		ck.visits++
-		if ck.visits > ck.budget {
+		if !ck.spend(1) {
 			return ck.budgetError(pc)
 		}
 		if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
@@ -166,6 +171,7 @@ func (ck *checker) walk(st *state, pc int) *Error {
 			return e
 		}
 		if fork != nil {
+			ck.spend(ck.stateCost(fork)) // checked at the next instruction
 			// explore one side recursively and continue with the other;
 			// a backward jump (a loop) is continued, so that iterations
 			// do not deepen the recursion
@@ -191,6 +197,9 @@ func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error
 	list := ck.seen[pc]
 	var cl *state
 	for _, v := range list {
+		if !ck.spend(ck.stateCost(st)) {
+			return false, ck.budgetError(pc)
+		}
 		// stored states have their dead registers cleared, so st need
 		// not be cleaned to be compared with them
 		if !leq(v.st, st, &ck.ids) {
@@ -217,6 +226,7 @@ func (ck *checker) checkpoint(st *state, pc int, mine *[]*visited) (bool, *Error
 			if cl == nil {
 				cl = ck.clean(st, pc)
 			}
+			ck.spend(ck.stateCost(st))
 			if js := ck.join(list[i].st, cl, true); js != nil {
 				ck.joined++
 				*st = *js
@@ -335,9 +345,29 @@ func (ck *checker) budgetError(pc int) *Error {
 		}
 	}
 	if best < 0 {
-		return ck.errorf(Complexity, pc, "verification visited more than %d instructions without finishing; simplify the branches leading here", ck.budget)
+		return ck.errorf(Complexity, pc, "verification ran out of its budget (%s) without finishing; simplify the branches leading here", ck.budgetText())
 	}
-	return ck.errorf(Complexity, ck.loopJump(best), "verification visited more than %d instructions without finishing: the loop at pc %d ran at least %d iterations and its bound is still not proven (compare the counter with a constant, or bound the value it is compared with)", ck.budget, best, bestN)
+	return ck.errorf(Complexity, ck.loopJump(best), "verification ran out of its budget (%s) without finishing: the loop at pc %d ran at least %d iterations and its bound is still not proven (compare the counter with a constant, or bound the value it is compared with)", ck.budgetText(), best, bestN)
+}
+
+// spend charges n units of work to the pass and reports whether it is
+// still within its budget.
+func (ck *checker) spend(n int) bool {
+	ck.work += n
+	return ck.work <= ck.budget
+}
+
+// stateCost is the work of comparing, joining or copying st, in steps:
+// each frame holds eleven registers and up to 64 stack slots, a few
+// instructions' worth of work.
+func (ck *checker) stateCost(st *state) int { return 4 * len(st.frames) }
+
+// budgetText describes the budget for messages.
+func (ck *checker) budgetText() string {
+	if ck.cfg.Budget != nil {
+		return itoa(ck.cfg.Budget.total) + " steps for all programs of the bundle and every pass"
+	}
+	return itoa(orDefault(ck.cfg.Complexity, DefaultComplexity)) + " steps of instructions visited and states compared, over every pass"
 }
 
 func itoa(i int) string {

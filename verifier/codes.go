@@ -197,9 +197,9 @@ const (
 	//	   goto l
 	InfiniteLoop
 
-	// Complexity: verification visited more instructions than
-	// Config.Complexity allows; the loop or branching structure is too
-	// complex to prove safe.
+	// Complexity: verification needed more steps than its budget
+	// (Config.Complexity or Config.Budget) allows; the loop or branching
+	// structure is too complex to prove safe.
 	Complexity
 
 	// BadReturn: r0 at exit is not within the hook's declared return

@@ -32,7 +32,11 @@ const (
 	// bytes a subprogram uses are the deepest offset it touches rounded up
 	// to 8; the sum along any chain of calls must stay within MaxStack.
 	DefaultMaxStack = 512 * DefaultMaxCallDepth
-	// DefaultComplexity is the instruction-visit budget.
+	// DefaultComplexity is the work budget of one verification, over all
+	// its passes: one step per instruction visited, per state compared
+	// and per join attempted. A step costs a bounded time (under a
+	// microsecond on a server core), so the budget bounds the time a
+	// program can make the verifier spend, accepted or refused.
 	DefaultComplexity = 1_000_000
 )
 
@@ -99,6 +103,11 @@ type Config struct {
 	MaxCallDepth int
 	MaxStack     int
 	Complexity   int
+	// Budget, when set, is a work budget shared by several verifications
+	// (the programs of one bundle): each draws its steps from it, and
+	// Complexity is ignored. It bounds the time a whole object takes to
+	// verify, whatever the number of programs in it.
+	Budget *Budget
 	// Source, when set, locates a pc in the C source for error messages;
 	// line <= 0 means unknown.
 	Source func(pc int) (file string, line, col int, text string)
@@ -107,6 +116,23 @@ type Config struct {
 	// verified with it may hang a job.
 	DisableRankUniformity bool
 }
+
+// Budget is a verification work budget in steps (see DefaultComplexity),
+// shared by the Verify calls whose Config points at it. It is not safe
+// for concurrent use.
+type Budget struct {
+	total, left int
+}
+
+// NewBudget returns a budget of steps steps (DefaultComplexity when
+// steps <= 0).
+func NewBudget(steps int) *Budget {
+	steps = orDefault(steps, DefaultComplexity)
+	return &Budget{total: steps, left: steps}
+}
+
+// Left returns the steps not spent yet.
+func (b *Budget) Left() int { return max(b.left, 0) }
 
 // Info receives optional detail about a verification. Set the fields you
 // want before calling Verify; nil fields are not filled.
@@ -124,6 +150,9 @@ type Result struct {
 	// Visits is the number of instructions the analysis executed
 	// abstractly; States the number of states it stored for pruning.
 	Visits, States int
+	// Steps is the work spent over every pass, in the unit of
+	// DefaultComplexity.
+	Steps int
 	// StackDepth is the largest sum of frame stack sizes along a call
 	// chain, in bytes.
 	StackDepth int
@@ -149,19 +178,38 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 	// joining only once several states have been seen at a pc. (3)
 	// Path-sensitive with no joins. A rejection reports the error of the
 	// most precise pass that did not run out of budget.
+	// The passes draw on one budget: what one spends, the next lacks.
 	var ck *checker
 	var best *Error
 	var bestCk *checker
+	left := orDefault(c.Complexity, DefaultComplexity)
+	if c.Budget != nil {
+		left = c.Budget.Left()
+	}
+	if c.Budget != nil && left <= 0 {
+		ck := newChecker(c, insns, info)
+		e := ck.errorf(Complexity, 0, "no verification budget left: the programs verified before this one spent all %d steps of the object's budget", c.Budget.total)
+		ck.finish(e)
+		return nil, e
+	}
+	spent := 0
+	defer func() {
+		if c.Budget != nil {
+			c.Budget.left -= spent
+		}
+	}()
 	for pass := 0; pass < 3; pass++ {
 		if info != nil && info.States != nil {
 			clear(info.States)
 		}
 		ck = newChecker(c, insns, info)
+		ck.budget = left - spent
 		ck.merged = pass == 0
 		if pass == 1 {
 			ck.joinAfter = joinAfter
 		}
 		e := ck.run()
+		spent += min(ck.work, ck.budget)
 		if e == nil {
 			best = nil
 			break
@@ -169,8 +217,8 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		if best == nil || e.Code != Complexity || best.Code == Complexity {
 			best, bestCk = e, ck
 		}
-		if pass == 0 && e.Code == Complexity {
-			break // loops unroll alike in every pass
+		if e.Code == Complexity && (pass == 0 || spent >= left) {
+			break // loops unroll alike in every pass; or nothing is left
 		}
 		if pass > 0 && ck.joined == 0 && !ck.merged {
 			break // no join happened: the exact pass would do the same
@@ -192,7 +240,7 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 			written = append(written, i)
 		}
 	}
-	return &Result{Warnings: ck.warnings, Visits: ck.visits, States: ck.stored, StackDepth: ck.stackTotal, MapsWritten: written}, nil
+	return &Result{Warnings: ck.warnings, Visits: ck.visits, Steps: spent, States: ck.stored, StackDepth: ck.stackTotal, MapsWritten: written}, nil
 }
 
 // isStructural reports errors found before any path is explored.

@@ -101,10 +101,12 @@ func TestCorpusC(t *testing.T) {
 			t.Fatalf("%s: %v", obj, err)
 		}
 		// the programs of one file are verified together, as a bundle
-		// (a map one of them writes is rank-local for all)
+		// (a map one of them writes is rank-local for all), each with a
+		// budget of its own: the file is a corpus of independent cases
 		units := make([]verifier.Unit, len(coll.Programs))
 		for i, p := range coll.Programs {
 			units[i] = verifier.Unit{Insns: p.Insns, Config: *configFor(t, coll, p)}
+			units[i].Config.Budget = verifier.NewBudget(units[i].Config.Complexity)
 		}
 		results, errs, _ := verifier.VerifyTogether(mapInfos(coll), units)
 		for i, p := range coll.Programs {

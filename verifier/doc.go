@@ -68,8 +68,11 @@
 //  3. The same without joins: every path separately.
 //
 // Loops whose bound is provable (the counter is a known constant in each
-// iteration, or its range shrinks) are unrolled until they exit; the
-// number of instructions visited is bounded by Config.Complexity.
+// iteration, or its range shrinks) are unrolled until they exit. The work
+// is bounded in steps of bounded cost (instructions visited, states
+// compared, copied and joined) by Config.Complexity, or by a Budget that
+// the programs of one object share: the time a verification takes is
+// bounded whatever the program.
 //
 // The verifier knows nothing about NCCL: hooks are data (package hook).
 package verifier

@@ -57,6 +57,7 @@ func (q *mergeQueue) push(pc int, st *state, back bool) {
 	list, queued := q.at[pc]
 	force := len(list) >= maxPendingPerPC
 	for i := range list {
+		q.ck.spend(q.ck.stateCost(st)) // checked at the next instruction
 		if !force && !samePointerOffsets(list[i].st, st) {
 			continue
 		}
@@ -180,7 +181,7 @@ func (ck *checker) runMerged(q *mergeQueue, p pending, pc int) *Error {
 		}
 		first = false
 		ck.visits++
-		if ck.visits > ck.budget {
+		if !ck.spend(1) {
 			return ck.budgetError(pc)
 		}
 		if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
@@ -191,6 +192,7 @@ func (ck *checker) runMerged(q *mergeQueue, p pending, pc int) *Error {
 			return e
 		}
 		if fork != nil {
+			ck.spend(ck.stateCost(fork)) // checked at the next instruction
 			q.push(forkPC, fork, ck.isBackJump(pc, forkPC))
 		}
 		if next < 0 {
@@ -219,6 +221,9 @@ func (ck *checker) isBackJump(from, to int) bool {
 func (ck *checker) mergedCheckpoint(st *state, pc int, back bool) (bool, *Error) {
 	list := ck.seen[pc]
 	for _, v := range list {
+		if !ck.spend(ck.stateCost(st)) {
+			return false, ck.budgetError(pc)
+		}
 		if !leq(v.st, st, &ck.ids) {
 			continue
 		}

@@ -272,6 +272,10 @@ func TestPtrOracleCatches(t *testing.T) {
 	maps.CapturePrintk(true)
 	defer maps.CapturePrintk(false)
 	defer maps.DrainPrintk()
+	// runs are compared line for line: no line may be dropped by the
+	// process-wide rate limit
+	maps.SetPrintkRate(0, 0)
+	defer maps.SetPrintkRate(20, 40)
 	c, err := newPtrChecker(false)
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +341,10 @@ func TestPtrOracleCorpus(t *testing.T) {
 	maps.CapturePrintk(true)
 	defer maps.CapturePrintk(false)
 	defer maps.DrainPrintk()
+	// runs are compared line for line: no line may be dropped by the
+	// process-wide rate limit
+	maps.SetPrintkRate(0, 0)
+	defer maps.SetPrintkRate(20, 40)
 	c, err := newPtrChecker(false)
 	if err != nil {
 		t.Fatal(err)
@@ -381,6 +389,10 @@ func TestPtrOracleRandomPrograms(t *testing.T) {
 	maps.CapturePrintk(true)
 	defer maps.CapturePrintk(false)
 	defer maps.DrainPrintk()
+	// runs are compared line for line: no line may be dropped by the
+	// process-wide rate limit
+	maps.SetPrintkRate(0, 0)
+	defer maps.SetPrintkRate(20, 40)
 	c, err := newPtrChecker(false)
 	if err != nil {
 		t.Fatal(err)

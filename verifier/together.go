@@ -20,12 +20,24 @@ type Unit struct {
 // program writes a map not yet Local. A rejected program's writes do not
 // count (it will not run). It returns each program's result or error, in
 // the order of units, and the maps as they were last used (Local set).
+//
+// The units whose Config has no Budget draw on one shared work budget
+// (of the largest Complexity among them), so the time an object takes to
+// verify is bounded whatever the number of programs in it.
 func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo) {
 	infos := append([]MapInfo(nil), maps...)
 	results := make([]*Result, len(units))
 	errs := make([]error, len(units))
+	steps := 0
+	for _, u := range units {
+		steps = max(steps, u.Config.Complexity)
+	}
+	shared := NewBudget(steps)
 	run := func(i int) {
 		cfg := units[i].Config
+		if cfg.Budget == nil {
+			cfg.Budget = shared
+		}
 		cfg.Maps = infos
 		results[i], errs[i] = cfg.Verify(units[i].Insns, nil)
 	}

@@ -31,7 +31,9 @@ func TestUniformityImplicitFlowMutation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			units = append(units, Unit{Insns: p.Insns, Config: *ForProgram(coll, p, h)})
+			cfg := *ForProgram(coll, p, h)
+			cfg.Budget = NewBudget(0) // independent cases, each with its own budget
+			units = append(units, Unit{Insns: p.Insns, Config: cfg})
 		}
 		_, errs, _ := VerifyTogether(MapInfos(coll), units)
 		out := map[string]error{}
