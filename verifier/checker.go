@@ -24,10 +24,10 @@ type checker struct {
 	// attempt, each of bounded cost, so that the time a verification
 	// takes is bounded by the budget (BENCHMARKS.md, "Verification").
 	budget, work int
-	joinAfter                  int // join states past this many per pc; 0: never
-	joined                     int // joins performed
-	merged                     bool
-	ran                        []bool // merged: prune points run at least once
+	joinAfter    int // join states past this many per pc; 0: never
+	joined       int // joins performed
+	merged       bool
+	ran          []bool // merged: prune points run at least once
 
 	second   []bool // pc is the second slot of an LD_IMM64
 	prune    []bool // pc is a jump target or a branch's fall-through
