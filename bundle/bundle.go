@@ -127,7 +127,7 @@ func Load(obj []byte, opts Options) (*Bundle, error) {
 	return b, nil
 }
 
-func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err error) {
+func build(coll *loader.CollectionSpec, name string, opts Options) (_ *Bundle, err error) {
 	if len(coll.Programs) == 0 {
 		return nil, errors.New("the object has no programs (put them in SEC(\"tuner\"), SEC(\"profiler/...\"), ...)")
 	}
@@ -223,7 +223,7 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 	return b, nil
 }
 
-func sourceOf(p *loader.Program) func(pc int) (string, int, int, string) {
+func sourceOf(p *loader.ProgramSpec) func(pc int) (string, int, int, string) {
 	return func(pc int) (string, int, int, string) {
 		l := p.SourceAt(pc)
 		if l == nil {
@@ -235,14 +235,14 @@ func sourceOf(p *loader.Program) func(pc int) (string, int, int, string) {
 
 // globalContents applies opts.Vars and opts.Data to copies of the global
 // data sections, by map index.
-func globalContents(coll *loader.Collection, opts Options) (map[int][]byte, error) {
+func globalContents(coll *loader.CollectionSpec, opts Options) (map[int][]byte, error) {
 	out := map[int][]byte{}
 	for i, ms := range coll.Maps {
 		if ms.IsGlobalData() {
 			out[i] = append([]byte(nil), ms.Contents...)
 		}
 	}
-	find := func(name string) (*loader.Variable, []byte, error) {
+	find := func(name string) (*loader.VariableSpec, []byte, error) {
 		v := coll.Variable(name)
 		if v == nil {
 			var names []string

@@ -17,7 +17,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/helpers"
 )
 
-// Map types (Linux's enum bpf_map_type numbering) that a Collection may
+// Map types (Linux's enum bpf_map_type numbering) that a CollectionSpec may
 // hold.
 const (
 	MapTypeHash          uint32 = 1
@@ -54,7 +54,7 @@ const flagRdonlyProg = 0x80
 // tailCallHelper is bpf_tail_call's helper id.
 const tailCallHelper helpers.ID = 12
 
-func load(r io.ReaderAt) (*Collection, error) {
+func load(r io.ReaderAt) (*CollectionSpec, error) {
 	obj, err := openObject(r)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func load(r io.ReaderAt) (*Collection, error) {
 		return nil, err
 	}
 
-	c := &Collection{BTF: cs.Types}
+	c := &CollectionSpec{BTF: cs.Types}
 	mapIndex, err := c.convertMaps(cs, obj)
 	if err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func isDataSection(name string) bool {
 }
 
 // convertMaps fills c.Maps sorted by name and returns the index of each.
-func (c *Collection) convertMaps(cs *ebpf.CollectionSpec, obj *objectFile) (map[string]int, error) {
+func (c *CollectionSpec) convertMaps(cs *ebpf.CollectionSpec, obj *objectFile) (map[string]int, error) {
 	names := make([]string, 0, len(cs.Maps))
 	for name := range cs.Maps {
 		names = append(names, name)
@@ -233,13 +233,13 @@ func convertMap(name string, ms *ebpf.MapSpec) (*MapSpec, error) {
 	return m, nil
 }
 
-func (c *Collection) convertVariables(cs *ebpf.CollectionSpec, mapIndex map[string]int) error {
+func (c *CollectionSpec) convertVariables(cs *ebpf.CollectionSpec, mapIndex map[string]int) error {
 	for name, vs := range cs.Variables {
 		idx, ok := mapIndex[vs.SectionName]
 		if !ok {
 			return fmt.Errorf("variable %q: section %q has no map", name, vs.SectionName)
 		}
-		v := &Variable{Name: name, Map: idx, Offset: vs.Offset, Size: uint32(len(vs.Value))}
+		v := &VariableSpec{Name: name, Map: idx, Offset: vs.Offset, Size: uint32(len(vs.Value))}
 		if uint64(v.Offset)+uint64(v.Size) > uint64(c.Maps[idx].ValueSize) {
 			return fmt.Errorf("variable %q: [%d, %d) lies outside section %q", name, v.Offset, v.Offset+v.Size, vs.SectionName)
 		}
@@ -252,13 +252,13 @@ func (c *Collection) convertVariables(cs *ebpf.CollectionSpec, mapIndex map[stri
 	return nil
 }
 
-// convertProgram builds a Program from cilium/ebpf's flattened program:
+// convertProgram builds a ProgramSpec from cilium/ebpf's flattened program:
 // its instruction stream gives the order of the functions, the references
 // and the line info; the instruction bytes themselves are taken from the
 // object unchanged, so nothing is lost in a round trip through another
 // instruction model.
-func convertProgram(obj *objectFile, ps *ebpf.ProgramSpec, maps []*MapSpec, mapIndex map[string]int) (*Program, error) {
-	p := &Program{Name: ps.Name, Section: ps.SectionName, License: ps.License}
+func convertProgram(obj *objectFile, ps *ebpf.ProgramSpec, maps []*MapSpec, mapIndex map[string]int) (*ProgramSpec, error) {
+	p := &ProgramSpec{Name: ps.Name, Section: ps.SectionName, License: ps.License}
 	in := ps.Instructions
 	if len(in) == 0 || in[0].Symbol() != ps.Name {
 		return nil, errors.New("instruction stream does not start with the program's symbol")
@@ -335,7 +335,7 @@ func convertProgram(obj *objectFile, ps *ebpf.ProgramSpec, maps []*MapSpec, mapI
 	return p, nil
 }
 
-func atLine(p *Program, pc int) string {
+func atLine(p *ProgramSpec, pc int) string {
 	if l := p.SourceAt(pc); l != nil {
 		return ", " + l.String()
 	}
@@ -344,7 +344,7 @@ func atLine(p *Program, pc int) string {
 
 // resolve rewrites the slot(s) at pc according to the relocation cilium/ebpf
 // found for ci, and rejects what has no meaning outside the kernel.
-func resolve(p *Program, pc int, ci *cilasm.Instruction, maps []*MapSpec, mapIndex map[string]int, starts map[string]int) error {
+func resolve(p *ProgramSpec, pc int, ci *cilasm.Instruction, maps []*MapSpec, mapIndex map[string]int, starts map[string]int) error {
 	ins := &p.Insns[pc]
 	ref := ci.Reference()
 	switch {

@@ -1,21 +1,21 @@
 // Package loader turns an ELF object compiled by clang (-target bpf) into a
-// Collection: programs as self-contained asm.Instruction slices, the maps
+// CollectionSpec: programs as self-contained asm.Instruction slices, the maps
 // they refer to, global variables and source-line information.
 //
 // It uses github.com/cilium/ebpf to parse ELF and BTF, and nothing else of
 // it: no kernel, no bpf() syscall, no live objects. The result is a pure,
-// deterministic spec: the same bytes always give the same Collection, and
+// deterministic spec: the same bytes always give the same CollectionSpec, and
 // nothing in it depends on the machine that read it.
 //
 // # Instruction model
 //
 // Every program is linked on its own: the instructions of each BPF-to-BPF
 // callee (static or global functions, usually in .text) are appended after
-// the entry function, so a Program's Insns need nothing outside themselves.
+// the entry function, so a ProgramSpec's Insns need nothing outside themselves.
 // References are resolved into the forms package vm documents:
 //
 //   - a map reference becomes LD_IMM64 with Src=asm.PseudoMapFD and
-//     Imm = index into Collection.Maps;
+//     Imm = index into CollectionSpec.Maps;
 //   - a reference to global data (.rodata, .data, .bss and their variants
 //     such as .rodata.str1.1) becomes LD_IMM64 with Src=asm.PseudoMapValue,
 //     Imm = index of the section's map and the second slot's Imm = byte

@@ -12,7 +12,7 @@ var Summary = summary
 
 // summary prints everything in c that does not depend on pointer identity,
 // so that two loads can be compared.
-func summary(c *Collection) string {
+func summary(c *CollectionSpec) string {
 	var b strings.Builder
 	tn := func(t btf.Type) string {
 		if t == nil {

@@ -63,7 +63,7 @@ func FuzzLoad(f *testing.F) {
 }
 
 // checkCollection re-checks a loaded collection from the outside.
-func checkCollection(c *Collection) error {
+func checkCollection(c *CollectionSpec) error {
 	if len(c.Programs) == 0 {
 		return errors.New("no programs but no error")
 	}

@@ -19,26 +19,26 @@ import (
 // types, ...), as opposed to an object that is malformed.
 var ErrNotSupported = errors.New("not supported")
 
-// Collection is everything one ELF object holds: its programs and the maps
+// CollectionSpec is everything one ELF object holds: its programs and the maps
 // they share.
-type Collection struct {
+type CollectionSpec struct {
 	// Programs are sorted by Section, then Name.
-	Programs []*Program
+	Programs []*ProgramSpec
 	// Maps are sorted by Name. The Imm of an LD_IMM64 map reference is an
 	// index into this slice.
 	Maps []*MapSpec
 	// Variables are the global variables of the data sections, sorted by
 	// Name. Hidden and static variables are not listed.
-	Variables []*Variable
+	Variables []*VariableSpec
 	// License is the contents of the "license" section, "" if none.
 	License string
 	// BTF is the object's type information; nil if it has none.
 	BTF *btf.Spec
 }
 
-// Program is one entry point: a function in a named ELF section, linked
+// ProgramSpec is one entry point: a function in a named ELF section, linked
 // with every function it calls.
-type Program struct {
+type ProgramSpec struct {
 	// Name is the entry function's symbol name.
 	Name string
 	// Section is the ELF section the entry function is in ("tuner",
@@ -58,7 +58,7 @@ type Program struct {
 }
 
 // Func is one function (the entry point or a subprogram) inside a
-// Program's instructions.
+// ProgramSpec's instructions.
 type Func struct {
 	// Name is the function's symbol name.
 	Name string
@@ -115,10 +115,10 @@ type MapSpec struct {
 // IsGlobalData reports whether m holds a global-data section.
 func (m *MapSpec) IsGlobalData() bool { return m.Contents != nil }
 
-// Variable is a global variable in a data section.
-type Variable struct {
+// VariableSpec is a global variable in a data section.
+type VariableSpec struct {
 	Name string
-	// Map is the index in Collection.Maps of the section holding it.
+	// Map is the index in CollectionSpec.Maps of the section holding it.
 	Map int
 	// Offset and Size locate the variable inside the map's value.
 	Offset, Size uint32
@@ -129,7 +129,7 @@ type Variable struct {
 // SourceAt returns the line information nearest at or before pc, or nil
 // if there is none. It is meant for error messages: a pc inside a
 // statement maps to the line the statement starts on.
-func (p *Program) SourceAt(pc int) *LineInfo {
+func (p *ProgramSpec) SourceAt(pc int) *LineInfo {
 	if pc >= len(p.Lines) {
 		pc = len(p.Lines) - 1
 	}
@@ -142,7 +142,7 @@ func (p *Program) SourceAt(pc int) *LineInfo {
 }
 
 // FuncAt returns the function containing pc, or nil if pc is out of range.
-func (p *Program) FuncAt(pc int) *Func {
+func (p *ProgramSpec) FuncAt(pc int) *Func {
 	i := sort.Search(len(p.Funcs), func(i int) bool { return p.Funcs[i].End > pc })
 	if i < len(p.Funcs) && p.Funcs[i].Start <= pc {
 		return &p.Funcs[i]
@@ -151,7 +151,7 @@ func (p *Program) FuncAt(pc int) *Func {
 }
 
 // Program returns the program named name, or nil.
-func (c *Collection) Program(name string) *Program {
+func (c *CollectionSpec) Program(name string) *ProgramSpec {
 	for _, p := range c.Programs {
 		if p.Name == name {
 			return p
@@ -161,7 +161,7 @@ func (c *Collection) Program(name string) *Program {
 }
 
 // Map returns the index and spec of the map named name, or -1 and nil.
-func (c *Collection) Map(name string) (int, *MapSpec) {
+func (c *CollectionSpec) Map(name string) (int, *MapSpec) {
 	for i, m := range c.Maps {
 		if m.Name == name {
 			return i, m
@@ -171,7 +171,7 @@ func (c *Collection) Map(name string) (int, *MapSpec) {
 }
 
 // Variable returns the variable named name, or nil.
-func (c *Collection) Variable(name string) *Variable {
+func (c *CollectionSpec) Variable(name string) *VariableSpec {
 	for _, v := range c.Variables {
 		if v.Name == name {
 			return v
@@ -181,7 +181,7 @@ func (c *Collection) Variable(name string) *Variable {
 }
 
 // LoadFile reads the ELF object at path.
-func LoadFile(path string) (*Collection, error) {
+func LoadFile(path string) (*CollectionSpec, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
@@ -195,13 +195,13 @@ func LoadFile(path string) (*Collection, error) {
 }
 
 // LoadBytes reads an ELF object held in memory.
-func LoadBytes(b []byte) (*Collection, error) {
+func LoadBytes(b []byte) (*CollectionSpec, error) {
 	return Load(bytes.NewReader(b))
 }
 
 // Load reads an ELF object. It never panics: a malformed or hostile object
 // gives an error.
-func Load(r io.ReaderAt) (c *Collection, err error) {
+func Load(r io.ReaderAt) (c *CollectionSpec, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			c, err = nil, &panicError{v: v, stack: debug.Stack()}

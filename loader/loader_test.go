@@ -17,7 +17,7 @@ import (
 
 const testdata = "../testdata/loader"
 
-func mustLoad(t *testing.T, name string) *loader.Collection {
+func mustLoad(t *testing.T, name string) *loader.CollectionSpec {
 	t.Helper()
 	c, err := loader.LoadFile(filepath.Join(testdata, name))
 	if err != nil {
@@ -26,7 +26,7 @@ func mustLoad(t *testing.T, name string) *loader.Collection {
 	return c
 }
 
-func mapIndex(t *testing.T, c *loader.Collection, name string) int {
+func mapIndex(t *testing.T, c *loader.CollectionSpec, name string) int {
 	t.Helper()
 	i, m := c.Map(name)
 	if m == nil {
@@ -189,12 +189,12 @@ func TestPrograms(t *testing.T) {
 		}
 	}
 	if c.Program("tuner_main") != c.Programs[2] || c.Program("nope") != nil {
-		t.Error("Collection.Program lookup")
+		t.Error("CollectionSpec.Program lookup")
 	}
 }
 
 // funcInsns returns the instructions of function name inside p.
-func funcInsns(t *testing.T, p *loader.Program, name string) []asm.Instruction {
+func funcInsns(t *testing.T, p *loader.ProgramSpec, name string) []asm.Instruction {
 	t.Helper()
 	for _, f := range p.Funcs {
 		if f.Name == name {

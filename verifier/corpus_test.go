@@ -52,7 +52,7 @@ func warningAnnotations(t *testing.T, path string) map[int]string {
 }
 
 // mapInfos converts the loader's map specs.
-func mapInfos(c *loader.Collection) []verifier.MapInfo {
+func mapInfos(c *loader.CollectionSpec) []verifier.MapInfo {
 	var maps []verifier.MapInfo
 	for _, m := range c.Maps {
 		maps = append(maps, verifier.MapInfo{Name: m.Name, Type: m.Type, KeySize: m.KeySize,
@@ -61,7 +61,7 @@ func mapInfos(c *loader.Collection) []verifier.MapInfo {
 	return maps
 }
 
-func configFor(t *testing.T, c *loader.Collection, p *loader.Program) *verifier.Config {
+func configFor(t *testing.T, c *loader.CollectionSpec, p *loader.ProgramSpec) *verifier.Config {
 	h, err := hook.ForSection(p.Section)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 
 // MapInfos converts the loader's map specs into the verifier's, keeping
 // their order (LD_IMM64 map indexes refer to it).
-func MapInfos(c *loader.Collection) []MapInfo {
+func MapInfos(c *loader.CollectionSpec) []MapInfo {
 	out := make([]MapInfo, len(c.Maps))
 	for i, m := range c.Maps {
 		out[i] = MapInfo{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize,
@@ -22,7 +22,7 @@ func MapInfos(c *loader.Collection) []MapInfo {
 // ForProgram returns the Config that verifies program p of collection c
 // against hook h: the collection's maps and p's BTF line information as
 // the Source of error positions.
-func ForProgram(c *loader.Collection, p *loader.Program, h *hook.Hook) *Config {
+func ForProgram(c *loader.CollectionSpec, p *loader.ProgramSpec, h *hook.Hook) *Config {
 	return &Config{Hook: h, Maps: MapInfos(c), Source: func(pc int) (string, int, int, string) {
 		if l := p.SourceAt(pc); l != nil {
 			return l.File, l.Line, l.Col, l.Source

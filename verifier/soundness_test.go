@@ -69,7 +69,7 @@ func asmMapSpecs() []maps.Spec {
 	return out
 }
 
-func loaderMapSpecs(c *loader.Collection) []maps.Spec {
+func loaderMapSpecs(c *loader.CollectionSpec) []maps.Spec {
 	var out []maps.Spec
 	for _, m := range c.Maps {
 		s := maps.Spec{Name: m.Name, Type: maps.Type(m.Type), KeySize: m.KeySize, ValueSize: m.ValueSize,

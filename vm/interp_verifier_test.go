@@ -106,7 +106,7 @@ func TestVerifiedCorpusNeverTraps(t *testing.T) {
 
 // liveMaps creates the maps of coll (global data with its contents) and
 // returns their references and the verifier's view of them.
-func liveMaps(t *testing.T, coll *loader.Collection) ([]vm.MapRef, []verifier.MapInfo) {
+func liveMaps(t *testing.T, coll *loader.CollectionSpec) ([]vm.MapRef, []verifier.MapInfo) {
 	refs := make([]vm.MapRef, len(coll.Maps))
 	infos := make([]verifier.MapInfo, len(coll.Maps))
 	for i, ms := range coll.Maps {

@@ -109,8 +109,8 @@ func readInput(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-func disasmCollection(w io.Writer, coll *loader.Collection, section string, plain bool) error {
-	var progs []*loader.Program
+func disasmCollection(w io.Writer, coll *loader.CollectionSpec, section string, plain bool) error {
+	var progs []*loader.ProgramSpec
 	var names []string
 	for _, p := range coll.Programs {
 		names = append(names, fmt.Sprintf("%s (%s)", p.Section, p.Name))
@@ -139,8 +139,8 @@ func disasmCollection(w io.Writer, coll *loader.Collection, section string, plai
 // programInfo adds what an ELF object knows to a disassembly: function
 // names, source lines, map and variable names.
 type programInfo struct {
-	coll *loader.Collection
-	prog *loader.Program
+	coll *loader.CollectionSpec
+	prog *loader.ProgramSpec
 }
 
 // writeInsns prints insns one per line; with info, function labels and

@@ -191,7 +191,7 @@ func lookupHook(name string) (*hook.Hook, error) {
 // runTarget is the loaded program with what it runs on.
 type runTarget struct {
 	object   string
-	prog     *loader.Program
+	prog     *loader.ProgramSpec
 	hook     *hook.Hook // nil: a generic program
 	verified bool
 	engine   string
@@ -277,8 +277,8 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 
 // selectProgram picks the program to run and the hook whose context it
 // gets (nil for none).
-func selectProgram(coll *loader.Collection, path, section string, forced *hook.Hook, notes *[]string) (*loader.Program, *hook.Hook, error) {
-	sectionHook := func(p *loader.Program) *hook.Hook {
+func selectProgram(coll *loader.CollectionSpec, path, section string, forced *hook.Hook, notes *[]string) (*loader.ProgramSpec, *hook.Hook, error) {
+	sectionHook := func(p *loader.ProgramSpec) *hook.Hook {
 		h, err := hook.ForSection(p.Section)
 		if err != nil {
 			return nil
@@ -292,7 +292,7 @@ func selectProgram(coll *loader.Collection, path, section string, forced *hook.H
 	if len(coll.Programs) == 0 {
 		return nil, nil, fmt.Errorf("%s: the object has no programs", path)
 	}
-	var cands []*loader.Program
+	var cands []*loader.ProgramSpec
 	switch {
 	case section != "":
 		for _, p := range coll.Programs {
@@ -356,7 +356,7 @@ func selectProgram(coll *loader.Collection, path, section string, forced *hook.H
 // asBundle reports whether the object loads as the plugin loads it: every
 // program attached to a distinct hook by its section, and the selected
 // program run at the hook its section names.
-func asBundle(coll *loader.Collection, sel *loader.Program, h *hook.Hook) bool {
+func asBundle(coll *loader.CollectionSpec, sel *loader.ProgramSpec, h *hook.Hook) bool {
 	seen := map[*hook.Hook]bool{}
 	for _, p := range coll.Programs {
 		ph, err := hook.ForSection(p.Section)
@@ -425,7 +425,7 @@ func (s silentWrap) Unwrap() error { return s.err }
 // not take as a bundle (a section without a hook, two programs for one
 // hook) or a program run at another hook than its section's. The maps are
 // created as bundle.Load creates them.
-func (r *runTarget) loadAlone(coll *loader.Collection, engine vm.Engine, vars []bundle.Var, data map[string][]byte) error {
+func (r *runTarget) loadAlone(coll *loader.CollectionSpec, engine vm.Engine, vars []bundle.Var, data map[string][]byte) error {
 	p := r.prog
 	contents, err := aloneGlobals(coll, vars, data)
 	if err != nil {
@@ -494,7 +494,7 @@ func scalarHelper(p *helpers.Proto) bool {
 
 // aloneGlobals is the initial contents of the global data maps with --var
 // and --rules applied, as bundle.Load does it.
-func aloneGlobals(coll *loader.Collection, vars []bundle.Var, data map[string][]byte) (map[int][]byte, error) {
+func aloneGlobals(coll *loader.CollectionSpec, vars []bundle.Var, data map[string][]byte) (map[int][]byte, error) {
 	out := map[int][]byte{}
 	for i, ms := range coll.Maps {
 		if ms.IsGlobalData() {

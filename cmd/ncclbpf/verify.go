@@ -139,7 +139,7 @@ func runVerify(e *env, args []string) error {
 // verifyTogether verifies the programs of coll together, as the plugin loads
 // them (a map one program writes is rank-local for all), each against the
 // hook hookOf gives it; a program without a hook is left out (hookErrs).
-func verifyTogether(coll *loader.Collection, hookOf func(*loader.Program) (*hook.Hook, error)) (hooks []*hook.Hook, hookErrs, errs []error, results []*verifier.Result) {
+func verifyTogether(coll *loader.CollectionSpec, hookOf func(*loader.ProgramSpec) (*hook.Hook, error)) (hooks []*hook.Hook, hookErrs, errs []error, results []*verifier.Result) {
 	n := len(coll.Programs)
 	hooks, hookErrs, errs, results = make([]*hook.Hook, n), make([]error, n), make([]error, n), make([]*verifier.Result, n)
 	var units []verifier.Unit
@@ -159,8 +159,8 @@ func verifyTogether(coll *loader.Collection, hookOf func(*loader.Program) (*hook
 }
 
 // verifyAll verifies every program of coll together and reports each.
-func verifyAll(coll *loader.Collection, forced *hook.Hook) []*verifyReport {
-	hooks, hookErrs, errs, results := verifyTogether(coll, func(p *loader.Program) (*hook.Hook, error) {
+func verifyAll(coll *loader.CollectionSpec, forced *hook.Hook) []*verifyReport {
+	hooks, hookErrs, errs, results := verifyTogether(coll, func(p *loader.ProgramSpec) (*hook.Hook, error) {
 		if forced != nil {
 			return forced, nil
 		}
@@ -182,8 +182,8 @@ func verifyAll(coll *loader.Collection, forced *hook.Hook) []*verifyReport {
 
 // verifyInBundle verifies program p against hook h together with the other
 // programs of coll, as the plugin would load them.
-func verifyInBundle(coll *loader.Collection, p *loader.Program, h *hook.Hook) error {
-	_, _, errs, _ := verifyTogether(coll, func(q *loader.Program) (*hook.Hook, error) {
+func verifyInBundle(coll *loader.CollectionSpec, p *loader.ProgramSpec, h *hook.Hook) error {
+	_, _, errs, _ := verifyTogether(coll, func(q *loader.ProgramSpec) (*hook.Hook, error) {
 		if q == p {
 			return h, nil
 		}
