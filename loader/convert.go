@@ -17,20 +17,22 @@ import (
 	"github.com/ncclbpf/ncclbpf/helpers"
 )
 
-// Map types (Linux's enum bpf_map_type numbering) that a CollectionSpec may
-// hold.
+// MapType is a map type, numbered like Linux's enum bpf_map_type.
+type MapType uint32
+
+// Map types that a CollectionSpec may hold.
 const (
-	MapTypeHash          uint32 = 1
-	MapTypeArray         uint32 = 2
-	MapTypePerCPUHash    uint32 = 5
-	MapTypePerCPUArray   uint32 = 6
-	MapTypeLRUHash       uint32 = 9
-	MapTypeLRUPerCPUHash uint32 = 10
-	MapTypeRingBuf       uint32 = 27
+	MapTypeHash          MapType = 1
+	MapTypeArray         MapType = 2
+	MapTypePerCPUHash    MapType = 5
+	MapTypePerCPUArray   MapType = 6
+	MapTypeLRUHash       MapType = 9
+	MapTypeLRUPerCPUHash MapType = 10
+	MapTypeRingBuf       MapType = 27
 )
 
 // mapTypeNames names the map types the loader accepts.
-var mapTypeNames = map[uint32]string{
+var mapTypeNames = map[MapType]string{
 	MapTypeHash:          "hash",
 	MapTypeArray:         "array",
 	MapTypePerCPUHash:    "percpu_hash",
@@ -40,12 +42,20 @@ var mapTypeNames = map[uint32]string{
 	MapTypeRingBuf:       "ringbuf",
 }
 
-// MapTypeName returns the name of map type t ("hash", "array", ...) and
-// whether the loader accepts it; any other type is an error wrapping
-// ErrNotSupported.
-func MapTypeName(t uint32) (string, bool) {
-	n, ok := mapTypeNames[t]
-	return n, ok
+// String returns the map type's name as libbpf spells it ("hash",
+// "array", ...), or "maptype#N" for a type the loader does not accept.
+func (t MapType) String() string {
+	if n, ok := mapTypeNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("maptype#%d", uint32(t))
+}
+
+// Supported reports whether the loader accepts map type t; any other type
+// is an error wrapping ErrNotSupported.
+func (t MapType) Supported() bool {
+	_, ok := mapTypeNames[t]
+	return ok
 }
 
 // flagRdonlyProg is Linux's BPF_F_RDONLY_PROG.
@@ -178,7 +188,7 @@ func (c *CollectionSpec) convertMaps(cs *ebpf.CollectionSpec, obj *objectFile) (
 func convertMap(name string, ms *ebpf.MapSpec) (*MapSpec, error) {
 	m := &MapSpec{
 		Name:       name,
-		Type:       uint32(ms.Type),
+		Type:       MapType(ms.Type),
 		KeySize:    ms.KeySize,
 		ValueSize:  ms.ValueSize,
 		MaxEntries: ms.MaxEntries,
@@ -194,12 +204,13 @@ func convertMap(name string, ms *ebpf.MapSpec) (*MapSpec, error) {
 		if !ok || uint32(len(data)) != ms.ValueSize {
 			return nil, fmt.Errorf("data section %q: contents do not match its size %d", name, ms.ValueSize)
 		}
-		m.Contents = bytes.Clone(data)
-		if m.Contents == nil {
-			m.Contents = []byte{}
+		value := bytes.Clone(data)
+		if value == nil {
+			value = []byte{}
 		}
-		m.ReadOnly = strings.HasPrefix(name, ".rodata")
-		if m.ReadOnly {
+		m.Contents = []MapKV{{Key: make([]byte, 4), Value: value}}
+		m.Freeze = strings.HasPrefix(name, ".rodata")
+		if m.Freeze {
 			m.Flags |= flagRdonlyProg
 		}
 		return m, nil
@@ -239,7 +250,7 @@ func (c *CollectionSpec) convertVariables(cs *ebpf.CollectionSpec, mapIndex map[
 		if !ok {
 			return fmt.Errorf("variable %q: section %q has no map", name, vs.SectionName)
 		}
-		v := &VariableSpec{Name: name, Map: idx, Offset: vs.Offset, Size: uint32(len(vs.Value))}
+		v := &VariableSpec{Name: name, Map: idx, Offset: vs.Offset, Size: uint32(len(vs.Value)), section: c.Maps[idx]}
 		if uint64(v.Offset)+uint64(v.Size) > uint64(c.Maps[idx].ValueSize) {
 			return fmt.Errorf("variable %q: [%d, %d) lies outside section %q", name, v.Offset, v.Offset+v.Size, vs.SectionName)
 		}
@@ -425,7 +436,7 @@ func resolve(p *ProgramSpec, pc int, ci *cilasm.Instruction, maps []*MapSpec, ma
 }
 
 func supportedTypeList() string {
-	ts := make([]uint32, 0, len(mapTypeNames))
+	ts := make([]MapType, 0, len(mapTypeNames))
 	for t := range mapTypeNames {
 		ts = append(ts, t)
 	}

@@ -32,8 +32,9 @@
 // BTF-defined maps (the ".maps" section, as libbpf's __uint/__type macros
 // write them) and legacy "maps" sections (struct bpf_map_def) are both
 // read. Each global-data section becomes a one-entry array map (type 2,
-// key size 4, value size = section size) whose Contents are the section's
-// initial bytes, zeroes for .bss; .rodata* sections are ReadOnly.
+// key size 4, value size = section size) whose Contents are one entry: key 0
+// and the section's initial bytes, zeroes for .bss; .rodata* sections are
+// frozen and BPF_F_RDONLY_PROG. A VariableSpec's Set changes those bytes.
 //
 // # What is refused
 //
@@ -41,6 +42,6 @@
 // wrap ErrNotSupported and name the section, symbol and feature: CO-RE
 // relocations, kfuncs and kernel symbols, extern kconfig variables,
 // function pointers (callbacks), tail calls, struct_ops, map-in-map,
-// pinning and map types MapTypeName does not accept. Malformed objects give
+// pinning and map types MapType.Supported does not accept. Malformed objects give
 // errors, never panics.
 package loader

@@ -71,8 +71,8 @@ func checkCollection(c *CollectionSpec) error {
 		if i > 0 && c.Maps[i-1].Name >= m.Name {
 			return fmt.Errorf("maps not sorted: %q, %q", c.Maps[i-1].Name, m.Name)
 		}
-		if m.IsGlobalData() && uint32(len(m.Contents)) != m.ValueSize {
-			return fmt.Errorf("map %q: %d bytes of contents, value size %d", m.Name, len(m.Contents), m.ValueSize)
+		if m.IsGlobalData() && uint32(len(m.Data())) != m.ValueSize {
+			return fmt.Errorf("map %q: %d bytes of contents, value size %d", m.Name, len(m.Data()), m.ValueSize)
 		}
 	}
 	for _, v := range c.Variables {

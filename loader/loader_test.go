@@ -39,8 +39,9 @@ func TestMaps(t *testing.T) {
 	c := mustLoad(t, "policy.o")
 
 	type want struct {
-		typ, key, value, max, flags uint32
-		readOnly                    bool
+		typ                    loader.MapType
+		key, value, max, flags uint32
+		freeze                 bool
 	}
 	wants := map[string]want{
 		"stats_array":    {loader.MapTypeArray, 4, 16, 16, 0, false},
@@ -70,7 +71,7 @@ func TestMaps(t *testing.T) {
 			t.Errorf("unexpected map %q", m.Name)
 			continue
 		}
-		got := want{m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags, m.ReadOnly}
+		got := want{m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags, m.Freeze}
 		if got != w {
 			t.Errorf("map %q: got %+v, want %+v", m.Name, got, w)
 		}
@@ -106,8 +107,8 @@ func TestGlobalData(t *testing.T) {
 			t.Errorf("no map %q", name)
 			continue
 		}
-		if !bytes.Equal(m.Contents, want) {
-			t.Errorf("map %q: contents %x, want %x", name, m.Contents, want)
+		if !bytes.Equal(m.Data(), want) || len(m.Contents) != 1 || !bytes.Equal(m.Contents[0].Key, []byte{0, 0, 0, 0}) {
+			t.Errorf("map %q: contents %x, want one entry: key 0, value %x", name, m.Contents, want)
 		}
 	}
 	for _, m := range c.Maps {
@@ -395,7 +396,7 @@ func TestV4(t *testing.T) {
 		t.Errorf("v4 object: movsx %v sdiv %v ldxsx %v bswap %v call-to-scale %v; want all", movsx, sdiv, ldsx, bswap, calls)
 	}
 	_, ro := c.Map(".rodata")
-	if ro == nil || !bytes.Equal(ro.Contents, []byte{0xfd, 0xff, 0xff, 0xff}) {
+	if ro == nil || !bytes.Equal(ro.Data(), []byte{0xfd, 0xff, 0xff, 0xff}) {
 		t.Errorf(".rodata = %v, want -3", ro)
 	}
 }

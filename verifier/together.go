@@ -1,32 +1,35 @@
 package verifier
 
-import "github.com/ncclbpf/ncclbpf/asm"
+import (
+	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/loader"
+)
 
 // Unit is one program of a bundle, for VerifyTogether.
 type Unit struct {
 	// Insns are the program's instructions.
 	Insns []asm.Instruction
 	// Config says how to verify it; its Maps are ignored (VerifyTogether
-	// gives every program the bundle's maps, with Local set).
+	// gives every program the bundle's maps).
 	Config Config
 }
 
 // VerifyTogether verifies the programs of one bundle, which share maps.
 // Rank uniformity is a property of the bundle: a map that any program
-// writes is Local (its contents may differ between ranks), so a program
+// writes is local (its contents may differ between ranks), so a program
 // that Decides may not decide on it. VerifyTogether verifies the programs
 // whose hook does not decide first, then the deciding ones with the maps
-// the accepted programs write marked Local, again until no accepted
-// program writes a map not yet Local. A rejected program's writes do not
+// the accepted programs write marked local, again until no accepted
+// program writes a map not yet local. A rejected program's writes do not
 // count (it will not run). It returns each program's result or error, in
-// the order of units, and the maps as they were last used (Local set).
-func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo) {
-	infos := append([]MapInfo(nil), maps...)
+// the order of units, and for each map whether it is local.
+func VerifyTogether(maps []*loader.MapSpec, units []Unit) ([]*Result, []error, []bool) {
+	local := make([]bool, len(maps))
 	results := make([]*Result, len(units))
 	errs := make([]error, len(units))
 	run := func(i int) {
 		cfg := units[i].Config
-		cfg.Maps = infos
+		cfg.Maps, cfg.local = maps, local
 		results[i], errs[i] = cfg.Verify(units[i].Insns, nil)
 	}
 	markWrites := func() bool {
@@ -36,8 +39,8 @@ func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo
 				continue
 			}
 			for _, m := range r.MapsWritten {
-				if m >= 0 && m < len(infos) && !infos[m].Local {
-					infos[m].Local = true
+				if m >= 0 && m < len(local) && !local[m] {
+					local[m] = true
 					changed = true
 				}
 			}
@@ -51,7 +54,7 @@ func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo
 		}
 	}
 	markWrites()
-	for round := 0; round <= len(infos); round++ {
+	for round := 0; round <= len(maps); round++ {
 		for i := range units {
 			if decides(i) {
 				run(i)
@@ -61,5 +64,5 @@ func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo
 			break
 		}
 	}
-	return results, errs, infos
+	return results, errs, local
 }

@@ -33,7 +33,7 @@ func TestUniformityImplicitFlowMutation(t *testing.T) {
 			}
 			units = append(units, Unit{Insns: p.Insns, Config: *ForProgram(coll, p, h)})
 		}
-		_, errs, _ := VerifyTogether(MapInfos(coll), units)
+		_, errs, _ := VerifyTogether(coll.Maps, units)
 		out := map[string]error{}
 		for i, p := range coll.Programs {
 			out[p.Name] = errs[i]

@@ -133,7 +133,7 @@ func writeJITListing(w io.Writer, name string, insns []asm.Instruction, specs []
 	maps := make([]vm.MapRef, len(specs))
 	for i, s := range specs {
 		stride := (s.ValueSize + 7) &^ 7
-		maps[i] = vm.MapRef{Name: s.Name, Handle: uintptr(mapHandleBase + i<<16), Type: s.Type, KeySize: s.KeySize,
+		maps[i] = vm.MapRef{Name: s.Name, Handle: uintptr(mapHandleBase + i<<16), Type: uint32(s.Type), KeySize: s.KeySize,
 			ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, ArrayBase: uintptr(mapValueBase + i<<26), ArrayStride: stride}
 	}
 	table := vm.HelperTable{}

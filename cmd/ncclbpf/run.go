@@ -233,13 +233,13 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 	if err != nil {
 		return nil, err
 	}
-	coll, err := loader.LoadBytes(obj)
+	spec, err := loader.LoadBytes(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r := &runTarget{object: path, engine: engine.Name()}
 	var h *hook.Hook
-	r.prog, h, err = selectProgram(coll, path, o.section, forced, &r.notes)
+	r.prog, h, err = selectProgram(spec, path, o.section, forced, &r.notes)
 	if err != nil {
 		return nil, err
 	}
@@ -248,8 +248,11 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 	if err != nil {
 		return nil, err
 	}
-	if asBundle(coll, r.prog, h) {
-		b, err := bundle.Load(obj, bundle.Options{Name: path, Engine: engine, Vars: vars, Data: data})
+	if spec, err = bundle.Configure(spec, vars, data); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if asBundle(spec, r.prog, h) {
+		b, err := bundle.LoadSpec(spec, bundle.Options{Name: path, Engine: engine})
 		if err != nil {
 			return nil, explainLoad(err)
 		}
@@ -264,7 +267,7 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 			return nil, fmt.Errorf("%s: BUG: program %s is not in the loaded bundle", path, r.prog.Name)
 		}
 		r.maps, r.verified = b.Maps, true
-	} else if err := r.loadAlone(coll, engine, vars, data); err != nil {
+	} else if err := r.loadAlone(spec, engine); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -423,32 +426,15 @@ func (s silentWrap) Unwrap() error { return s.err }
 
 // loadAlone loads only the selected program, for objects the plugin would
 // not take as a bundle (a section without a hook, two programs for one
-// hook) or a program run at another hook than its section's. The maps are
-// created as bundle.Load creates them.
-func (r *runTarget) loadAlone(coll *loader.CollectionSpec, engine vm.Engine, vars []bundle.Var, data map[string][]byte) error {
+// hook) or a program run at another hook than its section's. It takes
+// bundle.Load's steps: the program is verified together with the others
+// (each at its section's hook), then the maps are created and the program
+// compiled.
+func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine) error {
 	p := r.prog
-	contents, err := aloneGlobals(coll, vars, data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", r.object, err)
-	}
-	refs := make([]vm.MapRef, len(coll.Maps))
-	for i, ms := range coll.Maps {
-		spec := maps.Spec{Name: ms.Name, Type: maps.Type(ms.Type), KeySize: ms.KeySize, ValueSize: ms.ValueSize,
-			MaxEntries: ms.MaxEntries, Flags: ms.Flags, Freeze: ms.ReadOnly, Key: ms.Key, Value: ms.Value}
-		if c, ok := contents[i]; ok {
-			spec.Contents = []maps.KV{{Key: []byte{0, 0, 0, 0}, Value: c}}
-		}
-		m, err := maps.New(spec)
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.object, err)
-		}
-		r.closers = append(r.closers, m.Close)
-		r.maps = append(r.maps, m)
-		refs[i] = m.Ref()
-	}
 	table := maps.HelperTable()
 	if r.hook != nil {
-		if err := verifyInBundle(coll, p, r.hook); err != nil {
+		if err := verifyInBundle(spec, p, r.hook); err != nil {
 			return explainLoad(fmt.Errorf("%s: program %s (section %q, hook %s) rejected: %w", r.object, p.Name, p.Section, r.hook.Name, err))
 		}
 		r.verified = true
@@ -465,7 +451,15 @@ func (r *runTarget) loadAlone(coll *loader.CollectionSpec, engine vm.Engine, var
 		r.notes = append(r.notes, fmt.Sprintf("section %q names no hook: program %s runs unverified with the interpreter "+
 			"(helpers that take pointers are not available; give --hook to verify it against a hook)", p.Section, p.Name))
 	}
-	exe, err := engine.Compile(&vm.Program{Name: p.Name, Insns: p.Insns, Maps: refs, Helpers: table})
+	live, _, err := bundle.CreateMaps(spec, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.object, err)
+	}
+	for _, m := range live {
+		r.closers = append(r.closers, m.Close)
+	}
+	r.maps = live
+	exe, err := bundle.Compile(engine, p, live, table)
 	if err != nil && r.hook == nil {
 		return fmt.Errorf("%s: program %s: compile with %s: %w (unverified programs may call only helpers "+
 			"that take no pointers; give --hook to verify it against a hook)", r.object, p.Name, engine.Name(), err)
@@ -490,54 +484,6 @@ func scalarHelper(p *helpers.Proto) bool {
 		}
 	}
 	return true
-}
-
-// aloneGlobals is the initial contents of the global data maps with --var
-// and --rules applied, as bundle.Load does it.
-func aloneGlobals(coll *loader.CollectionSpec, vars []bundle.Var, data map[string][]byte) (map[int][]byte, error) {
-	out := map[int][]byte{}
-	for i, ms := range coll.Maps {
-		if ms.IsGlobalData() {
-			out[i] = append([]byte(nil), ms.Contents...)
-		}
-	}
-	place := func(name string, size int) ([]byte, error) {
-		v := coll.Variable(name)
-		if v == nil {
-			var names []string
-			for _, v := range coll.Variables {
-				names = append(names, v.Name)
-			}
-			return nil, fmt.Errorf("%w: %s: no such global variable (the object has: %s)", bundle.ErrVariable, name, strings.Join(names, ", "))
-		}
-		buf, ok := out[v.Map]
-		if !ok || int(v.Offset+v.Size) > len(buf) {
-			return nil, fmt.Errorf("%w: %s: not in a global data section", bundle.ErrVariable, name)
-		}
-		if size >= 0 && size != int(v.Size) {
-			return nil, fmt.Errorf("%w: %s: %d bytes given, the variable has %d", bundle.ErrVariable, name, size, v.Size)
-		}
-		return buf[v.Offset : v.Offset+v.Size], nil
-	}
-	for _, s := range vars {
-		dst, err := place(s.Name, -1)
-		if err != nil {
-			return nil, err
-		}
-		enc, err := bundle.EncodeInt(s.Value, len(dst))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", bundle.ErrVariable, s.Name, err)
-		}
-		copy(dst, enc)
-	}
-	for name, d := range data {
-		dst, err := place(name, len(d))
-		if err != nil {
-			return nil, err
-		}
-		copy(dst, d)
-	}
-	return out, nil
 }
 
 // ---- the context ----------------------------------------------------------------------------------

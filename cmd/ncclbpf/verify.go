@@ -141,20 +141,13 @@ func runVerify(e *env, args []string) error {
 // hook hookOf gives it; a program without a hook is left out (hookErrs).
 func verifyTogether(coll *loader.CollectionSpec, hookOf func(*loader.ProgramSpec) (*hook.Hook, error)) (hooks []*hook.Hook, hookErrs, errs []error, results []*verifier.Result) {
 	n := len(coll.Programs)
-	hooks, hookErrs, errs, results = make([]*hook.Hook, n), make([]error, n), make([]error, n), make([]*verifier.Result, n)
-	var units []verifier.Unit
-	var at []int
+	hooks, hookErrs = make([]*hook.Hook, n), make([]error, n)
 	for i, p := range coll.Programs {
 		if hooks[i], hookErrs[i] = hookOf(p); hookErrs[i] != nil {
-			continue
+			hooks[i] = nil
 		}
-		units = append(units, verifier.Unit{Insns: p.Insns, Config: *verifier.ForProgram(coll, p, hooks[i])})
-		at = append(at, i)
 	}
-	res, es, _ := verifier.VerifyTogether(verifier.MapInfos(coll), units)
-	for k, i := range at {
-		results[i], errs[i] = res[k], es[k]
-	}
+	results, errs, _ = verifier.VerifyCollection(coll, hooks)
 	return hooks, hookErrs, errs, results
 }
 
