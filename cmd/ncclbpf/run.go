@@ -488,25 +488,6 @@ func scalarHelper(p *helpers.Proto) bool {
 
 // ---- the context ----------------------------------------------------------------------------------
 
-// NCCL's numbering, as include/ncclbpf.h and include/ncclbpf_profiler.h
-// define it.
-var (
-	collNames  = []string{"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}
-	funcNames  = []string{"broadcast", "reduce", "allgather", "reducescatter", "allreduce", "sendrecv", "send", "recv", "alltoall"}
-	algoNames  = []string{"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
-	protoNames = []string{"ll", "ll128", "simple"}
-)
-
-// enumFields are the fields, by name in any hook, whose values are
-// names; -1 means "leave it to NCCL" in an output, "none" in an input.
-var enumFields = map[string][]string{
-	"coll_type": collNames,
-	"func":      funcNames,
-	"algorithm": algoNames,
-	"protocol":  protoNames,
-	"event":     append([]string{"none"}, hook.ProfilerHookNames...),
-}
-
 // hookDefaults are the values a typical call has, by hook ("*" for a
 // prefix); fields not named start at 0. Derived fields are filled by
 // deriveContext.
@@ -659,7 +640,7 @@ func (r *runTarget) setField(s string, explicit bool) error {
 // parseFieldValue parses a value for element el: names for enum fields,
 // microseconds for tuner cost cells, integers otherwise.
 func parseFieldValue(c *hook.Context, el hook.Elem, val string) (uint64, error) {
-	if names, ok := enumFields[el.Field.Name]; ok {
+	if names := hook.EnumNames(el.Field.Name); names != nil {
 		low := strings.ToLower(val)
 		for i, n := range names {
 			if low == n {
@@ -860,17 +841,17 @@ func costCells(name string) ([]int, error) {
 	}
 	var out []int
 	if a, p, ok := strings.Cut(name, "/"); ok {
-		ai, pi := index(algoNames, a), index(protoNames, p)
+		ai, pi := index(hook.AlgoNames, a), index(hook.ProtoNames, p)
 		if ai < 0 || pi < 0 {
 			return nil, fmt.Errorf("%q: want ALGO/PROTO with ALGO one of %s and PROTO one of %s", name,
-				strings.Join(algoNames, ", "), strings.Join(protoNames, ", "))
+				strings.Join(hook.AlgoNames, ", "), strings.Join(hook.ProtoNames, ", "))
 		}
 		return []int{ai*3 + pi}, nil
 	}
-	if a := index(algoNames, name); a >= 0 {
+	if a := index(hook.AlgoNames, name); a >= 0 {
 		return []int{a * 3, a*3 + 1, a*3 + 2}, nil
 	}
-	if p := index(protoNames, name); p >= 0 {
+	if p := index(hook.ProtoNames, name); p >= 0 {
 		for a := 0; a < 7; a++ {
 			out = append(out, a*3+p)
 		}
@@ -883,7 +864,7 @@ func costCells(name string) ([]int, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("%q: not an algorithm (%s), a protocol (%s), ALGO/PROTO or all", name,
-		strings.Join(algoNames, ", "), strings.Join(protoNames, ", "))
+		strings.Join(hook.AlgoNames, ", "), strings.Join(hook.ProtoNames, ", "))
 }
 
 // parseHexMem parses --mem: hex bytes, spaces allowed ("01 02 ff" or
@@ -1194,8 +1175,8 @@ func (r *runTarget) describe(el hook.Elem, ctx []byte) runField {
 	name := el.Field.Name
 	out := el.Field.Access&hook.Write != 0
 	switch {
-	case enumFields[name] != nil:
-		names := enumFields[name]
+	case hook.EnumNames(name) != nil:
+		names := hook.EnumNames(name)
 		switch {
 		case s == -1 && out:
 			f.Meaning = "leave it to NCCL"
@@ -1306,7 +1287,7 @@ func (r *runTarget) tunerEffect(r0 uint64, ctx []byte) *tunerEff {
 		if a < 0 || p < 0 {
 			return "no available cell"
 		}
-		return algoNames[a] + "/" + protoNames[p]
+		return hook.AlgoNames[a] + "/" + hook.ProtoNames[p]
 	}
 	na, np := nccl.Pick(table)
 	eff := &tunerEff{NCCL: cell(na, np), Algorithm: "nccl", Protocol: "nccl"}
@@ -1321,12 +1302,7 @@ func (r *runTarget) tunerEffect(r0 uint64, ctx []byte) *tunerEff {
 	}
 	partial := (d.Algorithm >= 0) != (d.Protocol >= 0)
 	abi, _ := r.elem("abi_version")
-	inTable := d.Algorithm >= -1 && d.Algorithm < len(algoNames) && d.Protocol >= -1 && d.Protocol < len(protoNames)
-	if r.hook.Return.Result(r0) == hook.TunerApply && partial && inTable && d.Channels >= 0 && abi.Get(ctx) == 2 { // checked after these
-		eff.Text = "dropped (tuner v2 cannot take an algorithm without a protocol or the reverse); " + nccl0
-		return eff
-	}
-	out := nccl.Apply(table, r0, d)
+	out := nccl.ApplyABI(table, r0, d, int(abi.Signed(ctx)))
 	switch {
 	case r.hook.Return.Result(r0) != hook.TunerApply:
 		eff.Text = nccl0 + " (the program returned " + strconv.FormatInt(r.hook.Return.Result(r0), 10) + ")"
@@ -1339,7 +1315,7 @@ func (r *runTarget) tunerEffect(r0 uint64, ctx []byte) *tunerEff {
 		return eff
 	}
 	eff.Applied = true
-	eff.Algorithm, eff.Protocol, eff.Channels = algoNames[out.Algorithm], protoNames[out.Protocol], int64(out.Channels)
+	eff.Algorithm, eff.Protocol, eff.Channels = hook.AlgoNames[out.Algorithm], hook.ProtoNames[out.Protocol], int64(out.Channels)
 	chText := "its own channel count"
 	if out.Channels > 0 {
 		chText = fmt.Sprintf("%d channels", out.Channels)
@@ -1472,12 +1448,12 @@ func writeFieldsText(w io.Writer, fields []runField, costGrid bool) {
 	}
 	if len(cost) == 21 {
 		fmt.Fprintf(w, "  %-16s", "cost (µs)")
-		for _, p := range protoNames {
+		for _, p := range hook.ProtoNames {
 			fmt.Fprintf(w, " %12s", p)
 		}
 		fmt.Fprintln(w)
 		for a := 0; a < 7; a++ {
-			fmt.Fprintf(w, "    %-14s", algoNames[a])
+			fmt.Fprintf(w, "    %-14s", hook.AlgoNames[a])
 			for p := 0; p < 3; p++ {
 				c := strings.TrimSuffix(cost[a*3+p].Meaning, " µs")
 				if c == "unavailable" {
@@ -1524,7 +1500,7 @@ func writeMapText(w io.Writer, m *mapReport) {
 		o, had := old[k]
 		switch {
 		case !had:
-			emit("  + " + k + ": " + clip(valueText(e.Value)))
+			emit("  + " + k + ": " + clip(maps.FormatValue(e.Value)))
 		case !sameJSON(o.Value, e.Value):
 			var diffs []string
 			diffValues("", o.Value, e.Value, &diffs)
@@ -1534,13 +1510,13 @@ func writeMapText(w io.Writer, m *mapReport) {
 			emit("  ~ " + k + ": " + strings.Join(diffs, ", "))
 		default:
 			if !m.Changed {
-				emit("    " + k + ": " + clip(valueText(e.Value)))
+				emit("    " + k + ": " + clip(maps.FormatValue(e.Value)))
 			}
 		}
 	}
 	for _, e := range m.Before {
 		if k := keyText(e.Key); !cur[k] {
-			emit("  - " + k + ": " + clip(valueText(e.Value)))
+			emit("  - " + k + ": " + clip(maps.FormatValue(e.Value)))
 		}
 	}
 	if lines > maxLines {
@@ -1559,7 +1535,7 @@ func keyText(k any) string {
 			return strconv.FormatUint(uint64(binary.LittleEndian.Uint32(b)), 10)
 		}
 	}
-	return valueText(k)
+	return maps.FormatValue(k)
 }
 
 func clip(s string) string {
@@ -1621,10 +1597,10 @@ func diffValues(path string, a, b any, out *[]string) {
 	}
 	path = strings.TrimSpace(path)
 	if path == "" {
-		*out = append(*out, clip(valueText(a))+" -> "+clip(valueText(b)))
+		*out = append(*out, clip(maps.FormatValue(a))+" -> "+clip(maps.FormatValue(b)))
 		return
 	}
-	*out = append(*out, path+": "+clip(valueText(a))+" -> "+clip(valueText(b)))
+	*out = append(*out, path+": "+clip(maps.FormatValue(a))+" -> "+clip(maps.FormatValue(b)))
 }
 
 // zeroLike returns a decoded value of v's shape with every leaf zero.
@@ -1667,57 +1643,6 @@ func pathDot(p string) string {
 	return p + " "
 }
 
-// valueText formats a decoded value as maps.MapDump.WriteText does.
-func valueText(v any) string {
-	var b strings.Builder
-	writeDecoded(&b, v)
-	return b.String()
-}
-
-func writeDecoded(b *strings.Builder, v any) {
-	switch v := v.(type) {
-	case nil:
-		b.WriteString("(none)")
-	case maps.Struct:
-		b.WriteByte('{')
-		for i, f := range v {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(f.Name + ": ")
-			writeDecoded(b, f.Value)
-		}
-		b.WriteByte('}')
-	case []any:
-		b.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeDecoded(b, e)
-		}
-		b.WriteByte(']')
-	case maps.PerCPU:
-		b.WriteString("per-cpu{")
-		for i, s := range v {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(b, "slot %d: ", s.Slot)
-			writeDecoded(b, s.Value)
-		}
-		b.WriteByte('}')
-	case maps.Bytes:
-		b.WriteString("0x" + hex.EncodeToString(v))
-	case string:
-		b.WriteString(strconv.Quote(v))
-	case maps.Pointer:
-		fmt.Fprintf(b, "0x%x", uint64(v))
-	default:
-		fmt.Fprint(b, v)
-	}
-}
-
 // writeFields prints a hook's context layout for --fields.
 func writeFields(w io.Writer, h *hook.Hook) {
 	c := &h.Context
@@ -1744,7 +1669,7 @@ func writeFields(w io.Writer, h *hook.Hook) {
 			name += fmt.Sprintf("[%d]", d)
 		}
 		extra := ""
-		if names, ok := enumFields[f.Name]; ok {
+		if names := hook.EnumNames(f.Name); names != nil {
 			extra = "  (" + strings.Join(names, ", ") + ")"
 		}
 		fmt.Fprintf(w, "  %6d %4d  %-6s %-8s %s%s\n", f.Offset, f.Size, acc, scope, name, extra)
