@@ -255,7 +255,7 @@ func (r *runTarget) derive() {
 			r.put("max_ranks_per_nvl_domain", -1)
 		}
 		var mask int64
-		for i := 0; i < 21; i++ {
+		for i := 0; i < nccl.Cells; i++ {
 			if r.costBits(i)>>31 == 0 {
 				mask |= 1 << i
 			}
@@ -313,8 +313,8 @@ var (
 func (r *runTarget) fillModelCosts() {
 	bytes := float64(uint64(r.get("n_bytes")))
 	ranks, nodes := float64(r.get("n_ranks")), float64(r.get("n_nodes"))
-	for a := 0; a < 7; a++ {
-		for p := 0; p < 3; p++ {
+	for a := 0; a < len(hook.AlgoNames); a++ {
+		for p := 0; p < len(hook.ProtoNames); p++ {
 			us := modelLat[a](ranks, nodes)*modelProtoLat[p] + bytes/(modelBW[a]*modelProtoBWFac[p]*1e3)
 			r.setCost(a*3+p, math.Float32bits(float32(us)))
 		}
@@ -329,7 +329,7 @@ func (r *runTarget) applyCosts(spec string) error {
 		case "":
 			continue
 		case "none":
-			for i := 0; i < 21; i++ {
+			for i := 0; i < nccl.Cells; i++ {
 				r.setCost(i, costUnavailable)
 			}
 			continue
@@ -379,13 +379,13 @@ func costCells(name string) ([]int, error) {
 		return []int{a * 3, a*3 + 1, a*3 + 2}, nil
 	}
 	if p := index(hook.ProtoNames, name); p >= 0 {
-		for a := 0; a < 7; a++ {
+		for a := 0; a < len(hook.AlgoNames); a++ {
 			out = append(out, a*3+p)
 		}
 		return out, nil
 	}
 	if name == "all" {
-		for i := 0; i < 21; i++ {
+		for i := 0; i < nccl.Cells; i++ {
 			out = append(out, i)
 		}
 		return out, nil

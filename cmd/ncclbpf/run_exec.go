@@ -316,8 +316,8 @@ func (r *runTarget) describe(el hook.Elem, ctx []byte) runField {
 			f.Meaning = "leave it to NCCL"
 		case s < 0:
 			f.Meaning = "negative: the host drops the decision"
-		case s > 64:
-			f.Meaning = "more than NCCL accepts: the host uses 64"
+		case s > nccl.MaxChannels:
+			f.Meaning = fmt.Sprintf("more than NCCL accepts: the host uses %d", nccl.MaxChannels)
 		default:
 			f.Meaning = fmt.Sprintf("%d channels", s)
 		}
@@ -328,7 +328,7 @@ func (r *runTarget) describe(el hook.Elem, ctx []byte) runField {
 			f.Meaning = sizeText(u)
 		}
 	case name == "avail_mask":
-		f.Meaning = fmt.Sprintf("%d of 21 cells available", popcount(uint32(u)&(1<<21-1)))
+		f.Meaning = fmt.Sprintf("%d of %d cells available", popcount(uint32(u)&(1<<nccl.Cells-1)), nccl.Cells)
 	case name == "bytes" || strings.HasSuffix(name, "_bytes") || strings.HasSuffix(name, "_size"):
 		if u >= 1024 {
 			f.Meaning = sizeText(u)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/maps"
+	"github.com/ncclbpf/ncclbpf/nccl"
 )
 
 // The text form of ncclbpf run's report.
@@ -129,15 +130,15 @@ func writeFieldsText(w io.Writer, fields []runField, costGrid bool) {
 			fmt.Fprintf(w, "  %-*s = %s\n", width, f.Name, v)
 		}
 	}
-	if len(cost) == 21 {
+	if len(cost) == nccl.Cells {
 		fmt.Fprintf(w, "  %-16s", "cost (µs)")
 		for _, p := range hook.ProtoNames {
 			fmt.Fprintf(w, " %12s", p)
 		}
 		fmt.Fprintln(w)
-		for a := 0; a < 7; a++ {
+		for a := 0; a < len(hook.AlgoNames); a++ {
 			fmt.Fprintf(w, "    %-14s", hook.AlgoNames[a])
-			for p := 0; p < 3; p++ {
+			for p := 0; p < len(hook.ProtoNames); p++ {
 				c := strings.TrimSuffix(cost[a*3+p].Meaning, " µs")
 				if c == "unavailable" {
 					c = "n/a"
