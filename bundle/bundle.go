@@ -176,6 +176,7 @@ func build(spec *loader.CollectionSpec, name string, opts Options) (_ *Bundle, e
 	if err != nil {
 		return nil, err
 	}
+	refs, helperTable := MapRefs(b.Maps), maps.HelperTable()
 	for i, p := range spec.Programs {
 		if !hooks[i].Decides {
 			continue
@@ -194,10 +195,9 @@ func build(spec *loader.CollectionSpec, name string, opts Options) (_ *Bundle, e
 	if engine == nil {
 		engine = amd64.New()
 	}
-	helperTable := maps.HelperTable()
 	for i, lp := range spec.Programs {
 		h := hooks[i]
-		exe, err := Compile(engine, lp, b.Maps, helperTable)
+		exe, err := Compile(engine, lp, refs, helperTable)
 		if err != nil {
 			return nil, fmt.Errorf("program %s (section %q): compile with %s: %w", lp.Name, lp.Section, engine.Name(), err)
 		}
@@ -308,14 +308,19 @@ func CreateMaps(spec *loader.CollectionSpec, reuse []*maps.Map) (live []*maps.Ma
 	return live, borrowed, nil
 }
 
-// Compile compiles program p with engine, its map references bound to the
-// live maps (in the order of the CollectionSpec's Maps, as CreateMaps
-// returns them) and its helper calls to helpers.
-func Compile(engine vm.Engine, p *loader.ProgramSpec, live []*maps.Map, helpers vm.HelperTable) (vm.Executable, error) {
+// MapRefs returns the live maps as the engines see them, in their order.
+func MapRefs(live []*maps.Map) []vm.MapRef {
 	refs := make([]vm.MapRef, len(live))
 	for i, m := range live {
 		refs[i] = m.Ref()
 	}
+	return refs
+}
+
+// Compile compiles program p with engine, its map references bound to
+// refs (MapRefs of the maps CreateMaps returned, in the order of the
+// CollectionSpec's Maps) and its helper calls to helpers.
+func Compile(engine vm.Engine, p *loader.ProgramSpec, refs []vm.MapRef, helpers vm.HelperTable) (vm.Executable, error) {
 	return engine.Compile(&vm.Program{Name: p.Name, Insns: p.Insns, Maps: refs, Helpers: helpers})
 }
 

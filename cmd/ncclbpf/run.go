@@ -425,7 +425,6 @@ func (s silentWrap) Unwrap() error { return s.err }
 // compiled.
 func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine) error {
 	p := r.prog
-	table := maps.HelperTable()
 	if r.hook != nil {
 		if err := verifyInBundle(spec, p, r.hook); err != nil {
 			return explainLoad(fmt.Errorf("%s: program %s (section %q, hook %s) rejected: %w", r.object, p.Name, p.Section, r.hook.Name, err))
@@ -435,11 +434,6 @@ func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine) err
 		if engine.Name() != "interp" {
 			return usageErrorf("program %s (section %q) has no hook, so it is not verified: it runs only with --engine interp "+
 				"(or give --hook to verify it against a hook)", p.Name, p.Section)
-		}
-		for id, h := range table {
-			if !scalarHelper(h.Proto) {
-				delete(table, id)
-			}
 		}
 		r.notes = append(r.notes, fmt.Sprintf("section %q names no hook: program %s runs unverified with the interpreter "+
 			"(helpers that take pointers are not available; give --hook to verify it against a hook)", p.Section, p.Name))
@@ -452,7 +446,15 @@ func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine) err
 		r.closers = append(r.closers, m.Close)
 	}
 	r.maps = live
-	exe, err := bundle.Compile(engine, p, live, table)
+	refs, table := bundle.MapRefs(live), maps.HelperTable()
+	if r.hook == nil {
+		for id, h := range table {
+			if !scalarHelper(h.Proto) {
+				delete(table, id)
+			}
+		}
+	}
+	exe, err := bundle.Compile(engine, p, refs, table)
 	if err != nil && r.hook == nil {
 		return fmt.Errorf("%s: program %s: compile with %s: %w (unverified programs may call only helpers "+
 			"that take no pointers; give --hook to verify it against a hook)", r.object, p.Name, engine.Name(), err)
