@@ -7,6 +7,11 @@
 //	b, err := bundle.Load(obj, bundle.Options{Vars: []bundle.Var{{"size_lo", 4 << 20}}})
 //	entry, ok := b.Entry(hook.Tuner) // a C-callable uint64_t fn(void *ctx)
 //
+// Load walks package loader, the verifier, package maps and the engine in
+// that order (LoadSpec); each step is exported (Configure, Attach,
+// CreateMaps, MapRefs, Compile) so that a tool can compose them for a
+// program the plugin would not load as a bundle.
+//
 // Load is the only stage that turns untrusted bytes into running code, so
 // every failure is an error that says which program or map and why; nothing
 // is published by this package (package plugin does that).
@@ -131,9 +136,11 @@ func Load(obj []byte, opts Options) (*Bundle, error) {
 //  3. verifier.VerifyCollection: all programs are verified together
 //     against the map specs, .rodata with the values just set;
 //  4. CreateMaps (package maps): the maps are created, or taken from
-//     opts.Reuse;
-//  5. Compile (opts.Engine): each program is compiled against the live
-//     maps.
+//     opts.Reuse, then seen as the engines see them (MapRefs) with the
+//     native helper table;
+//  5. Compile (opts.Engine): each program is compiled against them.
+//
+// A program rejected by the verifier therefore creates no map.
 func LoadSpec(spec *loader.CollectionSpec, opts Options) (*Bundle, error) {
 	name := opts.Name
 	if name == "" {
