@@ -252,3 +252,29 @@ func TestConfigureOrder(t *testing.T) {
 		t.Errorf("Configure changed the spec it was given")
 	}
 }
+
+// TestVerifyBeforeMaps: LoadSpec verifies before it creates maps, so a
+// rejected program is reported as such even when a map could not be
+// created either, and no map is made for a program that will not run.
+func TestVerifyBeforeMaps(t *testing.T) {
+	obj, _ := policies.Object("size_aware")
+	orig, err := loader.LoadBytes(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := orig.Copy()
+	bad := *spec.Programs[0]
+	if bad.Insns, err = asm.Assemble("mov r0, 7\nexit"); err != nil {
+		t.Fatal(err)
+	}
+	bad.Lines, bad.Funcs = nil, []loader.Func{{Name: bad.Name, Start: 0, End: len(bad.Insns)}}
+	spec.Programs[0] = &bad
+	spec.Maps[0].MaxEntries = 0 // maps.New refuses it
+	if _, _, err := CreateMaps(spec, nil); err == nil {
+		t.Fatalf("map %s with max_entries 0 was created", spec.Maps[0].Name)
+	}
+	_, err = LoadSpec(spec, Options{Name: "bad"})
+	if err == nil || !strings.Contains(err.Error(), "rejected") {
+		t.Errorf("error %v, want the verifier's rejection of %s", err, bad.Name)
+	}
+}
