@@ -7,13 +7,17 @@
 //	b, err := bundle.Load(obj, bundle.Options{Vars: []bundle.Var{{"size_lo", 4 << 20}}})
 //	entry, ok := b.Entry(hook.Tuner) // a C-callable uint64_t fn(void *ctx)
 //
+// Load walks package loader, the verifier, package maps and the engine in
+// that order (LoadSpec); each step is exported (Configure, Attach,
+// CreateMaps, MapRefs, Compile) so that a tool can compose them for a
+// program the plugin would not load as a bundle.
+//
 // Load is the only stage that turns untrusted bytes into running code, so
 // every failure is an error that says which program or map and why; nothing
 // is published by this package (package plugin does that).
 package bundle
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -110,30 +114,64 @@ func (b *Bundle) DecidesOn(m *maps.Map) bool { return b.decidesOn[m] }
 // ErrVariable is wrapped by errors about Options.Vars and Options.Data.
 var ErrVariable = errors.New("bad variable setting")
 
-// Load parses, verifies and compiles the policy object obj.
+// Load parses the policy object obj and loads it with LoadSpec.
 func Load(obj []byte, opts Options) (*Bundle, error) {
 	name := opts.Name
 	if name == "" {
 		name = "policy"
 	}
-	coll, err := loader.LoadBytes(obj)
+	spec, err := loader.LoadBytes(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	b, err := build(coll, name, opts)
+	return LoadSpec(spec, opts)
+}
+
+// LoadSpec verifies and compiles a parsed policy object. Each step is one
+// package, and the walk never returns to a package it left:
+//
+//  1. Configure (package loader): opts.Vars and opts.Data are set on a
+//     copy of spec, so spec itself is not changed;
+//  2. Attach: each program gets the hook its section names;
+//  3. verifier.VerifyCollection: all programs are verified together
+//     against the map specs, .rodata with the values just set;
+//  4. CreateMaps (package maps): the maps are created, or taken from
+//     opts.Reuse, then seen as the engines see them (MapRefs) with the
+//     native helper table;
+//  5. Compile (opts.Engine): each program is compiled against them.
+//
+// A program rejected by the verifier therefore creates no map.
+func LoadSpec(spec *loader.CollectionSpec, opts Options) (*Bundle, error) {
+	name := opts.Name
+	if name == "" {
+		name = "policy"
+	}
+	b, err := build(spec, name, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return b, nil
 }
 
-func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err error) {
-	if len(coll.Programs) == 0 {
+func build(spec *loader.CollectionSpec, name string, opts Options) (_ *Bundle, err error) {
+	if len(spec.Programs) == 0 {
 		return nil, errors.New("the object has no programs (put them in SEC(\"tuner\"), SEC(\"profiler/...\"), ...)")
 	}
-	contents, err := globalContents(coll, opts)
+	spec, err = Configure(spec, opts.Vars, opts.Data)
 	if err != nil {
 		return nil, err
+	}
+	hooks, err := Attach(spec)
+	if err != nil {
+		return nil, err
+	}
+	// verified together: rank uniformity depends on which maps the
+	// bundle's programs write
+	results, errs, local := verifier.VerifyCollection(spec, hooks)
+	for i, p := range spec.Programs {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("program %s (section %q): rejected: %w", p.Name, p.Section, errs[i])
+		}
 	}
 	b := &Bundle{Name: name}
 	defer func() {
@@ -141,62 +179,18 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 			b.Close()
 		}
 	}()
-	infos := make([]verifier.MapInfo, len(coll.Maps))
-	refs := make([]vm.MapRef, len(coll.Maps))
-	for i, ms := range coll.Maps {
-		spec := maps.Spec{
-			Name: ms.Name, Type: maps.Type(ms.Type), KeySize: ms.KeySize, ValueSize: ms.ValueSize,
-			MaxEntries: ms.MaxEntries, Flags: ms.Flags, Freeze: ms.ReadOnly, Key: ms.Key, Value: ms.Value,
-		}
-		if c, ok := contents[i]; ok {
-			spec.Contents = []maps.KV{{Key: []byte{0, 0, 0, 0}, Value: c}}
-		}
-		m := reusable(opts.Reuse, spec, ms.IsGlobalData() || ms.ReadOnly)
-		if m != nil {
-			if b.borrowed == nil {
-				b.borrowed = map[*maps.Map]bool{}
-			}
-			b.borrowed[m] = true
-		} else if m, err = maps.New(spec); err != nil {
-			return nil, err
-		}
-		b.Maps = append(b.Maps, m)
-		refs[i] = m.Ref()
-		infos[i] = verifier.MapInfo{Name: ms.Name, Type: ms.Type, KeySize: ms.KeySize, ValueSize: ms.ValueSize,
-			MaxEntries: ms.MaxEntries, ReadOnly: ms.ReadOnly, Flags: ms.Flags}
-		if ms.ReadOnly {
-			infos[i].Contents = contents[i]
-		}
+	b.Maps, b.borrowed, err = CreateMaps(spec, opts.Reuse)
+	if err != nil {
+		return nil, err
 	}
-	engine := opts.Engine
-	if engine == nil {
-		engine = amd64.New()
-	}
-	helperTable := maps.HelperTable()
-	byHook := map[string]string{}
-	units := make([]verifier.Unit, len(coll.Programs))
-	for i, lp := range coll.Programs {
-		h, err := hook.ForSection(lp.Section)
-		if err != nil {
-			return nil, fmt.Errorf("program %s: %w", lp.Name, err)
-		}
-		if prev, ok := byHook[h.Name]; ok {
-			return nil, fmt.Errorf("programs %s and %s both attach to hook %q: a bundle has at most one program per hook",
-				prev, lp.Name, h.Name)
-		}
-		byHook[h.Name] = lp.Name
-		units[i] = verifier.Unit{Insns: lp.Insns, Config: verifier.Config{Hook: h, Source: sourceOf(lp)}}
-	}
-	// verified together: rank uniformity depends on which maps the
-	// bundle's programs write
-	results, errs, used := verifier.VerifyTogether(infos, units)
-	for i, lp := range coll.Programs {
-		if !units[i].Config.Hook.Decides {
+	refs, helperTable := MapRefs(b.Maps), maps.HelperTable()
+	for i, p := range spec.Programs {
+		if !hooks[i].Decides {
 			continue
 		}
-		for pc, ins := range lp.Insns {
+		for pc, ins := range p.Insns {
 			if ins.IsLdImm64() && (ins.Src == asm.PseudoMapFD || ins.Src == asm.PseudoMapValue) &&
-				ins.Imm >= 0 && int(ins.Imm) < len(used) && !used[ins.Imm].Local && pc+1 < len(lp.Insns) {
+				ins.Imm >= 0 && int(ins.Imm) < len(local) && !local[ins.Imm] && pc+1 < len(p.Insns) {
 				if b.decidesOn == nil {
 					b.decidesOn = map[*maps.Map]bool{}
 				}
@@ -204,16 +198,17 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 			}
 		}
 	}
-	for i, lp := range coll.Programs {
-		h, res, err := units[i].Config.Hook, results[i], errs[i]
-		if err != nil {
-			return nil, fmt.Errorf("program %s (section %q): rejected: %w", lp.Name, lp.Section, err)
-		}
-		exe, err := engine.Compile(&vm.Program{Name: lp.Name, Insns: lp.Insns, Maps: refs, Helpers: helperTable})
+	engine := opts.Engine
+	if engine == nil {
+		engine = amd64.New()
+	}
+	for i, lp := range spec.Programs {
+		h := hooks[i]
+		exe, err := Compile(engine, lp, refs, helperTable)
 		if err != nil {
 			return nil, fmt.Errorf("program %s (section %q): compile with %s: %w", lp.Name, lp.Section, engine.Name(), err)
 		}
-		p := &Program{Name: lp.Name, Section: lp.Section, Hook: h, Verified: res, Exec: exe,
+		p := &Program{Name: lp.Name, Section: lp.Section, Hook: h, Verified: results[i], Exec: exe,
 			ctx: analyzeCtx(lp.Insns, h.Context.Size)}
 		b.Programs = append(b.Programs, p)
 		if opts.RequireNative && p.Entry() == 0 {
@@ -223,87 +218,117 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 	return b, nil
 }
 
-func sourceOf(p *loader.Program) func(pc int) (string, int, int, string) {
-	return func(pc int) (string, int, int, string) {
-		l := p.SourceAt(pc)
-		if l == nil {
-			return "", 0, 0, ""
-		}
-		return l.File, l.Line, l.Col, l.Source
-	}
-}
-
-// globalContents applies opts.Vars and opts.Data to copies of the global
-// data sections, by map index.
-func globalContents(coll *loader.Collection, opts Options) (map[int][]byte, error) {
-	out := map[int][]byte{}
-	for i, ms := range coll.Maps {
-		if ms.IsGlobalData() {
-			out[i] = append([]byte(nil), ms.Contents...)
-		}
-	}
-	find := func(name string) (*loader.Variable, []byte, error) {
-		v := coll.Variable(name)
+// Configure returns a copy of spec with vars and data set (loader's
+// VariableSpec.Set): vars in their order, then data by variable name.
+// Errors wrap ErrVariable and name the variable.
+func Configure(spec *loader.CollectionSpec, vars []Var, data map[string][]byte) (*loader.CollectionSpec, error) {
+	spec = spec.Copy()
+	find := func(name string) (*loader.VariableSpec, error) {
+		v := spec.Variable(name)
 		if v == nil {
 			var names []string
-			for _, v := range coll.Variables {
+			for _, v := range spec.Variables {
 				names = append(names, v.Name)
 			}
 			sort.Strings(names)
-			return nil, nil, fmt.Errorf("%w: %s: no such global variable (the object has: %s)", ErrVariable, name,
+			return nil, fmt.Errorf("%w: %s: no such global variable (the object has: %s)", ErrVariable, name,
 				strings.Join(names, ", "))
 		}
-		buf, ok := out[v.Map]
-		if !ok || int(v.Offset+v.Size) > len(buf) {
-			return nil, nil, fmt.Errorf("%w: %s: not in a global data section", ErrVariable, name)
-		}
-		return v, buf, nil
+		return v, nil
 	}
-	for _, s := range opts.Vars {
-		v, buf, err := find(s.Name)
+	for _, s := range vars {
+		v, err := find(s.Name)
 		if err != nil {
 			return nil, err
 		}
-		enc, err := EncodeInt(s.Value, int(v.Size))
-		if err != nil {
+		if err := v.Set(s.Value); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrVariable, s.Name, err)
 		}
-		copy(buf[v.Offset:], enc)
 	}
-	names := make([]string, 0, len(opts.Data))
-	for n := range opts.Data {
+	names := make([]string, 0, len(data))
+	for n := range data {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		v, buf, err := find(n)
+		v, err := find(n)
 		if err != nil {
 			return nil, err
 		}
-		if d := opts.Data[n]; len(d) != int(v.Size) {
-			return nil, fmt.Errorf("%w: %s: %d bytes given, the variable has %d", ErrVariable, n, len(d), v.Size)
+		if err := v.Set(data[n]); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrVariable, n, err)
 		}
-		copy(buf[v.Offset:], opts.Data[n])
 	}
-	return out, nil
+	return spec, nil
 }
 
-// EncodeInt returns v as size little-endian bytes (size 1, 2, 4 or 8),
-// checking that it fits as a signed or an unsigned integer of that size.
-func EncodeInt(v uint64, size int) ([]byte, error) {
-	if size != 1 && size != 2 && size != 4 && size != 8 {
-		return nil, fmt.Errorf("a %d-byte variable is not an integer", size)
-	}
-	if size < 8 {
-		bits := uint(size * 8)
-		s := int64(v)
-		if v >= 1<<bits && (s < -(1<<(bits-1)) || s >= 0) {
-			return nil, fmt.Errorf("value %d does not fit in %d bytes", s, size)
+// Attach returns the hook each program of spec attaches to (the one its
+// section names), in the order of spec.Programs. A bundle has at most one
+// program per hook.
+func Attach(spec *loader.CollectionSpec) ([]*hook.Hook, error) {
+	hooks := make([]*hook.Hook, len(spec.Programs))
+	byHook := map[string]string{}
+	for i, p := range spec.Programs {
+		h, err := hook.ForSection(p.Section)
+		if err != nil {
+			return nil, fmt.Errorf("program %s: %w", p.Name, err)
 		}
+		if prev, ok := byHook[h.Name]; ok {
+			return nil, fmt.Errorf("programs %s and %s both attach to hook %q: a bundle has at most one program per hook",
+				prev, p.Name, h.Name)
+		}
+		byHook[h.Name] = p.Name
+		hooks[i] = h
 	}
-	b := make([]byte, 8)
-	binary.LittleEndian.PutUint64(b, v)
-	return b[:size], nil
+	return hooks, nil
+}
+
+// CreateMaps creates the maps of spec, in its order (the order LD_IMM64
+// map references index). A map with the same name and a compatible
+// definition in reuse (maps.Map.Compatible) is taken instead of created,
+// contents and all, and listed in borrowed; global data sections and maps
+// programs may not write are always created. On error, the maps created
+// so far are closed.
+func CreateMaps(spec *loader.CollectionSpec, reuse []*maps.Map) (live []*maps.Map, borrowed map[*maps.Map]bool, err error) {
+	defer func() {
+		if err != nil {
+			for _, m := range live {
+				if !borrowed[m] {
+					m.Close()
+				}
+			}
+			live, borrowed = nil, nil
+		}
+	}()
+	for _, ms := range spec.Maps {
+		m := reusable(reuse, *ms, ms.IsGlobalData() || ms.Freeze)
+		if m != nil {
+			if borrowed == nil {
+				borrowed = map[*maps.Map]bool{}
+			}
+			borrowed[m] = true
+		} else if m, err = maps.New(*ms); err != nil {
+			return live, borrowed, err
+		}
+		live = append(live, m)
+	}
+	return live, borrowed, nil
+}
+
+// MapRefs returns the live maps as the engines see them, in their order.
+func MapRefs(live []*maps.Map) []vm.MapRef {
+	refs := make([]vm.MapRef, len(live))
+	for i, m := range live {
+		refs[i] = m.Ref()
+	}
+	return refs
+}
+
+// Compile compiles program p with engine, its map references bound to
+// refs (MapRefs of the maps CreateMaps returned, in the order of the
+// CollectionSpec's Maps) and its helper calls to helpers.
+func Compile(engine vm.Engine, p *loader.ProgramSpec, refs []vm.MapRef, helpers vm.HelperTable) (vm.Executable, error) {
+	return engine.Compile(&vm.Program{Name: p.Name, Insns: p.Insns, Maps: refs, Helpers: helpers})
 }
 
 // Program returns the program attached to hook name, or nil.

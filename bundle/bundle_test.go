@@ -9,33 +9,10 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/policies"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
-
-func TestEncodeInt(t *testing.T) {
-	for _, tc := range []struct {
-		v    uint64
-		size int
-		want []byte
-		ok   bool
-	}{
-		{1, 1, []byte{1}, true},
-		{255, 1, []byte{255}, true},
-		{256, 1, nil, false},
-		{^uint64(0), 1, []byte{255}, true}, // -1
-		{^uint64(0) - 200, 1, nil, false},  // -201
-		{0x12345678, 4, []byte{0x78, 0x56, 0x34, 0x12}, true},
-		{1 << 32, 4, nil, false},
-		{1 << 40, 8, []byte{0, 0, 0, 0, 0, 1, 0, 0}, true},
-		{1, 3, nil, false},
-	} {
-		b, err := EncodeInt(tc.v, tc.size)
-		if (err == nil) != tc.ok || (tc.ok && string(b) != string(tc.want)) {
-			t.Errorf("EncodeInt(%#x, %d) = %v, %v", tc.v, tc.size, b, err)
-		}
-	}
-}
 
 func tunerCtx(coll uint32, nBytes uint64, ranks, nodes uint32, avail uint32) []byte {
 	b := make([]byte, hook.TunerCtxSize)
@@ -231,5 +208,73 @@ func TestDecidesOn(t *testing.T) {
 	}
 	if m := a.Map("agreed"); m == nil || !a.DecidesOn(m) {
 		t.Errorf("adaptive: the tuner decides on the agreed map")
+	}
+}
+
+// TestConfigureOrder: Configure sets Data by variable name, whatever the
+// order of the map holding it, so that the first bad setting reported is
+// always the same one (every load, the CLI's included, goes through it).
+func TestConfigureOrder(t *testing.T) {
+	obj, _ := policies.Object("size_aware")
+	spec, err := loader.LoadBytes(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range spec.Variables {
+		names = append(names, v.Name)
+	}
+	if len(names) < 2 {
+		t.Fatalf("size_aware has variables %v, want at least two", names)
+	}
+	data := map[string][]byte{}
+	for _, n := range names {
+		data[n] = []byte{1} // no variable of size_aware is one byte
+	}
+	want := names[0] + ": 1 bytes given" // Variables are sorted by name
+	for i := 0; i < 32; i++ {
+		_, err := Configure(spec, nil, data)
+		if err == nil || !errors.Is(err, ErrVariable) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("try %d: %v, want an error naming %q", i, err, want)
+		}
+	}
+	// Configure leaves spec alone and returns a copy with the values set.
+	_, ro := spec.Map(".rodata")
+	before := append([]byte(nil), ro.Data()...)
+	got, err := Configure(spec, []Var{{Name: names[0], Value: 7}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got.Variable(names[0]).Value(); len(v) == 0 || v[0] != 7 {
+		t.Errorf("%s after Configure: %x, want 7", names[0], v)
+	}
+	if string(ro.Data()) != string(before) {
+		t.Errorf("Configure changed the spec it was given")
+	}
+}
+
+// TestVerifyBeforeMaps: LoadSpec verifies before it creates maps, so a
+// rejected program is reported as such even when a map could not be
+// created either, and no map is made for a program that will not run.
+func TestVerifyBeforeMaps(t *testing.T) {
+	obj, _ := policies.Object("size_aware")
+	orig, err := loader.LoadBytes(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := orig.Copy()
+	bad := *spec.Programs[0]
+	if bad.Insns, err = asm.Assemble("mov r0, 7\nexit"); err != nil {
+		t.Fatal(err)
+	}
+	bad.Lines, bad.Funcs = nil, []loader.Func{{Name: bad.Name, Start: 0, End: len(bad.Insns)}}
+	spec.Programs[0] = &bad
+	spec.Maps[0].MaxEntries = 0 // maps.New refuses it
+	if _, _, err := CreateMaps(spec, nil); err == nil {
+		t.Fatalf("map %s with max_entries 0 was created", spec.Maps[0].Name)
+	}
+	_, err = LoadSpec(spec, Options{Name: "bad"})
+	if err == nil || !strings.Contains(err.Error(), "rejected") {
+		t.Errorf("error %v, want the verifier's rejection of %s", err, bad.Name)
 	}
 }

@@ -17,20 +17,22 @@ import (
 	"github.com/ncclbpf/ncclbpf/helpers"
 )
 
-// Map types (Linux's enum bpf_map_type numbering) that a Collection may
-// hold.
+// MapType is a map type, numbered like Linux's enum bpf_map_type.
+type MapType uint32
+
+// Map types that a CollectionSpec may hold.
 const (
-	MapTypeHash          uint32 = 1
-	MapTypeArray         uint32 = 2
-	MapTypePerCPUHash    uint32 = 5
-	MapTypePerCPUArray   uint32 = 6
-	MapTypeLRUHash       uint32 = 9
-	MapTypeLRUPerCPUHash uint32 = 10
-	MapTypeRingBuf       uint32 = 27
+	MapTypeHash          MapType = 1
+	MapTypeArray         MapType = 2
+	MapTypePerCPUHash    MapType = 5
+	MapTypePerCPUArray   MapType = 6
+	MapTypeLRUHash       MapType = 9
+	MapTypeLRUPerCPUHash MapType = 10
+	MapTypeRingBuf       MapType = 27
 )
 
 // mapTypeNames names the map types the loader accepts.
-var mapTypeNames = map[uint32]string{
+var mapTypeNames = map[MapType]string{
 	MapTypeHash:          "hash",
 	MapTypeArray:         "array",
 	MapTypePerCPUHash:    "percpu_hash",
@@ -40,12 +42,20 @@ var mapTypeNames = map[uint32]string{
 	MapTypeRingBuf:       "ringbuf",
 }
 
-// MapTypeName returns the name of map type t ("hash", "array", ...) and
-// whether the loader accepts it; any other type is an error wrapping
-// ErrNotSupported.
-func MapTypeName(t uint32) (string, bool) {
-	n, ok := mapTypeNames[t]
-	return n, ok
+// String returns the map type's name as libbpf spells it ("hash",
+// "array", ...), or "maptype#N" for a type the loader does not accept.
+func (t MapType) String() string {
+	if n, ok := mapTypeNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("maptype#%d", uint32(t))
+}
+
+// Supported reports whether the loader accepts map type t; any other type
+// is an error wrapping ErrNotSupported.
+func (t MapType) Supported() bool {
+	_, ok := mapTypeNames[t]
+	return ok
 }
 
 // flagRdonlyProg is Linux's BPF_F_RDONLY_PROG.
@@ -54,7 +64,7 @@ const flagRdonlyProg = 0x80
 // tailCallHelper is bpf_tail_call's helper id.
 const tailCallHelper helpers.ID = 12
 
-func load(r io.ReaderAt) (*Collection, error) {
+func load(r io.ReaderAt) (*CollectionSpec, error) {
 	obj, err := openObject(r)
 	if err != nil {
 		return nil, err
@@ -77,7 +87,7 @@ func load(r io.ReaderAt) (*Collection, error) {
 		return nil, err
 	}
 
-	c := &Collection{BTF: cs.Types}
+	c := &CollectionSpec{BTF: cs.Types}
 	mapIndex, err := c.convertMaps(cs, obj)
 	if err != nil {
 		return nil, err
@@ -154,7 +164,7 @@ func isDataSection(name string) bool {
 }
 
 // convertMaps fills c.Maps sorted by name and returns the index of each.
-func (c *Collection) convertMaps(cs *ebpf.CollectionSpec, obj *objectFile) (map[string]int, error) {
+func (c *CollectionSpec) convertMaps(cs *ebpf.CollectionSpec, obj *objectFile) (map[string]int, error) {
 	names := make([]string, 0, len(cs.Maps))
 	for name := range cs.Maps {
 		names = append(names, name)
@@ -178,7 +188,7 @@ func (c *Collection) convertMaps(cs *ebpf.CollectionSpec, obj *objectFile) (map[
 func convertMap(name string, ms *ebpf.MapSpec) (*MapSpec, error) {
 	m := &MapSpec{
 		Name:       name,
-		Type:       uint32(ms.Type),
+		Type:       MapType(ms.Type),
 		KeySize:    ms.KeySize,
 		ValueSize:  ms.ValueSize,
 		MaxEntries: ms.MaxEntries,
@@ -194,12 +204,13 @@ func convertMap(name string, ms *ebpf.MapSpec) (*MapSpec, error) {
 		if !ok || uint32(len(data)) != ms.ValueSize {
 			return nil, fmt.Errorf("data section %q: contents do not match its size %d", name, ms.ValueSize)
 		}
-		m.Contents = bytes.Clone(data)
-		if m.Contents == nil {
-			m.Contents = []byte{}
+		value := bytes.Clone(data)
+		if value == nil {
+			value = []byte{}
 		}
-		m.ReadOnly = strings.HasPrefix(name, ".rodata")
-		if m.ReadOnly {
+		m.Contents = []MapKV{{Key: make([]byte, 4), Value: value}}
+		m.Freeze = strings.HasPrefix(name, ".rodata")
+		if m.Freeze {
 			m.Flags |= flagRdonlyProg
 		}
 		return m, nil
@@ -233,13 +244,13 @@ func convertMap(name string, ms *ebpf.MapSpec) (*MapSpec, error) {
 	return m, nil
 }
 
-func (c *Collection) convertVariables(cs *ebpf.CollectionSpec, mapIndex map[string]int) error {
+func (c *CollectionSpec) convertVariables(cs *ebpf.CollectionSpec, mapIndex map[string]int) error {
 	for name, vs := range cs.Variables {
 		idx, ok := mapIndex[vs.SectionName]
 		if !ok {
 			return fmt.Errorf("variable %q: section %q has no map", name, vs.SectionName)
 		}
-		v := &Variable{Name: name, Map: idx, Offset: vs.Offset, Size: uint32(len(vs.Value))}
+		v := &VariableSpec{Name: name, Map: idx, Offset: vs.Offset, Size: uint32(len(vs.Value)), section: c.Maps[idx]}
 		if uint64(v.Offset)+uint64(v.Size) > uint64(c.Maps[idx].ValueSize) {
 			return fmt.Errorf("variable %q: [%d, %d) lies outside section %q", name, v.Offset, v.Offset+v.Size, vs.SectionName)
 		}
@@ -252,13 +263,13 @@ func (c *Collection) convertVariables(cs *ebpf.CollectionSpec, mapIndex map[stri
 	return nil
 }
 
-// convertProgram builds a Program from cilium/ebpf's flattened program:
+// convertProgram builds a ProgramSpec from cilium/ebpf's flattened program:
 // its instruction stream gives the order of the functions, the references
 // and the line info; the instruction bytes themselves are taken from the
 // object unchanged, so nothing is lost in a round trip through another
 // instruction model.
-func convertProgram(obj *objectFile, ps *ebpf.ProgramSpec, maps []*MapSpec, mapIndex map[string]int) (*Program, error) {
-	p := &Program{Name: ps.Name, Section: ps.SectionName, License: ps.License}
+func convertProgram(obj *objectFile, ps *ebpf.ProgramSpec, maps []*MapSpec, mapIndex map[string]int) (*ProgramSpec, error) {
+	p := &ProgramSpec{Name: ps.Name, Section: ps.SectionName, License: ps.License}
 	in := ps.Instructions
 	if len(in) == 0 || in[0].Symbol() != ps.Name {
 		return nil, errors.New("instruction stream does not start with the program's symbol")
@@ -335,7 +346,7 @@ func convertProgram(obj *objectFile, ps *ebpf.ProgramSpec, maps []*MapSpec, mapI
 	return p, nil
 }
 
-func atLine(p *Program, pc int) string {
+func atLine(p *ProgramSpec, pc int) string {
 	if l := p.SourceAt(pc); l != nil {
 		return ", " + l.String()
 	}
@@ -344,7 +355,7 @@ func atLine(p *Program, pc int) string {
 
 // resolve rewrites the slot(s) at pc according to the relocation cilium/ebpf
 // found for ci, and rejects what has no meaning outside the kernel.
-func resolve(p *Program, pc int, ci *cilasm.Instruction, maps []*MapSpec, mapIndex map[string]int, starts map[string]int) error {
+func resolve(p *ProgramSpec, pc int, ci *cilasm.Instruction, maps []*MapSpec, mapIndex map[string]int, starts map[string]int) error {
 	ins := &p.Insns[pc]
 	ref := ci.Reference()
 	switch {
@@ -425,7 +436,7 @@ func resolve(p *Program, pc int, ci *cilasm.Instruction, maps []*MapSpec, mapInd
 }
 
 func supportedTypeList() string {
-	ts := make([]uint32, 0, len(mapTypeNames))
+	ts := make([]MapType, 0, len(mapTypeNames))
 	for t := range mapTypeNames {
 		ts = append(ts, t)
 	}

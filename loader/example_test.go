@@ -30,7 +30,7 @@ func ExampleLoadFile() {
 		}
 	}
 	_, m := c.Map(".rodata")
-	fmt.Printf("%s: %d bytes, read-only %v\n", m.Name, m.ValueSize, m.ReadOnly)
+	fmt.Printf("%s: %d bytes, read-only %v\n", m.Name, m.ValueSize, m.Freeze)
 	// Output:
 	// profiler/coll_end    on_coll_end    50 slots, functions: on_coll_end@0 pick_algo@36
 	// profiler/coll_start  on_coll_start  19 slots, functions: on_coll_start@0

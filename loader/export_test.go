@@ -12,7 +12,7 @@ var Summary = summary
 
 // summary prints everything in c that does not depend on pointer identity,
 // so that two loads can be compared.
-func summary(c *Collection) string {
+func summary(c *CollectionSpec) string {
 	var b strings.Builder
 	tn := func(t btf.Type) string {
 		if t == nil {
@@ -23,7 +23,7 @@ func summary(c *Collection) string {
 	fmt.Fprintf(&b, "license %q\n", c.License)
 	for i, m := range c.Maps {
 		fmt.Fprintf(&b, "map %d %q type %d key %d value %d max %d flags %#x ro %v contents %x (nil %v) %s %s\n",
-			i, m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags, m.ReadOnly, m.Contents, m.Contents == nil, tn(m.Key), tn(m.Value))
+			i, m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags, m.Freeze, m.Contents, m.Contents == nil, tn(m.Key), tn(m.Value))
 	}
 	for _, v := range c.Variables {
 		fmt.Fprintf(&b, "var %q map %d off %d size %d %s\n", v.Name, v.Map, v.Offset, v.Size, tn(v.Type))
@@ -40,3 +40,6 @@ func summary(c *Collection) string {
 	}
 	return b.String()
 }
+
+// EncodeInt is encodeInt, for the external tests.
+var EncodeInt = encodeInt

@@ -63,7 +63,7 @@ func FuzzLoad(f *testing.F) {
 }
 
 // checkCollection re-checks a loaded collection from the outside.
-func checkCollection(c *Collection) error {
+func checkCollection(c *CollectionSpec) error {
 	if len(c.Programs) == 0 {
 		return errors.New("no programs but no error")
 	}
@@ -71,8 +71,8 @@ func checkCollection(c *Collection) error {
 		if i > 0 && c.Maps[i-1].Name >= m.Name {
 			return fmt.Errorf("maps not sorted: %q, %q", c.Maps[i-1].Name, m.Name)
 		}
-		if m.IsGlobalData() && uint32(len(m.Contents)) != m.ValueSize {
-			return fmt.Errorf("map %q: %d bytes of contents, value size %d", m.Name, len(m.Contents), m.ValueSize)
+		if m.IsGlobalData() && uint32(len(m.Data())) != m.ValueSize {
+			return fmt.Errorf("map %q: %d bytes of contents, value size %d", m.Name, len(m.Data()), m.ValueSize)
 		}
 	}
 	for _, v := range c.Variables {

@@ -17,7 +17,7 @@ import (
 
 const testdata = "../testdata/loader"
 
-func mustLoad(t *testing.T, name string) *loader.Collection {
+func mustLoad(t *testing.T, name string) *loader.CollectionSpec {
 	t.Helper()
 	c, err := loader.LoadFile(filepath.Join(testdata, name))
 	if err != nil {
@@ -26,7 +26,7 @@ func mustLoad(t *testing.T, name string) *loader.Collection {
 	return c
 }
 
-func mapIndex(t *testing.T, c *loader.Collection, name string) int {
+func mapIndex(t *testing.T, c *loader.CollectionSpec, name string) int {
 	t.Helper()
 	i, m := c.Map(name)
 	if m == nil {
@@ -39,8 +39,9 @@ func TestMaps(t *testing.T) {
 	c := mustLoad(t, "policy.o")
 
 	type want struct {
-		typ, key, value, max, flags uint32
-		readOnly                    bool
+		typ                    loader.MapType
+		key, value, max, flags uint32
+		freeze                 bool
 	}
 	wants := map[string]want{
 		"stats_array":    {loader.MapTypeArray, 4, 16, 16, 0, false},
@@ -70,7 +71,7 @@ func TestMaps(t *testing.T) {
 			t.Errorf("unexpected map %q", m.Name)
 			continue
 		}
-		got := want{m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags, m.ReadOnly}
+		got := want{m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags, m.Freeze}
 		if got != w {
 			t.Errorf("map %q: got %+v, want %+v", m.Name, got, w)
 		}
@@ -106,8 +107,8 @@ func TestGlobalData(t *testing.T) {
 			t.Errorf("no map %q", name)
 			continue
 		}
-		if !bytes.Equal(m.Contents, want) {
-			t.Errorf("map %q: contents %x, want %x", name, m.Contents, want)
+		if !bytes.Equal(m.Data(), want) || len(m.Contents) != 1 || !bytes.Equal(m.Contents[0].Key, []byte{0, 0, 0, 0}) {
+			t.Errorf("map %q: contents %x, want one entry: key 0, value %x", name, m.Contents, want)
 		}
 	}
 	for _, m := range c.Maps {
@@ -189,12 +190,12 @@ func TestPrograms(t *testing.T) {
 		}
 	}
 	if c.Program("tuner_main") != c.Programs[2] || c.Program("nope") != nil {
-		t.Error("Collection.Program lookup")
+		t.Error("CollectionSpec.Program lookup")
 	}
 }
 
 // funcInsns returns the instructions of function name inside p.
-func funcInsns(t *testing.T, p *loader.Program, name string) []asm.Instruction {
+func funcInsns(t *testing.T, p *loader.ProgramSpec, name string) []asm.Instruction {
 	t.Helper()
 	for _, f := range p.Funcs {
 		if f.Name == name {
@@ -395,7 +396,7 @@ func TestV4(t *testing.T) {
 		t.Errorf("v4 object: movsx %v sdiv %v ldxsx %v bswap %v call-to-scale %v; want all", movsx, sdiv, ldsx, bswap, calls)
 	}
 	_, ro := c.Map(".rodata")
-	if ro == nil || !bytes.Equal(ro.Contents, []byte{0xfd, 0xff, 0xff, 0xff}) {
+	if ro == nil || !bytes.Equal(ro.Data(), []byte{0xfd, 0xff, 0xff, 0xff}) {
 		t.Errorf(".rodata = %v, want -3", ro)
 	}
 }

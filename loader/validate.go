@@ -12,7 +12,7 @@ import (
 // own function, and every BPF-to-BPF call lands on the first slot of a
 // function.
 // It does not judge the program's safety: that is the verifier's job.
-func (p *Program) validate(maps []*MapSpec) error {
+func (p *ProgramSpec) validate(maps []*MapSpec) error {
 	n := len(p.Insns)
 	if n == 0 {
 		return structErr(-1, codeMissingExit, "the program has no instructions")

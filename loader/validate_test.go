@@ -10,22 +10,22 @@ import (
 // TestValidateCodes checks that each structural fault the loader finds
 // carries the verifier's stable code and the pc at fault.
 func TestValidateCodes(t *testing.T) {
-	prog := func(src string) *Program {
+	prog := func(src string) *ProgramSpec {
 		insns, err := asm.Assemble(src)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &Program{Name: "f", Insns: insns, Lines: make([]*LineInfo, len(insns)), Funcs: []Func{{Name: "f", Start: 0, End: len(insns)}}}
+		return &ProgramSpec{Name: "f", Insns: insns, Lines: make([]*LineInfo, len(insns)), Funcs: []Func{{Name: "f", Start: 0, End: len(insns)}}}
 	}
 	ldimm := prog("lddw %r0, 1\nexit")
 	ldimm.Insns[1].Op = asm.OpExit // damage the second slot
 	for _, c := range []struct {
 		name string
-		p    *Program
+		p    *ProgramSpec
 		code string
 		pc   int
 	}{
-		{"empty", &Program{Name: "f"}, "E005 missing-exit", -1},
+		{"empty", &ProgramSpec{Name: "f"}, "E005 missing-exit", -1},
 		{"jump past end", prog("ja +5\nexit"), "E003 jump-out-of-range", 0},
 		{"jump into ldimm64", prog("jeq %r1, 0, +1\nlddw %r0, 1\nexit"), "E004 jump-into-ldimm64", 0},
 		{"map out of range", prog("lddw %r1, map(3)\nmov %r0, 0\nexit"), "E031 bad-map-ref", 0},

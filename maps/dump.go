@@ -361,8 +361,20 @@ func (d *MapDump) WriteText(w io.Writer) error {
 	return err
 }
 
+// FormatValue formats a decoded key or value (Entry.Key, Entry.Value) as
+// WriteText prints it: a struct as {name: value, ...}, an array as
+// [a, b], a per-CPU value as per-cpu{slot N: value, ...}, bytes as 0x
+// and hex, a string quoted, a pointer as 0x and hex, nil as (none).
+func FormatValue(v any) string {
+	var b strings.Builder
+	writeValue(&b, v)
+	return b.String()
+}
+
 func writeValue(b *strings.Builder, v any) {
 	switch v := v.(type) {
+	case nil:
+		b.WriteString("(none)")
 	case Struct:
 		b.WriteByte('{')
 		for i, f := range v {

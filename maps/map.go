@@ -13,13 +13,13 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/cilium/ebpf/btf"
-
+	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
-// Type is a map type, numbered like Linux's enum bpf_map_type.
-type Type uint32
+// Type is a map type, numbered like Linux's enum bpf_map_type: the
+// loader's MapType.
+type Type = loader.MapType
 
 // Supported map types.
 const (
@@ -29,23 +29,6 @@ const (
 	LRUHash     Type = C.NBPF_MAP_LRU_HASH
 	RingBuf     Type = C.NBPF_MAP_RINGBUF
 )
-
-// String returns the map type's name as libbpf spells it ("hash", "array", ...).
-func (t Type) String() string {
-	switch t {
-	case Hash:
-		return "hash"
-	case Array:
-		return "array"
-	case PerCPUArray:
-		return "percpu_array"
-	case LRUHash:
-		return "lru_hash"
-	case RingBuf:
-		return "ringbuf"
-	}
-	return fmt.Sprintf("maptype#%d", uint32(t))
-}
 
 // UpdateFlags select how Update treats existing keys.
 type UpdateFlags uint64
@@ -96,29 +79,14 @@ func (e *errnoError) Error() string { return e.sentinel.Error() }
 func (e *errnoError) Is(target error) bool { return target == e.sentinel || target == e.errno }
 func (e *errnoError) Unwrap() error        { return e.sentinel }
 
-// KV is one initial entry of a map.
-type KV struct {
-	Key, Value []byte
-}
+// KV is one initial entry of a map (Spec.Contents).
+type KV = loader.MapKV
 
-// Spec describes a map to create. It has the fields of loader.MapSpec.
-type Spec struct {
-	Name       string
-	Type       Type
-	KeySize    uint32
-	ValueSize  uint32
-	MaxEntries uint32
-	Flags      uint32
-	// Contents are stored before the map is handed out (global data:
-	// .data/.rodata/.bss are one-entry arrays with key 0).
-	Contents []KV
-	// Freeze makes the map read-only for the control plane once Contents
-	// are written (libbpf freezes .rodata).
-	Freeze bool
-	// Key and Value are the BTF types of keys and values, or nil. Dump uses
-	// them to print field names.
-	Key, Value btf.Type
-}
+// Spec describes a map to create: the loader's MapSpec, the one
+// description of a map that the loader fills, the verifier checks programs
+// against and New creates. New stores its Contents and, when Freeze is
+// set, freezes the map; Dump uses Key and Value to print field names.
+type Spec = loader.MapSpec
 
 // Map is a live native map.
 type Map struct {

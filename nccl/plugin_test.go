@@ -3,6 +3,7 @@ package nccl
 import (
 	"bufio"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/hook"
 	"math"
 	"os"
 	"os/exec"
@@ -412,7 +413,7 @@ broadcast,0,18446744073709551615,-1,-1,3,-1,-1
 						a, p, ch := Decide(rules, coll, s, tp.nodes, tp.ranks, 1, reg, func(a, p int) bool { return tbl[a*3+p] >= 0 })
 						wt, wch := expectTable(tbl, a, p, ch)
 						wants = append(wants, want{wt, wch, fmt.Sprintf("%s nodes %d ranks %d reg %d variant %d: rule gives %d/%d/%d",
-							collNames[coll], tp.nodes, tp.ranks, reg, variant, a, p, ch) + fmt.Sprintf(" size %d", s)})
+							hook.CollNames[coll], tp.nodes, tp.ranks, reg, variant, a, p, ch) + fmt.Sprintf(" size %d", s)})
 					}
 				}
 			}

@@ -5,18 +5,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/hook"
 	"io"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
-)
-
-// Numbering shared with NCCL and include/ncclbpf.h.
-var (
-	collNames  = []string{"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}
-	algoNames  = []string{"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
-	protoNames = []string{"ll", "ll128", "simple"}
 )
 
 // NumColls is the number of collectives that reach the tuner.
@@ -81,7 +75,7 @@ func ParseRules(r io.Reader) ([]Rule, error) {
 		}
 		ru := Rule{Line: n, PipeOps: -1, RegBuff: -1}
 		var err error
-		if ru.Coll, err = lookupName("collective", f[0], collNames, false); err != nil {
+		if ru.Coll, err = lookupName("collective", f[0], hook.CollNames, false); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		if ru.MinBytes, err = strconv.ParseUint(f[1], 10, 64); err != nil {
@@ -93,10 +87,10 @@ func ParseRules(r io.Reader) ([]Rule, error) {
 		if ru.MinBytes > ru.MaxBytes {
 			return nil, fmt.Errorf("line %d: min_bytes %d > max_bytes %d", n, ru.MinBytes, ru.MaxBytes)
 		}
-		if ru.Algorithm, err = lookupName("algorithm", f[3], algoNames, true); err != nil {
+		if ru.Algorithm, err = lookupName("algorithm", f[3], hook.AlgoNames, true); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		if ru.Protocol, err = lookupName("protocol", f[4], protoNames, true); err != nil {
+		if ru.Protocol, err = lookupName("protocol", f[4], hook.ProtoNames, true); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		ints := []struct {
@@ -256,7 +250,7 @@ func RulesTable(rules []Rule) ([]byte, error) {
 		}
 		if len(los) > RulesMaxIvl {
 			return nil, fmt.Errorf("collective %s: the rules cut the size axis into %d ranges; at most %d are supported",
-				collNames[c], len(los), RulesMaxIvl)
+				hook.CollNames[c], len(los), RulesMaxIvl)
 		}
 		loBase := c * RulesMaxIvl * 8
 		for i := 0; i < RulesMaxIvl; i++ {
@@ -282,7 +276,7 @@ func RulesTable(rules []Rule) ([]byte, error) {
 					lines = append(lines, strconv.Itoa(r.Line))
 				}
 				return nil, fmt.Errorf("collective %s, sizes %d..%d: %d rules overlap (lines %s); at most %d may",
-					collNames[c], los[i], hi, len(cs), strings.Join(lines, ","), RulesMaxCand)
+					hook.CollNames[c], los[i], hi, len(cs), strings.Join(lines, ","), RulesMaxCand)
 			}
 			for k, r := range cs {
 				p := NumColls*RulesMaxIvl*8 + ((c*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
@@ -351,7 +345,7 @@ func ruleAvailable(r Rule, avail func(a, p int) bool) bool {
 	case r.Algorithm >= 0:
 		return avail(r.Algorithm, 0) || avail(r.Algorithm, 1) || avail(r.Algorithm, 2)
 	case r.Protocol >= 0:
-		for a := 0; a < len(algoNames); a++ {
+		for a := 0; a < len(hook.AlgoNames); a++ {
 			if avail(a, r.Protocol) {
 				return true
 			}

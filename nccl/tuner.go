@@ -3,16 +3,9 @@ package nccl
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/hook"
 	"math"
 	"strings"
-)
-
-// Names of NCCL's collectives, algorithms and protocols, indexed by their
-// numbers (include/ncclbpf.h).
-var (
-	CollNames  = []string{"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"}
-	AlgoNames  = []string{"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"}
-	ProtoNames = []string{"LL", "LL128", "Simple"}
 )
 
 // Cells is the number of (algorithm, protocol) cells of NCCL's cost table.
@@ -107,15 +100,23 @@ type Outcome struct {
 }
 
 // Apply applies the program's return value ret (r0 at exit) and decision
-// d to table as libncclbpf.so does, then picks as NCCL does (the strictly
-// cheapest non-negative cell, algorithms then protocols in order). Like
-// the shim, it reads the low 32 bits of ret as the C int the hook returns.
+// d to table as libncclbpf.so does for tuner ABI v3 and later, then picks
+// as NCCL does (the strictly cheapest non-negative cell, algorithms then
+// protocols in order). Like the shim, it reads the low 32 bits of ret as
+// the C int the hook returns.
 func Apply(table [Cells]float32, ret uint64, d Decision) Outcome {
+	return ApplyABI(table, ret, d, 0)
+}
+
+// ApplyABI is Apply for a caller of tuner ABI version abi (the context's
+// abi_version): version 2 has no way to pass an algorithm without a
+// protocol or the reverse, so the shim drops such a decision.
+func ApplyABI(table [Cells]float32, ret uint64, d Decision, abi int) Outcome {
 	o := Outcome{Table: table}
 	a, p, ch := d.Algorithm, d.Protocol, d.Channels
 	switch {
 	case int32(uint32(ret)) != 0 || (a == -1 && p == -1 && ch == 0):
-	case a < -1 || a >= len(AlgoNames) || p < -1 || p >= len(ProtoNames):
+	case a < -1 || a >= len(hook.NCCLAlgoNames) || p < -1 || p >= len(hook.NCCLProtoNames):
 		o.Dropped = "algorithm/protocol outside NCCL's table"
 	case ch < 0:
 		o.Dropped = "negative channel count"
@@ -125,6 +126,10 @@ func Apply(table [Cells]float32, ret uint64, d Decision) Outcome {
 		if a >= 0 && p >= 0 {
 			o.Table[a*3+p] = 0
 		} else if a >= 0 || p >= 0 {
+			if abi == 2 {
+				o.Dropped = "tuner v2 cannot take an algorithm without a protocol or the reverse"
+				break
+			}
 			left := 0
 			for i := 0; i < Cells; i++ {
 				if ((a >= 0 && i/3 == a) || (p >= 0 && i%3 == p)) && table[i] >= 0 {
@@ -169,19 +174,19 @@ func Pick(table [Cells]float32) (algo, proto int) {
 
 // CellName names cell (a, p), e.g. "Ring/Simple".
 func CellName(a, p int) string {
-	if a < 0 || a >= len(AlgoNames) || p < 0 || p >= len(ProtoNames) {
+	if a < 0 || a >= len(hook.NCCLAlgoNames) || p < 0 || p >= len(hook.NCCLProtoNames) {
 		return fmt.Sprintf("(%d,%d)", a, p)
 	}
-	return AlgoNames[a] + "/" + ProtoNames[p]
+	return hook.NCCLAlgoNames[a] + "/" + hook.NCCLProtoNames[p]
 }
 
 // ParseColl parses a collective name (case-insensitive, as in the rules
 // format or NCCL's spelling) or number.
 func ParseColl(s string) (int, error) {
-	for i, n := range CollNames {
+	for i, n := range hook.NCCLCollNames {
 		if strings.EqualFold(s, n) {
 			return i, nil
 		}
 	}
-	return lookupName("collective", s, collNames, false)
+	return lookupName("collective", s, hook.CollNames, false)
 }

@@ -3,6 +3,7 @@ package nccl
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/hook"
@@ -85,6 +86,22 @@ func TestApply(t *testing.T) {
 		if o.ChannelsDropped != (tc.d.Channels > 0 && o.Applied && isCollNet(o.Algorithm)) {
 			t.Errorf("ret %d %+v: ChannelsDropped %v", tc.ret, tc.d, o.ChannelsDropped)
 		}
+	}
+	// tuner v2 cannot pass a row or a column: the shim drops it; a whole
+	// cell, or a decision it leaves to NCCL, is taken as for later ABIs
+	for _, d := range []Decision{{1, -1, 0}, {-1, 2, 4}} {
+		if o := ApplyABI(tbl, 0, d, 2); o.Applied || !strings.Contains(o.Dropped, "v2") {
+			t.Errorf("v2 partial %+v: %+v, want dropped", d, o)
+		}
+		if o := ApplyABI(tbl, 0, d, 3); !o.Applied {
+			t.Errorf("v3 partial %+v: %+v, want applied", d, o)
+		}
+	}
+	if o := ApplyABI(tbl, 0, Decision{1, 2, 0}, 2); !o.Applied || o.Algorithm != 1 || o.Protocol != 2 {
+		t.Errorf("v2 whole cell: %+v", o)
+	}
+	if o := ApplyABI(tbl, 0, Decision{5, -1, -1}, 2); !strings.Contains(o.Dropped, "negative channel") {
+		t.Errorf("v2 partial with negative channels: %+v, want the channel count named (checked first)", o)
 	}
 	// channels only, NCCL's pick is CollNet Direct/LL128: not passed
 	cn := tbl

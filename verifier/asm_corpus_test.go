@@ -2,6 +2,7 @@ package verifier_test
 
 import (
 	"errors"
+	"github.com/ncclbpf/ncclbpf/loader"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,12 +16,12 @@ import (
 )
 
 // asmMaps are the maps every assembly test program sees, by index.
-var asmMaps = []verifier.MapInfo{
+var asmMaps = []*loader.MapSpec{
 	{Name: "arr", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 48, MaxEntries: 16},
 	{Name: "hash", Type: verifier.MapTypeHash, KeySize: 8, ValueSize: 8, MaxEntries: 1024},
 	{Name: "rb", Type: verifier.MapTypeRingBuf, MaxEntries: 4096},
-	{Name: "ro", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 1, ReadOnly: true,
-		Flags: verifier.MapFlagReadOnlyProg, Contents: []byte("%d %d\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")},
+	{Name: "ro", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 1, Freeze: true,
+		Flags: verifier.MapFlagReadOnlyProg, Contents: []loader.MapKV{{Key: make([]byte, 4), Value: []byte("%d %d\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")}}},
 	{Name: "agreed", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 4, Flags: verifier.MapFlagReadOnlyProg},
 	{Name: "wo", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 4, Flags: verifier.MapFlagWriteOnlyProg},
 	{Name: "rohash", Type: verifier.MapTypeHash, KeySize: 8, ValueSize: 8, MaxEntries: 64, Flags: verifier.MapFlagReadOnlyProg},

@@ -76,7 +76,7 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 			if ring != (t == MapTypeRingBuf) {
 				return ck.errorf(BadHelperArg, pc, "%s cannot be used with map %s of type %d", p.Name, ck.mapName(int(v.idx)), t)
 			}
-			if (id == helpers.MapUpdateElem || id == helpers.MapDeleteElem) && ck.maps[v.idx].readOnly() {
+			if (id == helpers.MapUpdateElem || id == helpers.MapDeleteElem) && readOnly(ck.maps[v.idx]) {
 				return ck.errorf(ReadOnlyMap, pc, "%s writes map %s, which programs may only read", p.Name, ck.mapName(int(v.idx)))
 			}
 			mapv, haveMap = v, true
@@ -210,11 +210,11 @@ func (ck *checker) printkValues(st *state, f *frame) (int, string) {
 	var format []byte
 	switch p.k {
 	case kMapValue:
-		m := &ck.maps[p.idx]
-		if !m.ReadOnly || m.Contents == nil || off > uint64(len(m.Contents)) || size > uint64(len(m.Contents))-off {
+		value := frozenValue(ck.maps[p.idx])
+		if value == nil || off > uint64(len(value)) || size > uint64(len(value))-off {
 			return 3, unknown
 		}
-		format = m.Contents[off : off+size]
+		format = value[off : off+size]
 	case kStack:
 		// constant bytes stored on the stack (char fmt[] = "...")
 		stk := &st.frames[p.frame].stk

@@ -4,6 +4,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/loader"
 )
 
 // maxStoredPerPC bounds the states kept at one prune point.
@@ -14,7 +15,7 @@ const maxStoredPerPC = 64
 type checker struct {
 	cfg   *Config
 	hook  *hook.Hook
-	maps  []MapInfo
+	maps  []*loader.MapSpec
 	insns []asm.Instruction
 	info  *Info
 

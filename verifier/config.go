@@ -7,17 +7,19 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/loader"
 )
 
-// Map types the verifier knows (Linux's enum bpf_map_type numbering).
+// Map types the verifier knows (the loader's, Linux's enum bpf_map_type
+// numbering).
 const (
-	MapTypeHash          uint32 = 1
-	MapTypeArray         uint32 = 2
-	MapTypePercpuHash    uint32 = 5
-	MapTypePercpuArray   uint32 = 6
-	MapTypeLRUHash       uint32 = 9
-	MapTypeLRUPercpuHash uint32 = 10
-	MapTypeRingBuf       uint32 = 27
+	MapTypeHash          = loader.MapTypeHash
+	MapTypeArray         = loader.MapTypeArray
+	MapTypePercpuHash    = loader.MapTypePerCPUHash
+	MapTypePercpuArray   = loader.MapTypePerCPUArray
+	MapTypeLRUHash       = loader.MapTypeLRUHash
+	MapTypeLRUPercpuHash = loader.MapTypeLRUPerCPUHash
+	MapTypeRingBuf       = loader.MapTypeRingBuf
 )
 
 // Default limits, used when the Config field is zero.
@@ -40,36 +42,6 @@ const (
 	DefaultComplexity = 1_000_000
 )
 
-// MapInfo describes one map the program refers to. LD_IMM64 with
-// Src=asm.PseudoMapFD or asm.PseudoMapValue has Imm = index into
-// Config.Maps.
-type MapInfo struct {
-	Name       string
-	Type       uint32
-	KeySize    uint32
-	ValueSize  uint32
-	MaxEntries uint32
-	// ReadOnly maps (.rodata) may be read but not written by programs;
-	// their contents are frozen when the program is loaded.
-	ReadOnly bool
-	// Flags are the map's map_flags. Programs may only read a map with
-	// MapFlagReadOnlyProg and only write one with MapFlagWriteOnlyProg.
-	Flags uint32
-	// Local says that the map's contents may differ between the ranks of
-	// a communicator: some program of the bundle writes it (profiler
-	// programs write at rank-local times; tuner calls of several
-	// communicators interleave in a rank-local order). A hook that
-	// Decides may not decide on what it loads from a Local map. Maps no
-	// program writes (.rodata, BPF_F_RDONLY_PROG maps that the control
-	// plane writes at an agreed call, tables filled at load) are uniform.
-	// VerifyTogether sets it from the programs' writes.
-	Local bool
-	// Contents, when not nil, is the value of a ReadOnly single-value map
-	// (.rodata) as the program will see it: the verifier may read it, for
-	// example to know which arguments a bpf_printk format consumes.
-	Contents []byte
-}
-
 // Map flags the verifier enforces (Linux's numbering).
 const (
 	// MapFlagReadOnlyProg (BPF_F_RDONLY_PROG): programs may read the map
@@ -80,8 +52,19 @@ const (
 	MapFlagWriteOnlyProg uint32 = 1 << 8
 )
 
-// readOnly reports a map programs may not write.
-func (m *MapInfo) readOnly() bool { return m.ReadOnly || m.Flags&MapFlagReadOnlyProg != 0 }
+// readOnly reports a map programs may not write: a frozen one (.rodata,
+// whose contents the verifier and the JIT may read) or one declared
+// BPF_F_RDONLY_PROG.
+func readOnly(m *loader.MapSpec) bool { return m.Freeze || m.Flags&MapFlagReadOnlyProg != 0 }
+
+// frozenValue returns the value a program sees in a frozen single-value
+// map (.rodata, as Contents give it), or nil when it is not known.
+func frozenValue(m *loader.MapSpec) []byte {
+	if !m.Freeze || len(m.Contents) != 1 {
+		return nil
+	}
+	return m.Contents[0].Value
+}
 
 // Config says what to verify against. A Config is not modified by
 // Verify and may be used by several goroutines at once.
@@ -92,8 +75,14 @@ type Config struct {
 	// low 32 bits of r0, read as signed, must be in the range (clang
 	// writes "return -1" as w0 = -1); otherwise all 64 bits must be.
 	Hook *hook.Hook
-	// Maps are the maps LD_IMM64 instructions refer to, by index.
-	Maps []MapInfo
+	// Maps are the maps LD_IMM64 instructions refer to, by index (Src =
+	// asm.PseudoMapFD or asm.PseudoMapValue, Imm = index): the specs the
+	// maps will be created from. Programs may only read a map that is
+	// frozen (.rodata) or has MapFlagReadOnlyProg, and only write one with
+	// MapFlagWriteOnlyProg. The Contents of a frozen map are what programs
+	// will see, and the verifier may read them, for example to know which
+	// arguments a bpf_printk format consumes.
+	Maps []*loader.MapSpec
 	// Protos adds helper prototypes to those of package helpers (for test
 	// helpers); a helper must still be allowed by the hook.
 	Protos map[helpers.ID]*helpers.Proto
@@ -115,6 +104,16 @@ type Config struct {
 	// that Decide off. It exists to measure the analysis' cost; a policy
 	// verified with it may hang a job.
 	DisableRankUniformity bool
+
+	// local marks the maps whose contents may differ between the ranks
+	// of a communicator: some program of the bundle writes them (profiler
+	// programs write at rank-local times; tuner calls of several
+	// communicators interleave in a rank-local order). A hook that Decides
+	// may not decide on what it loads from a local map. Maps no program
+	// writes (.rodata, BPF_F_RDONLY_PROG maps that the control plane
+	// writes at an agreed call, tables filled at load) are uniform.
+	// VerifyTogether derives it from the programs' writes; nil means none.
+	local []bool
 }
 
 // Budget is a verification work budget in steps (see DefaultComplexity),
@@ -171,6 +170,11 @@ var ErrNoHook = errors.New("verifier: no hook given")
 func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 	if c.Hook == nil {
 		return nil, ErrNoHook
+	}
+	for i, m := range c.Maps {
+		if m == nil {
+			return nil, fmt.Errorf("verifier: map %d of the configuration has no spec", i)
+		}
 	}
 	// Up to three passes, from fast to precise; all are sound, so the
 	// first that proves the program safe decides. (1) Merged: states
@@ -265,6 +269,11 @@ func (ck *checker) finish(e *Error) {
 
 func (ck *checker) errorf(code Code, pc int, format string, args ...any) *Error {
 	return &Error{Code: code, PC: pc, Msg: fmt.Sprintf(format, args...)}
+}
+
+// local reports whether map i may hold rank-local contents (Config.local).
+func (ck *checker) local(i int) bool {
+	return i >= 0 && i < len(ck.cfg.local) && ck.cfg.local[i]
 }
 
 func (ck *checker) mapName(i int) string {

@@ -51,27 +51,12 @@ func warningAnnotations(t *testing.T, path string) map[int]string {
 	return out
 }
 
-// mapInfos converts the loader's map specs.
-func mapInfos(c *loader.Collection) []verifier.MapInfo {
-	var maps []verifier.MapInfo
-	for _, m := range c.Maps {
-		maps = append(maps, verifier.MapInfo{Name: m.Name, Type: m.Type, KeySize: m.KeySize,
-			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, ReadOnly: m.ReadOnly, Flags: m.Flags, Contents: roContents(m)})
-	}
-	return maps
-}
-
-func configFor(t *testing.T, c *loader.Collection, p *loader.Program) *verifier.Config {
+func configFor(t *testing.T, c *loader.CollectionSpec, p *loader.ProgramSpec) *verifier.Config {
 	h, err := hook.ForSection(p.Section)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &verifier.Config{Hook: h, Maps: mapInfos(c), Source: func(pc int) (string, int, int, string) {
-		if l := p.SourceAt(pc); l != nil {
-			return l.File, l.Line, l.Col, l.Source
-		}
-		return "", 0, 0, ""
-	}}
+	return verifier.ForProgram(c, p, h)
 }
 
 // corpusStats counts verdicts across the C and assembly corpora.
@@ -108,7 +93,7 @@ func TestCorpusC(t *testing.T) {
 			units[i] = verifier.Unit{Insns: p.Insns, Config: *configFor(t, coll, p)}
 			units[i].Config.Budget = verifier.NewBudget(units[i].Config.Complexity)
 		}
-		results, errs, _ := verifier.VerifyTogether(mapInfos(coll), units)
+		results, errs, _ := verifier.VerifyTogether(coll.Maps, units)
 		for i, p := range coll.Programs {
 			name := filepath.Base(src) + ":" + p.Name
 			res, err := results[i], errs[i]
@@ -202,12 +187,4 @@ func itoa(n int) string {
 			return s
 		}
 	}
-}
-
-// roContents is the frozen value of a read-only global-data map.
-func roContents(m *loader.MapSpec) []byte {
-	if m.ReadOnly {
-		return m.Contents
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package verifier_test
 import (
 	"errors"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/loader"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
@@ -28,7 +29,7 @@ func ExampleConfig_Verify() {
 		ldxdw %r0, [%r0]
 		and %r0, 1
 		exit`)
-	cfg := verifier.Config{Hook: h, Maps: []verifier.MapInfo{{Name: "counts", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}}}
+	cfg := verifier.Config{Hook: h, Maps: []*loader.MapSpec{{Name: "counts", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}}}
 	_, err := cfg.Verify(insns, nil)
 	var ve *verifier.Error
 	if errors.As(err, &ve) {

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"github.com/ncclbpf/ncclbpf/loader"
 	"math"
 	"strings"
 
@@ -275,7 +276,7 @@ func (ck *checker) ldImm64(st *state, pc int, ins asm.Instruction) *Error {
 // (global data): every such pointer points into the same object.
 const globalID = 1 << 31
 
-func knownMapType(t uint32) bool {
+func knownMapType(t loader.MapType) bool {
 	switch t {
 	case MapTypeHash, MapTypeArray, MapTypePercpuHash, MapTypePercpuArray, MapTypeLRUHash,
 		MapTypeLRUPercpuHash, MapTypeRingBuf:

@@ -5,6 +5,7 @@ package verifier_test
 import (
 	"errors"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/loader"
 	"math"
 	"os"
 	"path/filepath"
@@ -70,7 +71,7 @@ type kernelProgram struct {
 	where string // "file.s:line: name"
 	prog  *asmProgram
 	insns []asm.Instruction
-	maps  []verifier.MapInfo
+	maps  []*loader.MapSpec
 	fds   []int // the kernel's maps, by index
 }
 
@@ -242,25 +243,25 @@ func kernelFit(insns []asm.Instruction, reads map[int16]int, printk bool) string
 
 // kernelMaps creates the maps of a corpus in the kernel and returns their
 // file descriptors by index; they are closed when the test ends.
-func kernelMaps(t *testing.T, ms []verifier.MapInfo) []int {
+func kernelMaps(t *testing.T, ms []*loader.MapSpec) []int {
 	fds := make([]int, len(ms))
 	for i, m := range ms {
 		flags := m.Flags
-		if m.ReadOnly {
+		if m.Freeze {
 			flags |= kernelbpf.MapFlagReadOnlyProg
 		}
-		fd, err := kernelbpf.MapCreate(m.Type, m.KeySize, m.ValueSize, m.MaxEntries, flags)
+		fd, err := kernelbpf.MapCreate(uint32(m.Type), m.KeySize, m.ValueSize, m.MaxEntries, flags)
 		if err != nil {
 			t.Fatalf("map %d (%s): %v", i, m.Name, err)
 		}
 		t.Cleanup(func() { unix.Close(fd) })
 		fds[i] = fd
 		if m.Contents != nil {
-			if m.Type != verifier.MapTypeArray || m.MaxEntries != 1 || uint32(len(m.Contents)) > m.ValueSize {
-				t.Fatalf("map %d (%s): %d bytes of contents for a map that is not a one-entry array of at least as many", i, m.Name, len(m.Contents))
+			if m.Type != verifier.MapTypeArray || m.MaxEntries != 1 || len(m.Contents) != 1 || uint32(len(m.Contents[0].Value)) > m.ValueSize {
+				t.Fatalf("map %d (%s): contents %x for a map that is not a one-entry array with room for them", i, m.Name, m.Contents)
 			}
 			value := make([]byte, m.ValueSize) // the bytes past the contents are zero
-			copy(value, m.Contents)
+			copy(value, m.Contents[0].Value)
 			if err := kernelbpf.MapUpdate(fd, make([]byte, 4), value); err != nil {
 				t.Fatalf("map %d (%s): %v", i, m.Name, err)
 			}
@@ -350,7 +351,7 @@ func TestKernelVerifierAgrees(t *testing.T) {
 	}
 	corpora := []struct {
 		glob string
-		maps []verifier.MapInfo
+		maps []*loader.MapSpec
 	}{
 		{"../testdata/verifier/asm/*.s", asmMaps},
 		{"../testdata/verifier/redteam/*.s", redteamAsmMaps},

@@ -5,28 +5,33 @@ import (
 	"github.com/ncclbpf/ncclbpf/loader"
 )
 
-// MapInfos converts the loader's map specs into the verifier's, keeping
-// their order (LD_IMM64 map indexes refer to it).
-func MapInfos(c *loader.Collection) []MapInfo {
-	out := make([]MapInfo, len(c.Maps))
-	for i, m := range c.Maps {
-		out[i] = MapInfo{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize,
-			MaxEntries: m.MaxEntries, ReadOnly: m.ReadOnly, Flags: m.Flags}
-		if m.ReadOnly {
-			out[i].Contents = m.Contents
-		}
-	}
-	return out
-}
-
 // ForProgram returns the Config that verifies program p of collection c
 // against hook h: the collection's maps and p's BTF line information as
 // the Source of error positions.
-func ForProgram(c *loader.Collection, p *loader.Program, h *hook.Hook) *Config {
-	return &Config{Hook: h, Maps: MapInfos(c), Source: func(pc int) (string, int, int, string) {
-		if l := p.SourceAt(pc); l != nil {
-			return l.File, l.Line, l.Col, l.Source
+func ForProgram(c *loader.CollectionSpec, p *loader.ProgramSpec, h *hook.Hook) *Config {
+	return &Config{Hook: h, Maps: c.Maps, Source: p.Source}
+}
+
+// VerifyCollection verifies the programs of c together, as one bundle
+// (VerifyTogether): program i against hooks[i], with ForProgram's Config.
+// A program whose hook is nil is left out: its result and error are nil
+// and its writes do not count. local says, for each map of c, whether a
+// program writes it (its contents may differ between ranks).
+func VerifyCollection(c *loader.CollectionSpec, hooks []*hook.Hook) (results []*Result, errs []error, local []bool) {
+	n := len(c.Programs)
+	results, errs = make([]*Result, n), make([]error, n)
+	var units []Unit
+	var at []int
+	for i, p := range c.Programs {
+		if i >= len(hooks) || hooks[i] == nil {
+			continue
 		}
-		return "", 0, 0, ""
-	}}
+		units = append(units, Unit{Insns: p.Insns, Config: *ForProgram(c, p, hooks[i])})
+		at = append(at, i)
+	}
+	res, es, local := VerifyTogether(c.Maps, units)
+	for k, i := range at {
+		results[i], errs[i] = res[k], es[k]
+	}
+	return results, errs, local
 }

@@ -130,7 +130,7 @@ func (ck *checker) access0(st *state, pc int, reg asm.Register, ptr value, off i
 	case kMapValue, kAlloc:
 		limit, what := int64(ptr.idx), "ringbuf record"
 		if ptr.k == kMapValue {
-			m := &ck.maps[ptr.idx]
+			m := ck.maps[ptr.idx]
 			limit, what = int64(m.ValueSize), "value of map "+ck.mapName(int(ptr.idx))
 			if e := ck.checkMapAccess(pc, int(ptr.idx), mode); e != nil {
 				return value{}, e
@@ -215,7 +215,7 @@ func (ck *checker) accessCtx(st *state, pc int, reg asm.Register, o Scalar, size
 // mapSrc is the label of data loaded from map mi: local when programs of
 // the bundle write the map.
 func (ck *checker) mapSrc(pc, mi int) uint32 {
-	if !ck.uniformity() || !ck.maps[mi].Local {
+	if !ck.uniformity() || !ck.local(mi) {
 		return 0
 	}
 	return ck.source(pc, srcMap, mi, 0)
@@ -410,10 +410,10 @@ func (ck *checker) checkArgMem(st *state, pc int, reg asm.Register, ptr value, s
 // BPF_F_RDONLY_PROG maps are read-only to programs, BPF_F_WRONLY_PROG
 // maps write-only (an atomic update both reads and writes).
 func (ck *checker) checkMapAccess(pc, mi int, mode accessMode) *Error {
-	m := &ck.maps[mi]
-	if mode != accRead && m.readOnly() {
+	m := ck.maps[mi]
+	if mode != accRead && readOnly(m) {
 		why := "it is declared BPF_F_RDONLY_PROG: only the control plane writes it"
-		if m.ReadOnly {
+		if m.Freeze {
 			why = "it holds read-only global data (.rodata, volatile const)"
 		}
 		return ck.errorf(ReadOnlyMap, pc, "%s of map %s, which programs may only read: %s", mode, ck.mapName(mi), why)

@@ -31,9 +31,9 @@ import (
 // four of the main assembly corpus (0 arr, 1 hash, 2 rb, 3 ro, here with
 // contents unknown to the verifier), then 4 small (an array of 8-byte
 // values, 4 entries) and 5 arr2 (a second array like arr).
-var redteamAsmMaps = []verifier.MapInfo{
+var redteamAsmMaps = []*loader.MapSpec{
 	asmMaps[0], asmMaps[1], asmMaps[2],
-	{Name: "ro", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 1, ReadOnly: true, Flags: verifier.MapFlagReadOnlyProg},
+	{Name: "ro", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 1, Freeze: true, Flags: verifier.MapFlagReadOnlyProg},
 	{Name: "small", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 8, MaxEntries: 4},
 	{Name: "arr2", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 48, MaxEntries: 16},
 }
@@ -207,7 +207,7 @@ func TestRedteamSize(t *testing.T) {
 func redteamMapSpecs(specs []maps.Spec) []maps.Spec {
 	for i := range specs {
 		s := &specs[i]
-		if s.Type != maps.Type(verifier.MapTypeHash) || s.Contents != nil {
+		if s.Type != verifier.MapTypeHash || s.Contents != nil {
 			continue
 		}
 		for k := 0; k < 8; k++ {
@@ -262,8 +262,8 @@ func TestRedteamAcceptedNeverTrap(t *testing.T) {
 	}
 	var specs []maps.Spec
 	for _, m := range redteamAsmMaps {
-		s := maps.Spec{Name: m.Name, Type: maps.Type(m.Type), KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries}
-		if m.ReadOnly {
+		s := maps.Spec{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries}
+		if m.Freeze {
 			s.Flags = maps.FlagRdonlyProg
 		}
 		specs = append(specs, s)

@@ -1,6 +1,7 @@
 package verifier_test
 
 import (
+	"github.com/ncclbpf/ncclbpf/loader"
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
@@ -8,7 +9,7 @@ import (
 )
 
 func TestSmoke(t *testing.T) {
-	maps := []verifier.MapInfo{{Name: "arr", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 64, MaxEntries: 16}}
+	maps := []*loader.MapSpec{{Name: "arr", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 64, MaxEntries: 16}}
 	for _, tc := range []struct{ name, src, want string }{
 		{"ret0", "mov %r0, 0\nexit", ""},
 		{"ret-big", "mov %r0, 1000\nexit", "E027"},

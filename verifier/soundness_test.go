@@ -60,8 +60,8 @@ func liveMaps(t testing.TB, specs []maps.Spec) ([]vm.MapRef, func()) {
 func asmMapSpecs() []maps.Spec {
 	var out []maps.Spec
 	for _, m := range asmMaps {
-		s := maps.Spec{Name: m.Name, Type: maps.Type(m.Type), KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries}
-		if m.ReadOnly {
+		s := maps.Spec{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries}
+		if m.Freeze {
 			s.Flags = maps.FlagRdonlyProg
 		}
 		out = append(out, s)
@@ -69,16 +69,10 @@ func asmMapSpecs() []maps.Spec {
 	return out
 }
 
-func loaderMapSpecs(c *loader.Collection) []maps.Spec {
+func loaderMapSpecs(c *loader.CollectionSpec) []maps.Spec {
 	var out []maps.Spec
 	for _, m := range c.Maps {
-		s := maps.Spec{Name: m.Name, Type: maps.Type(m.Type), KeySize: m.KeySize, ValueSize: m.ValueSize,
-			MaxEntries: m.MaxEntries, Flags: m.Flags}
-		if m.Contents != nil {
-			s.Contents = []maps.KV{{Key: make([]byte, 4), Value: m.Contents}}
-			s.Freeze = m.ReadOnly
-		}
-		out = append(out, s)
+		out = append(out, *m.Copy())
 	}
 	return out
 }

@@ -1,31 +1,34 @@
 package verifier
 
-import "github.com/ncclbpf/ncclbpf/asm"
+import (
+	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/loader"
+)
 
 // Unit is one program of a bundle, for VerifyTogether.
 type Unit struct {
 	// Insns are the program's instructions.
 	Insns []asm.Instruction
 	// Config says how to verify it; its Maps are ignored (VerifyTogether
-	// gives every program the bundle's maps, with Local set).
+	// gives every program the bundle's maps).
 	Config Config
 }
 
 // VerifyTogether verifies the programs of one bundle, which share maps.
 // Rank uniformity is a property of the bundle: a map that any program
-// writes is Local (its contents may differ between ranks), so a program
+// writes is local (its contents may differ between ranks), so a program
 // that Decides may not decide on it. VerifyTogether verifies the programs
 // whose hook does not decide first, then the deciding ones with the maps
-// the accepted programs write marked Local, again until no accepted
-// program writes a map not yet Local. A rejected program's writes do not
+// the accepted programs write marked local, again until no accepted
+// program writes a map not yet local. A rejected program's writes do not
 // count (it will not run). It returns each program's result or error, in
-// the order of units, and the maps as they were last used (Local set).
+// the order of units, and for each map whether it is local.
 //
 // The units whose Config has no Budget draw on one shared work budget
 // (of the largest Complexity among them), so the time an object takes to
 // verify is bounded whatever the number of programs in it.
-func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo) {
-	infos := append([]MapInfo(nil), maps...)
+func VerifyTogether(maps []*loader.MapSpec, units []Unit) ([]*Result, []error, []bool) {
+	local := make([]bool, len(maps))
 	results := make([]*Result, len(units))
 	errs := make([]error, len(units))
 	steps := 0
@@ -38,7 +41,7 @@ func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo
 		if cfg.Budget == nil {
 			cfg.Budget = shared
 		}
-		cfg.Maps = infos
+		cfg.Maps, cfg.local = maps, local
 		results[i], errs[i] = cfg.Verify(units[i].Insns, nil)
 	}
 	markWrites := func() bool {
@@ -48,8 +51,8 @@ func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo
 				continue
 			}
 			for _, m := range r.MapsWritten {
-				if m >= 0 && m < len(infos) && !infos[m].Local {
-					infos[m].Local = true
+				if m >= 0 && m < len(local) && !local[m] {
+					local[m] = true
 					changed = true
 				}
 			}
@@ -63,7 +66,7 @@ func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo
 		}
 	}
 	markWrites()
-	for round := 0; round <= len(infos); round++ {
+	for round := 0; round <= len(maps); round++ {
 		for i := range units {
 			if decides(i) {
 				run(i)
@@ -73,5 +76,5 @@ func VerifyTogether(maps []MapInfo, units []Unit) ([]*Result, []error, []MapInfo
 			break
 		}
 	}
-	return results, errs, infos
+	return results, errs, local
 }

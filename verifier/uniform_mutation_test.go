@@ -35,7 +35,7 @@ func TestUniformityImplicitFlowMutation(t *testing.T) {
 			cfg.Budget = NewBudget(0) // independent cases, each with its own budget
 			units = append(units, Unit{Insns: p.Insns, Config: cfg})
 		}
-		_, errs, _ := VerifyTogether(MapInfos(coll), units)
+		_, errs, _ := VerifyTogether(coll.Maps, units)
 		out := map[string]error{}
 		for i, p := range coll.Programs {
 			out[p.Name] = errs[i]

@@ -105,24 +105,16 @@ func TestVerifiedCorpusNeverTraps(t *testing.T) {
 }
 
 // liveMaps creates the maps of coll (global data with its contents) and
-// returns their references and the verifier's view of them.
-func liveMaps(t *testing.T, coll *loader.Collection) ([]vm.MapRef, []verifier.MapInfo) {
+// returns their references and the specs the verifier checks against.
+func liveMaps(t *testing.T, coll *loader.CollectionSpec) ([]vm.MapRef, []*loader.MapSpec) {
 	refs := make([]vm.MapRef, len(coll.Maps))
-	infos := make([]verifier.MapInfo, len(coll.Maps))
 	for i, ms := range coll.Maps {
-		spec := maps.Spec{Name: ms.Name, Type: maps.Type(ms.Type), KeySize: ms.KeySize, ValueSize: ms.ValueSize,
-			MaxEntries: ms.MaxEntries, Flags: ms.Flags, Freeze: ms.ReadOnly}
-		if ms.IsGlobalData() {
-			spec.Contents = []maps.KV{{Key: []byte{0, 0, 0, 0}, Value: ms.Contents}}
-		}
-		m, err := maps.New(spec)
+		m, err := maps.New(*ms)
 		if err != nil {
 			t.Fatalf("map %s: %v", ms.Name, err)
 		}
 		t.Cleanup(func() { m.Close() })
 		refs[i] = m.Ref()
-		infos[i] = verifier.MapInfo{Name: ms.Name, Type: ms.Type, KeySize: ms.KeySize, ValueSize: ms.ValueSize,
-			MaxEntries: ms.MaxEntries, ReadOnly: ms.ReadOnly, Flags: ms.Flags}
 	}
-	return refs, infos
+	return refs, coll.Maps
 }

@@ -18,7 +18,7 @@ import (
 func init() {
 	register(&command{
 		Name:    "disasm",
-		Args:    "[--section S] [--plain] [--raw] FILE",
+		Args:    "[--jit] [--section S] [--plain] [--raw] FILE",
 		Summary: "disassemble an ELF object, a .data test or raw instruction bytes",
 		Help: `FILE is one of:
   - an ELF object built by clang -target bpf: each program is printed with
@@ -33,12 +33,19 @@ func init() {
 
 Each instruction is printed as "PC: TEXT" in the uBPF assembler dialect
 ("ncclbpf asm" reads it back). --plain prints only the text, which
-assembles back to exactly the same instructions.`,
+assembles back to exactly the same instructions.
+
+--jit compiles each program with the x86-64 JIT and prints, under each
+instruction, the native code it compiled to (offset from the entry point,
+bytes, Intel syntax), then the out-of-line code: common return path, unwind
+and fault stubs, callx table. Maps and helpers get placeholder addresses:
+the listing is for reading; the code never runs.`,
 		Examples: []string{
 			"ncclbpf disasm policy.bpf.o",
 			"ncclbpf disasm --section tuner policy.bpf.o  # one section only",
 			"ncclbpf disasm --plain ../shared/conformance/bpf_conformance/lddw.data",
 			"ncclbpf disasm prog.bin",
+			"ncclbpf disasm --jit policy.bpf.o  # eBPF and x86-64 side by side",
 		},
 		Run: runDisasm,
 	})
@@ -49,9 +56,13 @@ func runDisasm(e *env, args []string) error {
 	section := fs.String("section", "", "ELF objects: print only the programs of this section (or with this name)")
 	plain := fs.Bool("plain", false, "print only assembler text: no pc, annotations or source lines")
 	raw := fs.Bool("raw", false, "raw bytes: print slots that are no known instruction as .insn instead of refusing the file")
+	jit := fs.Bool("jit", false, "compile with the x86-64 JIT and print the native code under each instruction")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if *jit && (*plain || *raw) {
+		return usageErrorf("--jit prints a listing: it does not go with --plain or --raw")
 	}
 	if len(args) != 1 {
 		return usageErrorf("want one FILE, got %d arguments", len(args))
@@ -69,7 +80,7 @@ func runDisasm(e *env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
-		return disasmCollection(e.Stdout, coll, *section, *plain)
+		return disasmCollection(e.Stdout, coll, *section, *plain, *jit)
 	case *section != "":
 		return usageErrorf("--section applies to ELF objects; %s is not one", args[0])
 	case strings.HasSuffix(args[0], ".data"):
@@ -81,12 +92,18 @@ func runDisasm(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		if *jit {
+			return writeJITListing(e.Stdout, args[0], insns, nil)
+		}
 		writeInsns(e.Stdout, insns, nil, *plain)
 		return nil
 	}
 	insns, err := asm.Decode(data)
 	if err != nil {
 		return fmt.Errorf("%s: not an ELF object or .data file, and as raw instructions: %w", args[0], err)
+	}
+	if *jit {
+		return writeJITListing(e.Stdout, args[0], insns, nil)
 	}
 	if !*raw {
 		for pc := 0; pc < len(insns); {
@@ -109,8 +126,10 @@ func readInput(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-func disasmCollection(w io.Writer, coll *loader.Collection, section string, plain bool) error {
-	var progs []*loader.Program
+// disasmCollection prints the programs of coll (those of section, if
+// given): their eBPF with source lines, or with jit their native listing.
+func disasmCollection(w io.Writer, coll *loader.CollectionSpec, section string, plain, jit bool) error {
+	var progs []*loader.ProgramSpec
 	var names []string
 	for _, p := range coll.Programs {
 		names = append(names, fmt.Sprintf("%s (%s)", p.Section, p.Name))
@@ -131,6 +150,12 @@ func disasmCollection(w io.Writer, coll *loader.Collection, section string, plai
 		if !plain {
 			fmt.Fprintf(w, "# section %q, program %s: %d instruction slots\n", p.Section, p.Name, len(p.Insns))
 		}
+		if jit {
+			if err := writeJITListing(w, p.Name, p.Insns, coll.Maps); err != nil {
+				return err
+			}
+			continue
+		}
 		writeInsns(w, p.Insns, &programInfo{coll: coll, prog: p}, plain)
 	}
 	return nil
@@ -139,8 +164,8 @@ func disasmCollection(w io.Writer, coll *loader.Collection, section string, plai
 // programInfo adds what an ELF object knows to a disassembly: function
 // names, source lines, map and variable names.
 type programInfo struct {
-	coll *loader.Collection
-	prog *loader.Program
+	coll *loader.CollectionSpec
+	prog *loader.ProgramSpec
 }
 
 // writeInsns prints insns one per line; with info, function labels and

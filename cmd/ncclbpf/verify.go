@@ -139,28 +139,21 @@ func runVerify(e *env, args []string) error {
 // verifyTogether verifies the programs of coll together, as the plugin loads
 // them (a map one program writes is rank-local for all), each against the
 // hook hookOf gives it; a program without a hook is left out (hookErrs).
-func verifyTogether(coll *loader.Collection, hookOf func(*loader.Program) (*hook.Hook, error)) (hooks []*hook.Hook, hookErrs, errs []error, results []*verifier.Result) {
+func verifyTogether(coll *loader.CollectionSpec, hookOf func(*loader.ProgramSpec) (*hook.Hook, error)) (hooks []*hook.Hook, hookErrs, errs []error, results []*verifier.Result) {
 	n := len(coll.Programs)
-	hooks, hookErrs, errs, results = make([]*hook.Hook, n), make([]error, n), make([]error, n), make([]*verifier.Result, n)
-	var units []verifier.Unit
-	var at []int
+	hooks, hookErrs = make([]*hook.Hook, n), make([]error, n)
 	for i, p := range coll.Programs {
 		if hooks[i], hookErrs[i] = hookOf(p); hookErrs[i] != nil {
-			continue
+			hooks[i] = nil
 		}
-		units = append(units, verifier.Unit{Insns: p.Insns, Config: *verifier.ForProgram(coll, p, hooks[i])})
-		at = append(at, i)
 	}
-	res, es, _ := verifier.VerifyTogether(verifier.MapInfos(coll), units)
-	for k, i := range at {
-		results[i], errs[i] = res[k], es[k]
-	}
+	results, errs, _ = verifier.VerifyCollection(coll, hooks)
 	return hooks, hookErrs, errs, results
 }
 
 // verifyAll verifies every program of coll together and reports each.
-func verifyAll(coll *loader.Collection, forced *hook.Hook) []*verifyReport {
-	hooks, hookErrs, errs, results := verifyTogether(coll, func(p *loader.Program) (*hook.Hook, error) {
+func verifyAll(coll *loader.CollectionSpec, forced *hook.Hook) []*verifyReport {
+	hooks, hookErrs, errs, results := verifyTogether(coll, func(p *loader.ProgramSpec) (*hook.Hook, error) {
 		if forced != nil {
 			return forced, nil
 		}
@@ -182,8 +175,8 @@ func verifyAll(coll *loader.Collection, forced *hook.Hook) []*verifyReport {
 
 // verifyInBundle verifies program p against hook h together with the other
 // programs of coll, as the plugin would load them.
-func verifyInBundle(coll *loader.Collection, p *loader.Program, h *hook.Hook) error {
-	_, _, errs, _ := verifyTogether(coll, func(q *loader.Program) (*hook.Hook, error) {
+func verifyInBundle(coll *loader.CollectionSpec, p *loader.ProgramSpec, h *hook.Hook) error {
+	_, _, errs, _ := verifyTogether(coll, func(q *loader.ProgramSpec) (*hook.Hook, error) {
 		if q == p {
 			return h, nil
 		}

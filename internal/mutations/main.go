@@ -36,7 +36,7 @@ var mutations = []mutation{
 	{"record accesses need the path's reference", "verifier/mem.go", []edit{
 		{"		} else if !st.hasRef(ptr.id) {", "		} else if false {"}}},
 	{"map access flags", "verifier/config.go", []edit{
-		{"func (m *MapInfo) readOnly() bool { return m.ReadOnly || m.Flags&MapFlagReadOnlyProg != 0 }", "func (m *MapInfo) readOnly() bool { return m.ReadOnly }"}}},
+		{"func readOnly(m *loader.MapSpec) bool { return m.Freeze || m.Flags&MapFlagReadOnlyProg != 0 }", "func readOnly(m *loader.MapSpec) bool { return m.Freeze }"}}},
 	{"bpf_printk's format decides the registers it reads", "verifier/call.go", []edit{
 		{"		variadic, fmtWhy = ck.printkValues(st, f)", "		_, fmtWhy = ck.printkValues(st, f)\n		variadic = 0"}}},
 	{"atomic updates are aligned", "verifier/mem.go", []edit{

@@ -41,12 +41,7 @@ func load(tb testing.TB) []*policy {
 		}
 		refs := make([]vm.MapRef, len(coll.Maps))
 		for i, ms := range coll.Maps {
-			spec := maps.Spec{Name: ms.Name, Type: maps.Type(ms.Type), KeySize: ms.KeySize, ValueSize: ms.ValueSize,
-				MaxEntries: ms.MaxEntries, Flags: ms.Flags, Freeze: ms.ReadOnly}
-			if ms.Contents != nil {
-				spec.Contents = []maps.KV{{Key: []byte{0, 0, 0, 0}, Value: ms.Contents}}
-			}
-			m, err := maps.New(spec)
+			m, err := maps.New(*ms)
 			if err != nil {
 				tb.Fatalf("%s: map %s: %v", path, ms.Name, err)
 			}

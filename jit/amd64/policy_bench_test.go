@@ -29,7 +29,7 @@ func BenchmarkCompileExamplePolicies(b *testing.B) {
 		refs := make([]vm.MapRef, len(coll.Maps))
 		for i, ms := range coll.Maps {
 			// Plausible addresses: the code is compiled, never run.
-			refs[i] = vm.MapRef{Name: ms.Name, Handle: 0x7f0000001000 + uintptr(i)*0x1000, Type: ms.Type,
+			refs[i] = vm.MapRef{Name: ms.Name, Handle: 0x7f0000001000 + uintptr(i)*0x1000, Type: uint32(ms.Type),
 				KeySize: ms.KeySize, ValueSize: ms.ValueSize, MaxEntries: ms.MaxEntries}
 			if ms.Type == 2 {
 				refs[i].ArrayBase = 0x7f0001000000 + uintptr(i)<<20

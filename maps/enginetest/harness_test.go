@@ -96,10 +96,9 @@ func program(tb testing.TB, e vm.Engine, src string, ms ...*maps.Map) vm.Executa
 	p := &vm.Program{Name: tb.Name(), Insns: insns, Helpers: maps.HelperTable()}
 	cfg := verifier.Config{Hook: testHook}
 	for _, m := range ms {
-		r := m.Ref()
-		p.Maps = append(p.Maps, r)
-		cfg.Maps = append(cfg.Maps, verifier.MapInfo{Name: r.Name, Type: r.Type, KeySize: r.KeySize,
-			ValueSize: r.ValueSize, MaxEntries: r.MaxEntries, ReadOnly: r.ReadOnly})
+		spec := m.Spec()
+		p.Maps = append(p.Maps, m.Ref())
+		cfg.Maps = append(cfg.Maps, &spec)
 	}
 	if _, err := cfg.Verify(insns, nil); err != nil {
 		tb.Fatalf("verify: %v\n%s", err, numbered(src))
