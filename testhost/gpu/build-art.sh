@@ -5,6 +5,7 @@
 #   ncclbpf         the CLI (cgo; needs glibc >= the newest GLIBC_ version it references, printed)
 #   p2p_count.bpf.o, p2p_count_b.bpf.o (-DVARIANT_B: the object a reload swaps in),
 #   unsafe_null_deref.bpf.o, unsafe_join.bpf.o (rejected by the verifier, on purpose)
+#   footprint, libnative.so, libemptygo.so   for scripts/footprint.sh
 # The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
 # .o files are copied otherwise); the committed ones are left alone.
 set -euo pipefail
@@ -16,6 +17,10 @@ cd "$ROOT"
 go build -buildmode=c-shared -o "$ART/libncclbpf.so" ./plugin
 rm -f "$ART/libncclbpf.h"
 CGO_ENABLED=1 go build -o "$ART/ncclbpf" ./cmd/ncclbpf
+go build -buildmode=c-shared -o "$ART/libemptygo.so" ./testhost/emptygo
+rm -f "$ART/libemptygo.h"
+gcc -O2 -Wall -Werror -shared -fPIC -o "$ART/libnative.so" testhost/native_size_aware.c
+gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -I include -o "$ART/footprint" testhost/footprint.c -ldl
 CLANG=${CLANG:-/usr/bin/clang-19}
 if [ -x "$CLANG" ]; then
 	C=("$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include)
