@@ -209,7 +209,8 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 		if err != nil {
 			return nil, fmt.Errorf("program %s (section %q): rejected: %w", lp.Name, lp.Section, err)
 		}
-		exe, err := engine.Compile(&vm.Program{Name: lp.Name, Insns: lp.Insns, Maps: refs, Helpers: helperTable})
+		exe, err := engine.Compile(&vm.Program{Name: lp.Name, Insns: lp.Insns, Maps: refs, Helpers: helperTable,
+			Structure: res.Structure})
 		if err != nil {
 			return nil, fmt.Errorf("program %s (section %q): compile with %s: %w", lp.Name, lp.Section, engine.Name(), err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/structure"
 )
 
 // Map types the verifier knows (Linux's enum bpf_map_type numbering).
@@ -131,6 +132,9 @@ type Result struct {
 	// program may write: stores and atomic updates into their values,
 	// bpf_map_update_elem and bpf_map_delete_elem.
 	MapsWritten []int
+	// Structure is the program's validated structure. Engines given it
+	// (vm.Program.Structure) do not validate the instructions again.
+	Structure *structure.Program
 }
 
 // ErrNoHook is returned when Config.Hook is nil.
@@ -149,6 +153,11 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 	// joining only once several states have been seen at a pc. (3)
 	// Path-sensitive with no joins. A rejection reports the error of the
 	// most precise pass that did not run out of budget.
+	base := newChecker(c, insns, info)
+	if e := base.prepare(); e != nil {
+		base.finish(e)
+		return nil, e
+	}
 	var ck *checker
 	var best *Error
 	var bestCk *checker
@@ -156,12 +165,8 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		if info != nil && info.States != nil {
 			clear(info.States)
 		}
-		ck = newChecker(c, insns, info)
-		ck.merged = pass == 0
-		if pass == 1 {
-			ck.joinAfter = joinAfter
-		}
-		e := ck.run()
+		ck = base.forPass(pass)
+		e := ck.explore()
 		if e == nil {
 			best = nil
 			break
@@ -174,9 +179,6 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		}
 		if pass > 0 && ck.joined == 0 && !ck.merged {
 			break // no join happened: the exact pass would do the same
-		}
-		if isStructural(e.Code) {
-			break // the same in every pass
 		}
 	}
 	if best != nil {
@@ -192,17 +194,8 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 			written = append(written, i)
 		}
 	}
-	return &Result{Warnings: ck.warnings, Visits: ck.visits, States: ck.stored, StackDepth: ck.stackTotal, MapsWritten: written}, nil
-}
-
-// isStructural reports errors found before any path is explored.
-func isStructural(c Code) bool {
-	switch c {
-	case InvalidOpcode, InvalidRegister, JumpOutOfRange, JumpIntoLdImm64, MissingExit,
-		UnreachableCode, TooManyInstructions, CallDepth, BadMapRef, BadJumpTarget:
-		return true
-	}
-	return false
+	return &Result{Warnings: ck.warnings, Visits: ck.visits, States: ck.stored, StackDepth: ck.stackTotal, MapsWritten: written,
+		Structure: ck.prog}, nil
 }
 
 // finish fills in the instruction text and the source position of e.

@@ -9,7 +9,8 @@
 //
 // # What is proven
 //
-// Structure (structure.go): known opcodes with zero reserved fields,
+// Structure (structure.go, on the structure package that every engine
+// shares): known opcodes with zero reserved fields,
 // registers r0-r10 with r10 read-only, jumps inside their function and
 // never into the second slot of an LD_IMM64, no fall-through past a
 // function's end, no unreachable instruction, at most MaxInsns slots, no
