@@ -68,13 +68,13 @@ type Program struct {
 	// Verified is what the verifier found (warnings, stack depth).
 	Verified *verifier.Result
 	Exec     vm.Executable
-	ctx      *ctxUse
 }
 
-// ReadsContext reports whether the program may read any byte of
-// [off, off+size) of its context: false only when a data-flow pass proved
-// that no load reaches those bytes. The plugin skips filling such inputs.
-func (p *Program) ReadsContext(off, size int) bool { return p.ctx.Reads(off, size) }
+// ReadsContext reports whether the program reads any byte of
+// [off, off+size) of its context, from the accesses the verifier proved
+// (verifier.Result.Context). The plugin skips filling inputs no program
+// reads.
+func (p *Program) ReadsContext(off, size int) bool { return p.Verified.ReadsContext(off, size) }
 
 // Entry returns the native entry of the program, or 0 if its engine does
 // not produce native code.
@@ -214,8 +214,7 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 		if err != nil {
 			return nil, fmt.Errorf("program %s (section %q): compile with %s: %w", lp.Name, lp.Section, engine.Name(), err)
 		}
-		p := &Program{Name: lp.Name, Section: lp.Section, Hook: h, Verified: res, Exec: exe,
-			ctx: analyzeCtx(lp.Insns, h.Context.Size)}
+		p := &Program{Name: lp.Name, Section: lp.Section, Hook: h, Verified: res, Exec: exe}
 		b.Programs = append(b.Programs, p)
 		if opts.RequireNative && p.Entry() == 0 {
 			return nil, fmt.Errorf("program %s: engine %s does not produce native code", lp.Name, engine.Name())

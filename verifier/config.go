@@ -132,9 +132,36 @@ type Result struct {
 	// program may write: stores and atomic updates into their values,
 	// bpf_map_update_elem and bpf_map_delete_elem.
 	MapsWritten []int
+	// Context lists the context fields (array elements one by one) the
+	// program reads or writes, by offset. The verifier proves every
+	// context access, so nothing else of the context is ever touched.
+	Context []CtxAccess
 	// Structure is the program's validated structure. Engines given it
 	// (vm.Program.Structure) do not validate the instructions again.
 	Structure *structure.Program
+}
+
+// CtxAccess is one context field, or one element of an array field, that
+// a program accesses.
+type CtxAccess struct {
+	// Field names it: "avail_mask", "cost[3]".
+	Field string
+	// Offset and Size place it in the context, in bytes.
+	Offset, Size int
+	// Read and Write say how the program accesses it.
+	Read, Write bool
+}
+
+// ReadsContext reports whether the program reads any byte of
+// [off, off+size) of its context. The host may skip filling inputs that
+// no program reads.
+func (r *Result) ReadsContext(off, size int) bool {
+	for _, a := range r.Context {
+		if a.Read && a.Offset < off+size && off < a.Offset+a.Size {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoHook is returned when Config.Hook is nil.
@@ -195,7 +222,7 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		}
 	}
 	return &Result{Warnings: ck.warnings, Visits: ck.visits, States: ck.stored, StackDepth: ck.stackTotal, MapsWritten: written,
-		Structure: ck.prog}, nil
+		Context: ck.ctxAccesses(), Structure: ck.prog}, nil
 }
 
 // finish fills in the instruction text and the source position of e.
