@@ -110,10 +110,10 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 	return bundle.Load(obj, opts)
 }
 
-// Context inputs the shim can skip filling (include/ncclbpf.h offsets).
+// Context inputs the shim can skip filling.
 const (
-	costOff, costSize = 64, 84
-	maskOff, maskSize = 60, 4
+	costOff, costSize = hook.TunerCostOff, 4 * hook.TunerCostCells
+	maskOff, maskSize = hook.TunerAvailMaskOff, 4
 )
 
 // slotWord is what the shim's slot holds for p: its entry, with the
