@@ -893,108 +893,61 @@ static nbp_result_t finalize_common(void *context) {
 /* ------------------------------------------------------------------------------------------------
  * Per-version adapters */
 
-static nbp_result_t start_v56(void *context, void **eHandle, nbp_descr_v6_t *d) {
-	struct pctx *pc = context;
-	if (!eHandle) return NBP_SUCCESS;
-	*eHandle = NULL;
-	if (!pc || !d) return NBP_SUCCESS;
-	TRACE("start type %#llx parent %p rank %d\n", (unsigned long long)d->type, d->parentObj, d->rank);
-	struct dview v;
-	memset(&v, 0, sizeof v);
-	v.type = d->type;
-	v.parent = d->parentObj;
-	v.rank = d->rank;
-	switch (d->type) {
-	case NBP_EV_COLL:
-		v.id.hook = NCCLBPF_PROF_COLL_END;
-		v.id.seq = d->coll.seqNumber;
-		v.id.func = func_id_c(d->coll.func);
-		v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);
-		v.id.algo = algo_id_c(d->coll.algo);
-		v.id.proto = proto_id_c(d->coll.proto);
-		v.id.nchannels = d->coll.nChannels;
-		v.nch = d->coll.nChannels;
-		task_common(pc, &v);
-		break;
-	case NBP_EV_P2P:
-		v.id.hook = NCCLBPF_PROF_P2P_END;
-		v.id.func = func_id_c(d->p2p.func);
-		v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);
-		v.id.algo = v.id.proto = -1;
-		v.id.nchannels = d->p2p.nChannels;
-		v.nch = d->p2p.nChannels;
-		task_common(pc, &v);
-		v.id.peer = d->p2p.peer;
-		break;
-	case NBP_EV_KERNEL_CH:
-		v.id.channel = d->kernelCh.channelId;
-		v.ptimer = d->kernelCh.pTimer;
-		break;
-	case NBP_EV_PROXY_OP:
-		v.id.channel = d->proxyOp.channelId;
-		v.id.peer = d->proxyOp.peer;
-		v.id.is_send = d->proxyOp.isSend;
-		v.pid = d->proxyOp.pid;
-		v.has_pid = 1;
-		break;
-	case NBP_EV_PROXY_STEP:
-		break;
-	default:
-		return NBP_SUCCESS;
+/* v4, v5 and v6 name the same members (at other offsets in v4): one adapter body for both layouts. */
+#define START_V456(NAME, DESCR)                                                                         \
+	static nbp_result_t NAME(void *context, void **eHandle, DESCR *d) {                                 \
+		struct pctx *pc = context;                                                                      \
+		if (!eHandle) return NBP_SUCCESS;                                                               \
+		*eHandle = NULL;                                                                                \
+		if (!pc || !d) return NBP_SUCCESS;                                                              \
+		TRACE("start type %#llx parent %p rank %d\n", (unsigned long long)d->type, d->parentObj, d->rank); \
+		struct dview v;                                                                                 \
+		memset(&v, 0, sizeof v);                                                                        \
+		v.type = d->type;                                                                               \
+		v.parent = d->parentObj;                                                                        \
+		v.rank = d->rank;                                                                               \
+		switch (d->type) {                                                                              \
+		case NBP_EV_COLL:                                                                               \
+			v.id.hook = NCCLBPF_PROF_COLL_END;                                                          \
+			v.id.seq = d->coll.seqNumber;                                                               \
+			v.id.func = func_id_c(d->coll.func);                                                        \
+			v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);           \
+			v.id.algo = algo_id_c(d->coll.algo);                                                        \
+			v.id.proto = proto_id_c(d->coll.proto);                                                     \
+			v.id.nchannels = v.nch = d->coll.nChannels;                                                 \
+			task_common(pc, &v);                                                                        \
+			break;                                                                                      \
+		case NBP_EV_P2P:                                                                                \
+			v.id.hook = NCCLBPF_PROF_P2P_END;                                                           \
+			v.id.func = func_id_c(d->p2p.func);                                                         \
+			v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);             \
+			v.id.algo = v.id.proto = -1;                                                                \
+			v.id.nchannels = v.nch = d->p2p.nChannels;                                                  \
+			task_common(pc, &v);                                                                        \
+			v.id.peer = d->p2p.peer;                                                                    \
+			break;                                                                                      \
+		case NBP_EV_KERNEL_CH:                                                                          \
+			v.id.channel = d->kernelCh.channelId;                                                       \
+			v.ptimer = d->kernelCh.pTimer;                                                              \
+			break;                                                                                      \
+		case NBP_EV_PROXY_OP:                                                                           \
+			v.id.channel = d->proxyOp.channelId;                                                        \
+			v.id.peer = d->proxyOp.peer;                                                                \
+			v.id.is_send = d->proxyOp.isSend;                                                           \
+			v.pid = d->proxyOp.pid;                                                                     \
+			v.has_pid = 1;                                                                              \
+			break;                                                                                      \
+		case NBP_EV_PROXY_STEP:                                                                         \
+			break;                                                                                      \
+		default:                                                                                        \
+			return NBP_SUCCESS;                                                                         \
+		}                                                                                               \
+		start_common(pc, eHandle, &v);                                                                  \
+		return NBP_SUCCESS;                                                                             \
 	}
-	start_common(pc, eHandle, &v);
-	return NBP_SUCCESS;
-}
 
-static nbp_result_t start_v4(void *context, void **eHandle, nbp_descr_v4_t *d) {
-	struct pctx *pc = context;
-	if (!eHandle) return NBP_SUCCESS;
-	*eHandle = NULL;
-	if (!pc || !d) return NBP_SUCCESS;
-	struct dview v;
-	memset(&v, 0, sizeof v);
-	v.type = d->type;
-	v.parent = d->parentObj;
-	v.rank = d->rank;
-	switch (d->type) {
-	case NBP_EV_COLL:
-		v.id.hook = NCCLBPF_PROF_COLL_END;
-		v.id.seq = d->coll.seqNumber;
-		v.id.func = func_id_c(d->coll.func);
-		v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);
-		v.id.algo = algo_id_c(d->coll.algo);
-		v.id.proto = proto_id_c(d->coll.proto);
-		v.id.nchannels = v.nch = d->coll.nChannels;
-		task_common(pc, &v);
-		break;
-	case NBP_EV_P2P:
-		v.id.hook = NCCLBPF_PROF_P2P_END;
-		v.id.func = func_id_c(d->p2p.func);
-		v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);
-		v.id.algo = v.id.proto = -1;
-		v.id.nchannels = v.nch = d->p2p.nChannels;
-		task_common(pc, &v);
-		v.id.peer = d->p2p.peer;
-		break;
-	case NBP_EV_KERNEL_CH:
-		v.id.channel = d->kernelCh.channelId;
-		v.ptimer = d->kernelCh.pTimer;
-		break;
-	case NBP_EV_PROXY_OP:
-		v.id.channel = d->proxyOp.channelId;
-		v.id.peer = d->proxyOp.peer;
-		v.id.is_send = d->proxyOp.isSend;
-		v.pid = d->proxyOp.pid;
-		v.has_pid = 1;
-		break;
-	case NBP_EV_PROXY_STEP:
-		break;
-	default:
-		return NBP_SUCCESS;
-	}
-	start_common(pc, eHandle, &v);
-	return NBP_SUCCESS;
-}
+START_V456(start_v56, nbp_descr_v6_t)
+START_V456(start_v4, nbp_descr_v4_t)
 
 /* v3 and v2 share the string-typed collective layout except for v2's trafficBytes. */
 #define START_V23(NAME, DESCR, HAS_KCH)                                                   \
