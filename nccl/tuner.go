@@ -65,7 +65,7 @@ func (in TunerInput) Context() []byte {
 	}
 	le.PutUint32(b[hook.TunerAvailMaskOff:], mask)
 	le.PutUint32(b[hook.TunerAlgorithmOff:], 0xffffffff) // algorithm: leave it
-	le.PutUint32(b[hook.TunerProtocolOff:], 0xffffffff) // protocol: leave it
+	le.PutUint32(b[hook.TunerProtocolOff:], 0xffffffff)  // protocol: leave it
 	le.PutUint32(b[hook.TunerNChannelsOff:], 0)          // channels: leave it
 	return b
 }
