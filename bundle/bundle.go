@@ -72,13 +72,13 @@ type Program struct {
 	// Verified is what the verifier found (warnings, stack depth).
 	Verified *verifier.Result
 	Exec     vm.Executable
-	ctx      *ctxUse
 }
 
-// ReadsContext reports whether the program may read any byte of
-// [off, off+size) of its context: false only when a data-flow pass proved
-// that no load reaches those bytes. The plugin skips filling such inputs.
-func (p *Program) ReadsContext(off, size int) bool { return p.ctx.Reads(off, size) }
+// ReadsContext reports whether the program reads any byte of
+// [off, off+size) of its context, from the accesses the verifier proved
+// (verifier.Result.Context). The plugin skips filling inputs no program
+// reads.
+func (p *Program) ReadsContext(off, size int) bool { return p.Verified.ReadsContext(off, size) }
 
 // Entry returns the native entry of the program, or 0 if its engine does
 // not produce native code.
@@ -204,12 +204,11 @@ func build(spec *loader.CollectionSpec, name string, opts Options) (_ *Bundle, e
 	}
 	for i, lp := range spec.Programs {
 		h := hooks[i]
-		exe, err := Compile(engine, lp, refs, helperTable)
+		exe, err := Compile(engine, lp, results[i], refs, helperTable)
 		if err != nil {
 			return nil, fmt.Errorf("program %s (section %q): compile with %s: %w", lp.Name, lp.Section, engine.Name(), err)
 		}
-		p := &Program{Name: lp.Name, Section: lp.Section, Hook: h, Verified: results[i], Exec: exe,
-			ctx: analyzeCtx(lp.Insns, h.Context.Size)}
+		p := &Program{Name: lp.Name, Section: lp.Section, Hook: h, Verified: results[i], Exec: exe}
 		b.Programs = append(b.Programs, p)
 		if opts.RequireNative && p.Entry() == 0 {
 			return nil, fmt.Errorf("program %s: engine %s does not produce native code", lp.Name, engine.Name())
@@ -327,8 +326,12 @@ func MapRefs(live []*maps.Map) []vm.MapRef {
 // Compile compiles program p with engine, its map references bound to
 // refs (MapRefs of the maps CreateMaps returned, in the order of the
 // CollectionSpec's Maps) and its helper calls to helpers.
-func Compile(engine vm.Engine, p *loader.ProgramSpec, refs []vm.MapRef, helpers vm.HelperTable) (vm.Executable, error) {
-	return engine.Compile(&vm.Program{Name: p.Name, Insns: p.Insns, Maps: refs, Helpers: helpers})
+func Compile(engine vm.Engine, p *loader.ProgramSpec, verified *verifier.Result, refs []vm.MapRef, helpers vm.HelperTable) (vm.Executable, error) {
+	prog := &vm.Program{Name: p.Name, Insns: p.Insns, Maps: refs, Helpers: helpers}
+	if verified != nil {
+		prog.Structure = verified.Structure // validated once, by the verifier
+	}
+	return engine.Compile(prog)
 }
 
 // Program returns the program attached to hook name, or nil.

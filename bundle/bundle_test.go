@@ -133,46 +133,6 @@ func TestContextReads(t *testing.T) {
 		}
 		b.Close()
 	}
-	// Hand-written programs: direct reads, reads through a moved pointer,
-	// and escapes that must make everything count as read.
-	ld := func(dst, src asm.Register, off int16) asm.Instruction {
-		return asm.Instruction{Op: asm.MemOpCode(asm.ClassLDX, asm.ModeMEM, asm.SizeW), Dst: dst, Src: src, Off: off}
-	}
-	mov := func(dst, src asm.Register) asm.Instruction {
-		return asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUMov, asm.SourceX), Dst: dst, Src: src}
-	}
-	addk := func(dst asm.Register, k int32) asm.Instruction {
-		return asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUAdd, asm.SourceK), Dst: dst, Imm: k}
-	}
-	exit := asm.Instruction{Op: asm.OpExit}
-	spill := asm.Instruction{Op: asm.MemOpCode(asm.ClassSTX, asm.ModeMEM, asm.SizeDW), Dst: asm.R10, Src: asm.R1, Off: -8}
-	call := asm.Instruction{Op: asm.OpCall, Imm: 5}
-	fill := asm.Instruction{Op: asm.MemOpCode(asm.ClassLDX, asm.ModeMEM, asm.SizeDW), Dst: asm.R3, Src: asm.R10, Off: -8}
-	zero8 := asm.Instruction{Op: asm.MemOpCode(asm.ClassST, asm.ModeMEM, asm.SizeDW), Dst: asm.R10, Off: -8}
-	storeVia := asm.Instruction{Op: asm.MemOpCode(asm.ClassSTX, asm.ModeMEM, asm.SizeDW), Dst: asm.R2, Src: asm.R1, Off: -8}
-	for _, tc := range []struct {
-		name  string
-		insns []asm.Instruction
-		off   int
-		want  bool
-		all   bool
-	}{
-		{"direct", []asm.Instruction{ld(asm.R0, asm.R1, 64), exit}, 64, true, false},
-		{"other field", []asm.Instruction{ld(asm.R0, asm.R1, 24), exit}, 64, false, false},
-		{"moved", []asm.Instruction{mov(asm.R6, asm.R1), addk(asm.R6, 64), ld(asm.R0, asm.R6, 8), exit}, 72, true, false},
-		{"spilled", []asm.Instruction{spill, exit}, 100, false, false},
-		{"spilled and filled", []asm.Instruction{spill, mov(asm.R1, asm.R2), fill, ld(asm.R0, asm.R3, 100), exit}, 100, true, false},
-		{"spilled, frame pointer copied", []asm.Instruction{spill, mov(asm.R2, asm.R10), exit}, 100, true, true},
-		{"spill overwritten", []asm.Instruction{spill, zero8, fill, ld(asm.R0, asm.R3, 100), exit}, 100, false, false},
-		{"stored elsewhere", []asm.Instruction{mov(asm.R2, asm.R10), storeVia, exit}, 100, true, true},
-		{"ctx to helper", []asm.Instruction{call, exit}, 100, true, true},
-		{"helper clobbers r1", []asm.Instruction{mov(asm.R1, asm.R2), call, ld(asm.R0, asm.R1, 64), exit}, 64, false, false},
-	} {
-		u := analyzeCtx(tc.insns, 160)
-		if got := u.Reads(tc.off, 4); got != tc.want || u.all != tc.all {
-			t.Errorf("%s: reads %d = %v (all %v), want %v (all %v)", tc.name, tc.off, got, u.all, tc.want, tc.all)
-		}
-	}
 }
 
 // TestDecidesOn: the maps a tuner reads and no program writes are the ones

@@ -16,14 +16,17 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
-// Environment variables of the control plane (read by the plugin).
+// Environment variables of the control plane (read by the plugin;
+// envconfig lists them all).
 const (
 	// EnvDir is the directory of the sockets; default DefaultDir.
-	EnvDir = "NCCLBPF_CONTROL_DIR"
+	EnvDir = envconfig.ControlDir
 	// EnvControl set to 0 disables the control server.
-	EnvControl = "NCCLBPF_CONTROL"
+	EnvControl = envconfig.Control
 )
 
 // DefaultDir is the socket directory: $NCCLBPF_CONTROL_DIR, else

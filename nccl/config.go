@@ -10,22 +10,24 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // Environment variables read by libncclbpf.so (once per process, in the
-// first tuner init).
+// first tuner init); envconfig lists them all.
 const (
 	// EnvPolicy names the policy object: a path to a .bpf.o, "builtin:NAME"
 	// for a policy embedded in the library (noop, size_aware, rules), or
 	// "none" for no policy at all. Unset or empty: builtin:noop.
-	EnvPolicy = "NCCLBPF_POLICY"
+	EnvPolicy = envconfig.Policy
 	// EnvPolicyConfig sets `volatile const` variables of the policy by
 	// name: "name=value,name=value". Values are integers (decimal, 0x hex,
 	// optional K/M/G binary suffix) or true/false.
-	EnvPolicyConfig = "NCCLBPF_POLICY_CONFIG"
+	EnvPolicyConfig = envconfig.PolicyConfig
 	// EnvRulesFile names a rules file in the format of NCCL's example CSV
 	// tuner; it fills the policy's rule table (see ParseRules).
-	EnvRulesFile = "NCCLBPF_RULES_FILE"
+	EnvRulesFile = envconfig.RulesFile
 )
 
 // DefaultPolicy is the policy used when EnvPolicy is unset.

@@ -3,13 +3,14 @@ package nccl
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/ncclbpf/ncclbpf/hook"
 	"math"
 	"strings"
+
+	"github.com/ncclbpf/ncclbpf/hook"
 )
 
 // Cells is the number of (algorithm, protocol) cells of NCCL's cost table.
-const Cells = 21
+const Cells = hook.TunerCostCells
 
 // MaxChannels is the most channels the plugin passes to NCCL.
 const MaxChannels = 64
@@ -32,32 +33,32 @@ type TunerInput struct {
 // with the outputs at their "leave it to NCCL" values, exactly as the shim
 // fills it: for `ncclbpf run` and tests that run a tuner program offline.
 func (in TunerInput) Context() []byte {
-	b := make([]byte, 160)
+	b := make([]byte, hook.TunerCtxSize)
 	le := binary.LittleEndian
-	le.PutUint64(b[0:], in.CommID)
-	le.PutUint64(b[8:], in.CallSeq)
-	le.PutUint64(b[16:], in.NBytes)
-	le.PutUint32(b[24:], uint32(in.Coll))
-	le.PutUint32(b[28:], uint32(int32(in.NumPipeOps)))
-	le.PutUint32(b[32:], uint32(int32(in.RegBuff)))
-	le.PutUint32(b[36:], uint32(in.NRanks))
-	le.PutUint32(b[40:], uint32(in.NNodes))
-	le.PutUint32(b[44:], uint32(int32(in.NvlDomains)))
-	le.PutUint32(b[48:], uint32(int32(in.MinNvl)))
-	le.PutUint32(b[52:], uint32(int32(in.MaxNvl)))
-	le.PutUint32(b[56:], uint32(in.ABI))
+	le.PutUint64(b[hook.TunerCommIDOff:], in.CommID)
+	le.PutUint64(b[hook.TunerCallSeqOff:], in.CallSeq)
+	le.PutUint64(b[hook.TunerNBytesOff:], in.NBytes)
+	le.PutUint32(b[hook.TunerCollTypeOff:], uint32(in.Coll))
+	le.PutUint32(b[hook.TunerNumPipeOpsOff:], uint32(int32(in.NumPipeOps)))
+	le.PutUint32(b[hook.TunerRegBuffOff:], uint32(int32(in.RegBuff)))
+	le.PutUint32(b[hook.TunerNRanksOff:], uint32(in.NRanks))
+	le.PutUint32(b[hook.TunerNNodesOff:], uint32(in.NNodes))
+	le.PutUint32(b[hook.TunerNvlDomainsOff:], uint32(int32(in.NvlDomains)))
+	le.PutUint32(b[hook.TunerMinRanksPerNvlDomainOff:], uint32(int32(in.MinNvl)))
+	le.PutUint32(b[hook.TunerMaxRanksPerNvlDomainOff:], uint32(int32(in.MaxNvl)))
+	le.PutUint32(b[hook.TunerABIVersionOff:], uint32(in.ABI))
 	var mask uint32
 	for i, c := range in.Cost {
 		bits := math.Float32bits(c)
-		le.PutUint32(b[64+4*i:], bits)
+		le.PutUint32(b[hook.TunerCostOff+4*i:], bits)
 		if bits>>31 == 0 {
 			mask |= 1 << i
 		}
 	}
-	le.PutUint32(b[60:], mask)
-	le.PutUint32(b[148:], 0xffffffff) // algorithm: leave it
-	le.PutUint32(b[152:], 0xffffffff) // protocol: leave it
-	le.PutUint32(b[156:], 0)          // channels: leave it
+	le.PutUint32(b[hook.TunerAvailMaskOff:], mask)
+	le.PutUint32(b[hook.TunerAlgorithmOff:], 0xffffffff) // algorithm: leave it
+	le.PutUint32(b[hook.TunerProtocolOff:], 0xffffffff)  // protocol: leave it
+	le.PutUint32(b[hook.TunerNChannelsOff:], 0)          // channels: leave it
 	return b
 }
 
@@ -68,14 +69,14 @@ type Decision struct {
 
 // DecodeDecision reads the outputs of a tuner context after a run.
 func DecodeDecision(ctx []byte) (Decision, error) {
-	if len(ctx) < 160 {
-		return Decision{}, fmt.Errorf("tuner context: %d bytes, want 160", len(ctx))
+	if len(ctx) < hook.TunerCtxSize {
+		return Decision{}, fmt.Errorf("tuner context: %d bytes, want %d", len(ctx), hook.TunerCtxSize)
 	}
 	le := binary.LittleEndian
 	return Decision{
-		Algorithm: int(int32(le.Uint32(ctx[148:]))),
-		Protocol:  int(int32(le.Uint32(ctx[152:]))),
-		Channels:  int(int32(le.Uint32(ctx[156:]))),
+		Algorithm: int(int32(le.Uint32(ctx[hook.TunerAlgorithmOff:]))),
+		Protocol:  int(int32(le.Uint32(ctx[hook.TunerProtocolOff:]))),
+		Channels:  int(int32(le.Uint32(ctx[hook.TunerNChannelsOff:]))),
 	}, nil
 }
 

@@ -25,6 +25,8 @@ import (
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/nccl"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // The control server (package control) starts when the library is loaded,
@@ -36,16 +38,16 @@ import (
 var (
 	controlStarted = time.Now()
 	controlServer  *control.Server
-	ctlMode        controlMode
+	ctlMode        envconfig.ControlMode
 )
 
 func init() {
-	mode, warn := parseControlMode(cGetenv(control.EnvControl))
+	mode, warn := envconfig.ParseControl(cGetenv(control.EnvControl))
 	if warn != "" {
 		fmt.Fprintln(os.Stderr, warn)
 	}
 	ctlMode = mode
-	if mode == ctlOff {
+	if mode == envconfig.ControlOff {
 		return
 	}
 	go startControl()

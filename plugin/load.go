@@ -110,10 +110,10 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 	return bundle.Load(obj, opts)
 }
 
-// Context inputs the shim can skip filling (include/ncclbpf.h offsets).
+// Context inputs the shim can skip filling.
 const (
-	costOff, costSize = 64, 84
-	maskOff, maskSize = 60, 4
+	costOff, costSize = hook.TunerCostOff, 4 * hook.TunerCostCells
+	maskOff, maskSize = hook.TunerAvailMaskOff, 4
 )
 
 // slotWord is what the shim's slot holds for p: its entry, with the
@@ -140,9 +140,20 @@ func slotWord(p *bundle.Program) (uintptr, error) {
 // publishBundle points the shim's slots at b's programs and describes what
 // it attached. Hooks b has no program for are emptied.
 func publishBundle(b *bundle.Bundle) (string, error) {
+	return publishWith(b, func(tuner, chunk uintptr) error {
+		publish(slotTuner, tuner)
+		publish(slotChunkSize, chunk)
+		return nil
+	})
+}
+
+// publishWith makes b the current bundle: with mu held, it hands the
+// words of the tuner slots to setTuner (which points the slots at them, at
+// once or through a trampoline), then publishes b's profiler programs and
+// the bpf_printk sink. It describes what it attached.
+func publishWith(b *bundle.Bundle, setTuner func(tuner, chunk uintptr) error) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	var parts []string
 	tw, err := slotWord(b.Program(hook.Tuner))
 	if err != nil {
 		return "", err
@@ -151,9 +162,10 @@ func publishBundle(b *bundle.Bundle) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	publish(slotTuner, tw)
-	publish(slotChunkSize, cw)
-	parts = append(parts, publishProfiler(b)...)
+	if err := setTuner(tw, cw); err != nil {
+		return "", err
+	}
+	parts := publishProfiler(b)
 	// bpf_printk lines go to NCCL's logger (rate-limited by package maps).
 	maps.SetLogSinkC(uintptr(C.ncclbpf_printk_sink()), 0)
 	current = b

@@ -893,164 +893,84 @@ static nbp_result_t finalize_common(void *context) {
 /* ------------------------------------------------------------------------------------------------
  * Per-version adapters */
 
-static nbp_result_t start_v56(void *context, void **eHandle, nbp_descr_v6_t *d) {
-	struct pctx *pc = context;
-	if (!eHandle) return NBP_SUCCESS;
-	*eHandle = NULL;
-	if (!pc || !d) return NBP_SUCCESS;
-	TRACE("start type %#llx parent %p rank %d\n", (unsigned long long)d->type, d->parentObj, d->rank);
-	struct dview v;
-	memset(&v, 0, sizeof v);
-	v.type = d->type;
-	v.parent = d->parentObj;
-	v.rank = d->rank;
-	switch (d->type) {
-	case NBP_EV_COLL:
-		v.id.hook = NCCLBPF_PROF_COLL_END;
-		v.id.seq = d->coll.seqNumber;
-		v.id.func = func_id_c(d->coll.func);
-		v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);
-		v.id.algo = algo_id_c(d->coll.algo);
-		v.id.proto = proto_id_c(d->coll.proto);
-		v.id.nchannels = d->coll.nChannels;
-		v.nch = d->coll.nChannels;
-		task_common(pc, &v);
-		break;
-	case NBP_EV_P2P:
-		v.id.hook = NCCLBPF_PROF_P2P_END;
-		v.id.func = func_id_c(d->p2p.func);
-		v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);
-		v.id.algo = v.id.proto = -1;
-		v.id.nchannels = d->p2p.nChannels;
-		v.nch = d->p2p.nChannels;
-		task_common(pc, &v);
-		v.id.peer = d->p2p.peer;
-		break;
-	case NBP_EV_KERNEL_CH:
-		v.id.channel = d->kernelCh.channelId;
-		v.ptimer = d->kernelCh.pTimer;
-		break;
-	case NBP_EV_PROXY_OP:
-		v.id.channel = d->proxyOp.channelId;
-		v.id.peer = d->proxyOp.peer;
-		v.id.is_send = d->proxyOp.isSend;
-		v.pid = d->proxyOp.pid;
-		v.has_pid = 1;
-		break;
-	case NBP_EV_PROXY_STEP:
-		break;
-	default:
-		return NBP_SUCCESS;
-	}
-	start_common(pc, eHandle, &v);
-	return NBP_SUCCESS;
-}
-
-static nbp_result_t start_v4(void *context, void **eHandle, nbp_descr_v4_t *d) {
-	struct pctx *pc = context;
-	if (!eHandle) return NBP_SUCCESS;
-	*eHandle = NULL;
-	if (!pc || !d) return NBP_SUCCESS;
-	struct dview v;
-	memset(&v, 0, sizeof v);
-	v.type = d->type;
-	v.parent = d->parentObj;
-	v.rank = d->rank;
-	switch (d->type) {
-	case NBP_EV_COLL:
-		v.id.hook = NCCLBPF_PROF_COLL_END;
-		v.id.seq = d->coll.seqNumber;
-		v.id.func = func_id_c(d->coll.func);
-		v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);
-		v.id.algo = algo_id_c(d->coll.algo);
-		v.id.proto = proto_id_c(d->coll.proto);
-		v.id.nchannels = v.nch = d->coll.nChannels;
-		task_common(pc, &v);
-		break;
-	case NBP_EV_P2P:
-		v.id.hook = NCCLBPF_PROF_P2P_END;
-		v.id.func = func_id_c(d->p2p.func);
-		v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);
-		v.id.algo = v.id.proto = -1;
-		v.id.nchannels = v.nch = d->p2p.nChannels;
-		task_common(pc, &v);
-		v.id.peer = d->p2p.peer;
-		break;
-	case NBP_EV_KERNEL_CH:
-		v.id.channel = d->kernelCh.channelId;
-		v.ptimer = d->kernelCh.pTimer;
-		break;
-	case NBP_EV_PROXY_OP:
-		v.id.channel = d->proxyOp.channelId;
-		v.id.peer = d->proxyOp.peer;
-		v.id.is_send = d->proxyOp.isSend;
-		v.pid = d->proxyOp.pid;
-		v.has_pid = 1;
-		break;
-	case NBP_EV_PROXY_STEP:
-		break;
-	default:
-		return NBP_SUCCESS;
-	}
-	start_common(pc, eHandle, &v);
-	return NBP_SUCCESS;
-}
-
-/* v3 and v2 share the string-typed collective layout except for v2's trafficBytes. */
-#define START_V23(NAME, DESCR, HAS_KCH)                                                   \
-	static nbp_result_t NAME(void *context, void **eHandle, DESCR *d) {                   \
-		struct pctx *pc = context;                                                        \
-		if (!eHandle) return NBP_SUCCESS;                                                 \
-		*eHandle = NULL;                                                                  \
-		if (!pc || !d) return NBP_SUCCESS;                                                \
-		struct dview v;                                                                   \
-		memset(&v, 0, sizeof v);                                                          \
-		v.type = d->type;                                                                 \
-		v.parent = d->parentObj;                                                          \
-		v.rank = d->rank;                                                                 \
-		switch (d->type) {                                                                \
-		case NBP_EV_COLL:                                                                 \
-			v.id.hook = NCCLBPF_PROF_COLL_END;                                            \
-			v.id.seq = d->coll.seqNumber;                                                 \
-			v.id.func = func_id_c(d->coll.func);                                            \
+/* v2 to v6 name the same members at other offsets: one adapter body, instantiated per layout. COLL_NCH
+ * is the collective's channel member (nMaxChannels before v4), P2P_NCH a p2p task's channel count (0
+ * before v4, which do not say), and kch_view_NAME fills a kernel-channel event's view (0: the version
+ * has no such events). */
+#define START_ADAPTER(NAME, DESCR, COLL_NCH, P2P_NCH)                                                   \
+	static nbp_result_t NAME(void *context, void **eHandle, DESCR *d) {                                 \
+		struct pctx *pc = context;                                                                      \
+		if (!eHandle) return NBP_SUCCESS;                                                               \
+		*eHandle = NULL;                                                                                \
+		if (!pc || !d) return NBP_SUCCESS;                                                              \
+		TRACE("start type %#llx parent %p rank %d\n", (unsigned long long)d->type, d->parentObj, d->rank); \
+		struct dview v;                                                                                 \
+		memset(&v, 0, sizeof v);                                                                        \
+		v.type = d->type;                                                                               \
+		v.parent = d->parentObj;                                                                        \
+		v.rank = d->rank;                                                                               \
+		switch (d->type) {                                                                              \
+		case NBP_EV_COLL:                                                                               \
+			v.id.hook = NCCLBPF_PROF_COLL_END;                                                          \
+			v.id.seq = d->coll.seqNumber;                                                               \
+			v.id.func = func_id_c(d->coll.func);                                                        \
 			v.id.bytes = (uint64_t)d->coll.count * (uint32_t)type_size_i_c(d->coll.datatype);           \
-			v.id.algo = algo_id_c(d->coll.algo);                                            \
-			v.id.proto = proto_id_c(d->coll.proto);                                         \
-			v.id.nchannels = v.nch = d->coll.nMaxChannels;                                \
-			task_common(pc, &v);                                                          \
-			break;                                                                        \
-		case NBP_EV_P2P:                                                                  \
-			v.id.hook = NCCLBPF_PROF_P2P_END;                                             \
-			v.id.func = func_id_c(d->p2p.func);                                             \
+			v.id.algo = algo_id_c(d->coll.algo);                                                        \
+			v.id.proto = proto_id_c(d->coll.proto);                                                     \
+			v.id.nchannels = v.nch = d->coll.COLL_NCH;                                                  \
+			task_common(pc, &v);                                                                        \
+			break;                                                                                      \
+		case NBP_EV_P2P:                                                                                \
+			v.id.hook = NCCLBPF_PROF_P2P_END;                                                           \
+			v.id.func = func_id_c(d->p2p.func);                                                         \
 			v.id.bytes = (uint64_t)d->p2p.count * (uint32_t)type_size_i_c(d->p2p.datatype);             \
-			v.id.algo = v.id.proto = -1;                                                  \
-			task_common(pc, &v);                                                          \
-			v.id.peer = d->p2p.peer;                                                      \
-			break;                                                                        \
-		case NBP_EV_KERNEL_CH:                                                            \
-			if (!(HAS_KCH)) return NBP_SUCCESS;                                           \
-			v.id.channel = kch_channel_##NAME(d);                                         \
-			break;                                                                        \
-		case NBP_EV_PROXY_OP:                                                             \
-			v.id.channel = d->proxyOp.channelId;                                          \
-			v.id.peer = d->proxyOp.peer;                                                  \
-			v.id.is_send = d->proxyOp.isSend;                                             \
-			v.pid = d->proxyOp.pid;                                                       \
-			v.has_pid = 1;                                                                \
-			break;                                                                        \
-		case NBP_EV_PROXY_STEP:                                                           \
-			break;                                                                        \
-		default:                                                                          \
-			return NBP_SUCCESS;                                                           \
-		}                                                                                 \
-		start_common(pc, eHandle, &v);                                                   \
-		return NBP_SUCCESS;                                                               \
+			v.id.algo = v.id.proto = -1;                                                                \
+			v.id.nchannels = v.nch = P2P_NCH;                                                           \
+			task_common(pc, &v);                                                                        \
+			v.id.peer = d->p2p.peer;                                                                    \
+			break;                                                                                      \
+		case NBP_EV_KERNEL_CH:                                                                          \
+			if (!kch_view_##NAME(&v, d)) return NBP_SUCCESS;                                            \
+			break;                                                                                      \
+		case NBP_EV_PROXY_OP:                                                                           \
+			v.id.channel = d->proxyOp.channelId;                                                        \
+			v.id.peer = d->proxyOp.peer;                                                                \
+			v.id.is_send = d->proxyOp.isSend;                                                           \
+			v.pid = d->proxyOp.pid;                                                                     \
+			v.has_pid = 1;                                                                              \
+			break;                                                                                      \
+		case NBP_EV_PROXY_STEP:                                                                         \
+			break;                                                                                      \
+		default:                                                                                        \
+			return NBP_SUCCESS;                                                                         \
+		}                                                                                               \
+		start_common(pc, eHandle, &v);                                                                  \
+		return NBP_SUCCESS;                                                                             \
 	}
 
-static inline int32_t kch_channel_start_v3(nbp_descr_v3_t *d) { return d->kernelCh.channelId; }
-static inline int32_t kch_channel_start_v2(nbp_descr_v2_t *d) { (void)d; return -1; }
-START_V23(start_v3, nbp_descr_v3_t, 1)
-START_V23(start_v2, nbp_descr_v2_t, 0)
+static inline int kch_view_start_v56(struct dview *v, nbp_descr_v6_t *d) {
+	v->id.channel = d->kernelCh.channelId;
+	v->ptimer = d->kernelCh.pTimer;
+	return 1;
+}
+static inline int kch_view_start_v4(struct dview *v, nbp_descr_v4_t *d) {
+	v->id.channel = d->kernelCh.channelId;
+	v->ptimer = d->kernelCh.pTimer;
+	return 1;
+}
+static inline int kch_view_start_v3(struct dview *v, nbp_descr_v3_t *d) {
+	v->id.channel = d->kernelCh.channelId;
+	return 1;
+}
+static inline int kch_view_start_v2(struct dview *v, nbp_descr_v2_t *d) {
+	(void)v;
+	(void)d;
+	return 0;
+}
+START_ADAPTER(start_v56, nbp_descr_v6_t, nChannels, d->p2p.nChannels)
+START_ADAPTER(start_v4, nbp_descr_v4_t, nChannels, d->p2p.nChannels)
+START_ADAPTER(start_v3, nbp_descr_v3_t, nMaxChannels, 0)
+START_ADAPTER(start_v2, nbp_descr_v2_t, nMaxChannels, 0)
 
 static nbp_result_t start_v1(void *context, void **eHandle, nbp_descr_v1_t *d) {
 	struct pctx *pc = context;

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
-	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/maps"
 )
 
@@ -305,27 +304,15 @@ func publishArmed(b *bundle.Bundle, at uint64, commAt map[uint64]uint64) (string
 	if n > 0 {
 		pid, pat = &ids[0], &ats[0]
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	tw, err := slotWord(b.Program(hook.Tuner))
-	if err != nil {
-		return "", err
-	}
-	cw, err := slotWord(b.Program(hook.TunerChunkSize))
-	if err != nil {
-		return "", err
-	}
-	if C.ncclbpf_reload_arm_comms(C.int(slotTuner), C.uintptr_t(tw), C.uint64_t(at), pid, pat, n) != 0 ||
-		C.ncclbpf_reload_arm_comms(C.int(slotChunkSize), C.uintptr_t(cw), C.uint64_t(at), pid, pat, n) != 0 {
-		C.ncclbpf_reload_finish(C.int(slotTuner))
-		C.ncclbpf_reload_finish(C.int(slotChunkSize))
-		return "", errors.New("a switch trampoline is still armed")
-	}
-	parts := publishProfiler(b)
-	maps.SetLogSinkC(uintptr(C.ncclbpf_printk_sink()), 0)
-	current = b
-	sort.Strings(parts)
-	return strings.Join(parts, ", "), nil
+	return publishWith(b, func(tw, cw uintptr) error {
+		if C.ncclbpf_reload_arm_comms(C.int(slotTuner), C.uintptr_t(tw), C.uint64_t(at), pid, pat, n) != 0 ||
+			C.ncclbpf_reload_arm_comms(C.int(slotChunkSize), C.uintptr_t(cw), C.uint64_t(at), pid, pat, n) != 0 {
+			C.ncclbpf_reload_finish(C.int(slotTuner))
+			C.ncclbpf_reload_finish(C.int(slotChunkSize))
+			return errors.New("a switch trampoline is still armed")
+		}
+		return nil
+	})
 }
 
 // activate completes an at-seq reload: once every live communicator has

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/nccl"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // File-watch reload: with NCCLBPF_WATCH=1 the configured policy file
@@ -34,8 +35,8 @@ import (
 
 // EnvWatch and EnvWatchInterval configure file-watch reload.
 const (
-	envWatch         = "NCCLBPF_WATCH"
-	envWatchInterval = "NCCLBPF_WATCH_INTERVAL"
+	envWatch         = envconfig.Watch
+	envWatchInterval = envconfig.WatchInterval
 )
 
 type fileStamp struct {
@@ -57,7 +58,7 @@ func stampOf(path string) (fileStamp, bool) {
 }
 
 func init() {
-	on, warn := parseSwitch(envWatch, cGetenv(envWatch))
+	on, warn := envconfig.ParseSwitch(envWatch, cGetenv(envWatch))
 	if warn != "" {
 		fmt.Fprintln(os.Stderr, warn)
 	}
@@ -77,7 +78,7 @@ func watchPolicy() {
 		fmt.Fprintf(os.Stderr, "ncclbpf: %s=1 needs %s to name a file; not watching\n", envWatch, nccl.EnvPolicy)
 		return
 	}
-	interval, warn := parseInterval(cGetenv(envWatchInterval))
+	interval, warn := envconfig.ParseWatchInterval(cGetenv(envWatchInterval))
 	if warn != "" {
 		fmt.Fprintln(os.Stderr, warn)
 	}
@@ -165,30 +166,4 @@ func watchPolicy() {
 			}
 		}
 	}
-}
-
-// parseSwitch reads an on/off environment variable; a value it does not
-// know is off, with a warning.
-func parseSwitch(name, v string) (on bool, warn string) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "1", "on", "true", "yes":
-		return true, ""
-	case "", "0", "off", "false", "no":
-		return false, ""
-	}
-	return false, fmt.Sprintf("ncclbpf: %s=%q is not one of 1/0, on/off, true/false, yes/no; off", name, v)
-}
-
-// parseInterval reads NCCLBPF_WATCH_INTERVAL: a Go duration of at least
-// 10ms; anything else gives the default of 1s and a warning.
-func parseInterval(v string) (time.Duration, string) {
-	if strings.TrimSpace(v) == "" {
-		return time.Second, ""
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(v))
-	if err != nil || d < 10*time.Millisecond || d > 24*time.Hour {
-		return time.Second, fmt.Sprintf("ncclbpf: %s=%q is not a duration within 10ms..24h (such as 500ms, 2s); checking every 1s",
-			envWatchInterval, v)
-	}
-	return d, ""
 }

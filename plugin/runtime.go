@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // The Go runtime lives inside every rank of a training job. Left to
@@ -17,28 +17,10 @@ import (
 // count stays under a fixed bound whatever the load (BENCHMARKS.md,
 // "Footprint").
 
-const envGoMaxProcs = "NCCLBPF_GOMAXPROCS"
-
-// defaultGoMaxProcs is enough for loading a policy while the control
-// server answers.
-const defaultGoMaxProcs = 2
-
 func init() {
-	n, warn := parseGoMaxProcs(cGetenv(envGoMaxProcs))
+	n, warn := envconfig.ParseGoMaxProcs(cGetenv(envconfig.GoMaxProcs))
 	if warn != "" {
 		fmt.Fprintln(os.Stderr, warn)
 	}
 	runtime.GOMAXPROCS(n)
-}
-
-func parseGoMaxProcs(v string) (int, string) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return defaultGoMaxProcs, ""
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 64 {
-		return defaultGoMaxProcs, fmt.Sprintf("ncclbpf: %s=%q is not a number within 1..64; using %d", envGoMaxProcs, v, defaultGoMaxProcs)
-	}
-	return n, ""
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/ncclbpf/ncclbpf/nccl"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // What the control socket lets a peer do (docs/operators-guide.md, "Trust
@@ -17,37 +19,9 @@ import (
 
 // Environment variables of the trust model.
 const (
-	envControl     = "NCCLBPF_CONTROL"
-	envReloadAllow = "NCCLBPF_RELOAD_ALLOW"
+	envControl     = envconfig.Control
+	envReloadAllow = envconfig.ReloadAllow
 )
-
-// controlMode is the control socket's mode.
-type controlMode int
-
-const (
-	ctlOn       controlMode = iota // observe, reload, write maps
-	ctlOff                         // no socket
-	ctlReadOnly                    // observe only: info, stats, maps, map dump
-)
-
-func (m controlMode) String() string {
-	return [...]string{"on", "off", "read-only"}[m]
-}
-
-// parseControlMode reads NCCLBPF_CONTROL. A value it does not know gives
-// read-only (the mode that changes nothing in the job) and a warning.
-func parseControlMode(v string) (controlMode, string) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "", "1", "on", "true", "yes", "rw":
-		return ctlOn, ""
-	case "0", "off", "false", "no", "none":
-		return ctlOff, ""
-	case "ro", "readonly", "read-only", "observe":
-		return ctlReadOnly, ""
-	}
-	return ctlReadOnly, fmt.Sprintf("ncclbpf: %s=%q is not one of on, off, ro (1/0, true/false, yes/no, readonly); serving the control socket read-only",
-		envControl, v)
-}
 
 // reloadAllow is the digest allowlist of reloads; nil: any verified object.
 var (
@@ -121,7 +95,7 @@ func checkAllowed(obj []byte) error {
 
 // writable refuses operations that change the job on a read-only socket.
 func writable(op string) error {
-	if ctlMode == ctlReadOnly {
+	if ctlMode == envconfig.ControlReadOnly {
 		return fmt.Errorf("%s: refused: this process serves its control socket read-only (%s=ro); only info, stats and map dumps are answered", op, envControl)
 	}
 	return nil

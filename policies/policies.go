@@ -1,5 +1,5 @@
 // Package policies holds the example policies shipped with ncclbpf: their C
-// sources (*.bpf.c, built by scripts/build-policies.sh with clang-19) and
+// sources (*.bpf.c, built by scripts/build-bpf.sh with clang-19) and
 // the committed objects, embedded here so that the plugin and the CLI can
 // use them without a compiler ("builtin:NAME").
 //

@@ -5,6 +5,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/loader"
+	"github.com/ncclbpf/ncclbpf/structure"
 )
 
 // maxStoredPerPC bounds the states kept at one prune point.
@@ -30,6 +31,7 @@ type checker struct {
 	merged       bool
 	ran          []bool // merged: prune points run at least once
 
+	prog     *structure.Program
 	second   []bool // pc is the second slot of an LD_IMM64
 	prune    []bool // pc is a jump target or a branch's fall-through
 	loopHead []bool // pc is the target of a backward jump
@@ -63,6 +65,8 @@ type checker struct {
 	written []bool
 
 	stackTotal int
+	// ctxUse holds the context accesses proven, by offset
+	ctxUse map[int]*CtxAccess
 }
 
 // visited is a state stored at a prune point. While its exploration is
@@ -98,8 +102,10 @@ func (ck *checker) newID() uint32 {
 	return ck.nextID
 }
 
-// run performs all checks and returns the first error.
-func (ck *checker) run() *Error {
+// prepare runs the checks that do not depend on the pass: the length,
+// the structure (structure.go) and register liveness. The passes share
+// what it computes (forPass).
+func (ck *checker) prepare() *Error {
 	n := len(ck.insns)
 	if n == 0 {
 		return ck.errorf(MissingExit, 0, "the program is empty")
@@ -111,13 +117,32 @@ func (ck *checker) run() *Error {
 	ck.prune = make([]bool, n)
 	ck.loopHead = make([]bool, n)
 	ck.loopEnd = make([]int, n)
-	if e := ck.validate(); e != nil {
-		return e
-	}
 	if e := ck.structure(); e != nil {
 		return e
 	}
 	ck.liveness()
+	return nil
+}
+
+// forPass returns a checker for one pass of the analysis that shares the
+// prepared structure with ck (read-only) and owns everything else.
+func (ck *checker) forPass(pass int) *checker {
+	p := newChecker(ck.cfg, ck.insns, ck.info)
+	p.prog, p.second, p.prune, p.loopHead, p.loopEnd, p.subOf, p.live =
+		ck.prog, ck.second, ck.prune, ck.loopHead, ck.loopEnd, ck.subOf, ck.live
+	p.subs = make([]subprog, len(ck.subs))
+	copy(p.subs, ck.subs) // the walk records each function's stack depth
+	p.merged = pass == 0
+	if pass == 1 {
+		p.joinAfter = joinAfter
+	}
+	return p
+}
+
+// explore walks every path of a prepared checker and returns the first
+// error.
+func (ck *checker) explore() *Error {
+	n := len(ck.insns)
 	ck.written = make([]bool, len(ck.maps))
 	if ck.hook.Decides && !ck.cfg.DisableRankUniformity {
 		ck.uniform = true
@@ -132,6 +157,19 @@ func (ck *checker) run() *Error {
 		return e
 	}
 	return ck.checkStackBudget()
+}
+
+// visit counts one abstract execution of the instruction at pc against
+// the budget, records st for Info and executes the instruction (step).
+func (ck *checker) visit(st *state, pc int) (next int, fork *state, forkPC int, e *Error) {
+	ck.visits++
+	if !ck.spend(1) {
+		return 0, nil, 0, ck.budgetError(pc)
+	}
+	if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
+		ck.info.States[pc] = append(ck.info.States[pc], st.describe(ck))
+	}
+	return ck.step(st, pc)
 }
 
 func (ck *checker) entryState() *state {
@@ -160,14 +198,7 @@ func (ck *checker) walk(st *state, pc int) *Error {
 				return e
 			}
 		}
-		ck.visits++
-		if !ck.spend(1) {
-			return ck.budgetError(pc)
-		}
-		if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
-			ck.info.States[pc] = append(ck.info.States[pc], st.describe(ck))
-		}
-		next, fork, forkPC, e := ck.step(st, pc)
+		next, fork, forkPC, e := ck.visit(st, pc)
 		if e != nil {
 			return e
 		}
@@ -323,7 +354,7 @@ func (ck *checker) clean(st *state, pc int) *state {
 // loopJump returns a pc that jumps back to head, for messages.
 func (ck *checker) loopJump(head int) int {
 	for pc := len(ck.insns) - 1; pc >= head; pc-- {
-		if t, ok := jumpTarget(ck.insns[pc], pc); ok && t == head && !ck.second[pc] {
+		if t, ok := ck.jumpTarget(pc); ok && t == head && !ck.second[pc] {
 			return pc
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/loader"
+	"github.com/ncclbpf/ncclbpf/structure"
 )
 
 // Map types the verifier knows (the loader's, Linux's enum bpf_map_type
@@ -159,6 +160,36 @@ type Result struct {
 	// program may write: stores and atomic updates into their values,
 	// bpf_map_update_elem and bpf_map_delete_elem.
 	MapsWritten []int
+	// Context lists the context fields (array elements one by one) the
+	// program reads or writes, by offset. The verifier proves every
+	// context access, so nothing else of the context is ever touched.
+	Context []CtxAccess
+	// Structure is the program's validated structure. Engines given it
+	// (vm.Program.Structure) do not validate the instructions again.
+	Structure *structure.Program
+}
+
+// CtxAccess is one context field, or one element of an array field, that
+// a program accesses.
+type CtxAccess struct {
+	// Field names it: "avail_mask", "cost[3]".
+	Field string
+	// Offset and Size place it in the context, in bytes.
+	Offset, Size int
+	// Read and Write say how the program accesses it.
+	Read, Write bool
+}
+
+// ReadsContext reports whether the program reads any byte of
+// [off, off+size) of its context. The host may skip filling inputs that
+// no program reads.
+func (r *Result) ReadsContext(off, size int) bool {
+	for _, a := range r.Context {
+		if a.Read && a.Offset < off+size && off < a.Offset+a.Size {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoHook is returned when Config.Hook is nil.
@@ -182,6 +213,11 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 	// joining only once several states have been seen at a pc. (3)
 	// Path-sensitive with no joins. A rejection reports the error of the
 	// most precise pass that did not run out of budget.
+	base := newChecker(c, insns, info)
+	if e := base.prepare(); e != nil {
+		base.finish(e)
+		return nil, e
+	}
 	// The passes draw on one budget: what one spends, the next lacks.
 	var ck *checker
 	var best *Error
@@ -206,13 +242,9 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		if info != nil && info.States != nil {
 			clear(info.States)
 		}
-		ck = newChecker(c, insns, info)
+		ck = base.forPass(pass)
 		ck.budget = left - spent
-		ck.merged = pass == 0
-		if pass == 1 {
-			ck.joinAfter = joinAfter
-		}
-		e := ck.run()
+		e := ck.explore()
 		spent += min(ck.work, ck.budget)
 		if e == nil {
 			best = nil
@@ -226,9 +258,6 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		}
 		if pass > 0 && ck.joined == 0 && !ck.merged {
 			break // no join happened: the exact pass would do the same
-		}
-		if isStructural(e.Code) {
-			break // the same in every pass
 		}
 	}
 	if best != nil {
@@ -244,17 +273,8 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 			written = append(written, i)
 		}
 	}
-	return &Result{Warnings: ck.warnings, Visits: ck.visits, Steps: spent, States: ck.stored, StackDepth: ck.stackTotal, MapsWritten: written}, nil
-}
-
-// isStructural reports errors found before any path is explored.
-func isStructural(c Code) bool {
-	switch c {
-	case InvalidOpcode, InvalidRegister, JumpOutOfRange, JumpIntoLdImm64, MissingExit,
-		UnreachableCode, TooManyInstructions, CallDepth, BadMapRef, BadJumpTarget:
-		return true
-	}
-	return false
+	return &Result{Warnings: ck.warnings, Visits: ck.visits, Steps: spent, States: ck.stored, StackDepth: ck.stackTotal, MapsWritten: written,
+		Context: ck.ctxAccesses(), Structure: ck.prog}, nil
 }
 
 // finish fills in the instruction text and the source position of e.

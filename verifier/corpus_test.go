@@ -73,7 +73,7 @@ func TestCorpusC(t *testing.T) {
 	corpusRan["c"] = true
 	objs, _ := filepath.Glob("../testdata/verifier/*.o")
 	if len(objs) == 0 {
-		t.Fatal("no objects in testdata/verifier (run scripts/build-verifier-testdata.sh)")
+		t.Fatal("no objects in testdata/verifier (run scripts/build-bpf.sh)")
 	}
 	for _, obj := range objs {
 		src := strings.TrimSuffix(obj, ".o") + ".c"

@@ -9,12 +9,14 @@
 //
 // # What is proven
 //
-// Structure (structure.go): known opcodes with zero reserved fields,
-// registers r0-r10 with r10 read-only, jumps inside their function and
-// never into the second slot of an LD_IMM64, no fall-through past a
-// function's end, no unreachable instruction, at most MaxInsns slots, no
-// recursion, at most MaxCallDepth frames, at most MaxStack bytes of stack
-// summed along a call chain.
+// Structure (package structure, which every engine shares, and
+// structure.go): known opcodes with zero reserved fields, registers r0-r10
+// with r10 read-only, jumps inside their function and never into the
+// second slot of an LD_IMM64, no fall-through past a function's end, no
+// callx, no unreachable instruction, at most MaxInsns slots, no recursion,
+// at most MaxCallDepth frames, at most MaxStack bytes of stack summed along
+// a call chain. Result.Structure hands the validated structure to the
+// engines; Result.Context lists the context fields the program accesses.
 //
 // Values (value.go, scalar.go, tnum.go: the abstract domain; exec.go,
 // mem.go, branch.go, call.go: the per-instruction checks): each register

@@ -35,7 +35,7 @@ func (ck *checker) step(st *state, pc int) (next int, fork *state, forkPC int, e
 	default:
 		switch ins.Op.JumpOp() {
 		case asm.JumpA:
-			t, _ := jumpTarget(ins, pc)
+			t, _ := ck.jumpTarget(pc)
 			return t, nil, 0, nil
 		case asm.JumpCall:
 			if ins.Src == asm.PseudoCall {

@@ -76,7 +76,7 @@ func (ck *checker) liveness() {
 			}
 			ins := ck.insns[pc]
 			var out regSet
-			if t, ok := jumpTarget(ins, pc); ok {
+			if t, ok := ck.jumpTarget(pc); ok {
 				out |= ck.live[t]
 			}
 			if ins.Op != asm.OpExit && !isGoto(ins) {

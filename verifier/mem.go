@@ -3,6 +3,7 @@ package verifier
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/hook"
@@ -205,11 +206,36 @@ func (ck *checker) accessCtx(st *state, pc int, reg asm.Register, o Scalar, size
 			}
 		}
 	}
+	ck.noteCtx(name, off, size, mode)
 	v := loaded(size, signed)
 	if f.Scope == hook.RankLocal && ck.uniformity() {
 		v.src = ck.source(pc, srcCtx, off, 0)
 	}
 	return v, nil
+}
+
+// noteCtx records a proven context access for Result.Context.
+func (ck *checker) noteCtx(name string, off, size int, mode accessMode) {
+	if ck.ctxUse == nil {
+		ck.ctxUse = map[int]*CtxAccess{}
+	}
+	a := ck.ctxUse[off]
+	if a == nil {
+		a = &CtxAccess{Field: name, Offset: off, Size: size}
+		ck.ctxUse[off] = a
+	}
+	a.Read = a.Read || mode == accRead
+	a.Write = a.Write || mode == accWrite
+}
+
+// ctxAccesses returns the recorded context accesses by offset.
+func (ck *checker) ctxAccesses() []CtxAccess {
+	out := make([]CtxAccess, 0, len(ck.ctxUse))
+	for _, a := range ck.ctxUse {
+		out = append(out, *a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
+	return out
 }
 
 // mapSrc is the label of data loaded from map mi: local when programs of

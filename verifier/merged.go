@@ -180,14 +180,7 @@ func (ck *checker) runMerged(q *mergeQueue, p pending, pc int) *Error {
 			ck.ran[pc] = true
 		}
 		first = false
-		ck.visits++
-		if !ck.spend(1) {
-			return ck.budgetError(pc)
-		}
-		if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
-			ck.info.States[pc] = append(ck.info.States[pc], st.describe(ck))
-		}
-		next, fork, forkPC, e := ck.step(st, pc)
+		next, fork, forkPC, e := ck.visit(st, pc)
 		if e != nil {
 			return e
 		}

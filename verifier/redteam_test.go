@@ -80,7 +80,7 @@ func checkVerdict(name string, err error, wantCode string, wantAt string, gotAt 
 func TestRedteamC(t *testing.T) {
 	objs, _ := filepath.Glob("../testdata/verifier/redteam/*.o")
 	if len(objs) == 0 {
-		t.Fatal("no objects in testdata/verifier/redteam (run scripts/build-verifier-testdata.sh)")
+		t.Fatal("no objects in testdata/verifier/redteam (run scripts/build-bpf.sh)")
 	}
 	for _, obj := range objs {
 		src := strings.TrimSuffix(obj, ".o") + ".c"

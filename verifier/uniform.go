@@ -295,7 +295,7 @@ func (ck *checker) subPostDominators(start, end int, ipdom []int) {
 		case ins.Op == asm.OpExit:
 			s1[i] = int32(exit)
 		default:
-			if t, ok := jumpTarget(ins, pc); ok {
+			if t, ok := ck.jumpTarget(pc); ok {
 				s1[i] = int32(t - start)
 				if isGoto(ins) {
 					break

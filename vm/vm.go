@@ -10,6 +10,7 @@ package vm
 import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/structure"
 )
 
 // Engine turns a Program into something that runs.
@@ -53,6 +54,22 @@ type Program struct {
 	Insns   []asm.Instruction
 	Maps    []MapRef
 	Helpers HelperTable
+	// Structure, when set, is Insns as validated by structure.Validate
+	// with at most len(Maps) maps (the verifier's Result.Structure is
+	// one). Engines trust it and do not validate Insns again; nil: they
+	// validate Insns themselves (Validate).
+	Structure *structure.Program
+}
+
+// Validate returns p's validated structure: p.Structure when it describes
+// p.Insns, else the result of structure.Validate, accepting callx. Every
+// engine starts from it.
+func (p *Program) Validate() (*structure.Program, *structure.Error) {
+	if s := p.Structure; s != nil && len(s.Insns) == len(p.Insns) && len(p.Insns) > 0 && &s.Insns[0] == &p.Insns[0] &&
+		s.Options().Maps <= len(p.Maps) {
+		return s, nil
+	}
+	return structure.Validate(p.Insns, structure.Options{Maps: len(p.Maps), Callx: true})
 }
 
 // MapRef is a live map as seen by an engine. It is plain data so that the

@@ -454,7 +454,7 @@ func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine) err
 			}
 		}
 	}
-	exe, err := bundle.Compile(engine, p, refs, table)
+	exe, err := bundle.Compile(engine, p, nil, refs, table)
 	if err != nil && r.hook == nil {
 		return fmt.Errorf("%s: program %s: compile with %s: %w (unverified programs may call only helpers "+
 			"that take no pointers; give --hook to verify it against a hook)", r.object, p.Name, engine.Name(), err)

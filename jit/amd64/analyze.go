@@ -12,7 +12,10 @@ func errAt(pc int, ins asm.Instruction, format string, args ...any) error {
 	return fmt.Errorf("pc %d (op %#02x): %s: %w", pc, uint8(ins.Op), fmt.Sprintf(format, args...), ErrInvalidProgram)
 }
 
-// analyze checks the program's structure and finds its functions.
+// analyze takes the program's validated structure (vm.Program.Validate)
+// and derives what code generation needs from it: the functions, the
+// second slots of LD_IMM64, whether calls need a run-time depth check,
+// and the helper table.
 func (c *compiler) analyze() error {
 	n := len(c.insns)
 	if n == 0 {
@@ -21,106 +24,23 @@ func (c *compiler) analyze() error {
 	if n > MaxInstructions {
 		return fmt.Errorf("%d instructions, more than %d: %w", n, MaxInstructions, ErrInvalidProgram)
 	}
+	sp, serr := c.prog.Validate()
+	if serr != nil {
+		return errAt(serr.PC, c.insns[serr.PC], "%s", serr.Msg)
+	}
+	c.sp = sp
 	c.second = make([]bool, n)
-	starts := []int32{0}
-	for pc := 0; pc < n; pc++ {
-		ins := c.insns[pc]
-		if err := checkFields(ins); err != nil {
-			return errAt(pc, ins, "%v", err)
-		}
-		switch {
-		case ins.IsLdImm64():
-			if pc+1 >= n {
-				return errAt(pc, ins, "lddw has no second slot")
-			}
-			if next := c.insns[pc+1]; next.Op != 0 || next.Dst != 0 || next.Src != 0 || next.Off != 0 {
-				return errAt(pc+1, next, "malformed second slot of lddw")
-			}
-			if ins.Src == asm.PseudoMapFD && c.insns[pc+1].Imm != 0 {
-				return errAt(pc, ins, "lddw map(%d) with a second immediate", ins.Imm)
-			}
-			c.second[pc+1] = true
-			pc++
-		case ins.Op == asm.OpCall && ins.Src == asm.PseudoCall:
-			t := pc + 1 + int(ins.Imm)
-			if t < 0 || t >= n {
-				return errAt(pc, ins, "call target %d outside the program", t)
-			}
-			starts = append(starts, int32(t))
-		}
-	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
-	c.funcStart = starts[:0]
-	for i, s := range starts {
-		if i == 0 || s != starts[i-1] {
-			c.funcStart = append(c.funcStart, s)
-		}
-	}
-	if last := n - 1; c.second[last] || fallsThrough(c.insns[last]) {
-		return fmt.Errorf("pc %d: execution falls off the end of the program: %w", last, ErrInvalidProgram)
-	}
 	c.funcOf = make([]int32, n)
-	f := int32(0)
 	for pc := range n {
-		for int(f)+1 < len(c.funcStart) && int(c.funcStart[f+1]) <= pc {
-			f++
-		}
-		c.funcOf[pc] = f
-		if c.second[pc] && int(c.funcStart[f]) == pc {
-			return fmt.Errorf("pc %d: call target is the second slot of an lddw: %w", pc, ErrInvalidProgram)
-		}
+		c.second[pc] = sp.IsSecond(pc)
+		c.funcOf[pc] = int32(sp.FuncOf(pc))
 	}
-	// Jumps stay inside their function and land on an instruction.
-	callees := make([][]int32, len(c.funcStart))
-	for pc := 0; pc < n; pc++ {
-		ins := c.insns[pc]
-		if c.second[pc] {
-			continue
-		}
-		cl := ins.Op.Class()
-		if !cl.IsJump() {
-			continue
-		}
-		op := ins.Op.JumpOp()
-		if op == asm.JumpExit {
-			continue
-		}
-		if op == asm.JumpCall {
-			if cl == asm.ClassJMP && ins.Op.Source() == asm.SourceK && ins.Src == asm.PseudoCall {
-				t := int32(pc + 1 + int(ins.Imm))
-				callees[c.funcOf[pc]] = append(callees[c.funcOf[pc]], c.funcOf[t])
-			}
-			if cl == asm.ClassJMP && ins.Op.Source() == asm.SourceX {
-				c.hasCallx = true
-			}
-			continue
-		}
-		off := int(ins.Off)
-		if cl == asm.ClassJMP32 && op == asm.JumpA {
-			off = int(ins.Imm)
-		}
-		t := pc + 1 + off
-		if t < 0 || t >= n {
-			return errAt(pc, ins, "jump target %d outside the program", t)
-		}
-		if c.second[t] {
-			return errAt(pc, ins, "jump target %d is the second slot of an lddw", t)
-		}
-		if c.funcOf[t] != c.funcOf[pc] {
-			return errAt(pc, ins, "jump target %d is in another function (starting at pc %d)", t, c.funcStart[c.funcOf[t]])
-		}
+	c.funcStart = c.funcStart[:0]
+	for _, f := range sp.Funcs {
+		c.funcStart = append(c.funcStart, int32(f.Start))
 	}
-	// Each function ends with exit or ja: no fall-through into the next.
-	for f := 1; f < len(c.funcStart); f++ {
-		last := int(c.funcStart[f]) - 1
-		if c.second[last] {
-			last--
-		}
-		if fallsThrough(c.insns[last]) {
-			return errAt(last, c.insns[last], "execution falls through into the function at pc %d (a function must end with exit or ja)", c.funcStart[f])
-		}
-	}
-	c.depthCheck = !callDepthOK(callees)
+	c.hasCallx = sp.HasCallx()
+	c.depthCheck = sp.CheckCalls(MaxCallDepth) != nil
 	for id, h := range c.prog.Helpers {
 		if h.ID != id {
 			return fmt.Errorf("helper table entry %d holds helper %d: %w", id, h.ID, ErrInvalidProgram)
@@ -143,39 +63,3 @@ func (c *compiler) analyze() error {
 
 // maxCallxID bounds the ids callx can dispatch (the table is dense).
 const maxCallxID = 1 << 12
-
-// callDepthOK reports whether the call graph is acyclic and no chain of
-// calls is deeper than MaxCallDepth frames.
-func callDepthOK(callees [][]int32) bool {
-	const (
-		unseen = 0
-		active = -1
-	)
-	depth := make([]int, len(callees)) // frames in the deepest chain starting here
-	var visit func(f int32) bool
-	visit = func(f int32) bool {
-		switch depth[f] {
-		case active:
-			return false // cycle
-		case unseen:
-		default:
-			return true
-		}
-		depth[f] = active
-		d := 1
-		for _, g := range callees[f] {
-			if !visit(g) {
-				return false
-			}
-			d = max(d, 1+depth[g])
-		}
-		depth[f] = d
-		return true
-	}
-	for f := range callees {
-		if !visit(int32(f)) {
-			return false
-		}
-	}
-	return depth[0] <= MaxCallDepth
-}

@@ -4,6 +4,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/structure"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -78,27 +79,23 @@ func (c *compiler) exit(outermost bool) {
 
 // call emits a helper call, a BPF-to-BPF call or callx.
 func (c *compiler) call(pc int, ins asm.Instruction) error {
-	switch {
-	case ins.Op == asm.OpCallX:
+	switch c.sp.Kind(pc) {
+	case structure.Callx:
 		c.callx(pc, regMap[ins.Dst])
 		return nil
-	case ins.Op != asm.OpCall:
-		return errAt(pc, ins, "malformed call")
-	case ins.Src == asm.PseudoCall:
-		c.localCall(pc, pc+1+int(ins.Imm))
-		return nil
-	case ins.Src == asm.PseudoHelper:
-		h, ok := c.prog.Helpers[helpers.ID(ins.Imm)]
-		if !ok {
-			return errAt(pc, ins, "call to unknown helper %d", ins.Imm)
-		}
-		if h.Addr == 0 {
-			return errAt(pc, ins, "helper %d has no address", ins.Imm)
-		}
-		c.helperCall(h)
+	case structure.LocalCall:
+		c.localCall(pc, c.sp.Target(pc))
 		return nil
 	}
-	return errAt(pc, ins, "call with source %d", ins.Src)
+	h, ok := c.prog.Helpers[helpers.ID(ins.Imm)]
+	if !ok {
+		return errAt(pc, ins, "call to unknown helper %d", ins.Imm)
+	}
+	if h.Addr == 0 {
+		return errAt(pc, ins, "helper %d has no address", ins.Imm)
+	}
+	c.helperCall(h)
+	return nil
 }
 
 // helperCall calls a native helper: r1-r5 already are the System V argument

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/structure"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -111,6 +112,7 @@ type compiler struct {
 	base  uintptr // address the code will run at
 
 	// Analysis results.
+	sp         *structure.Program
 	second     []bool  // slot pc is the second half of an LD_IMM64
 	funcStart  []int32 // entry pcs of the functions, ascending; [0] = 0
 	funcOf     []int32 // index into funcStart of the function holding each pc
@@ -213,15 +215,6 @@ func (c *compiler) emitProgram() error {
 		}
 	}
 	return nil
-}
-
-// fallsThrough reports whether execution can continue after ins.
-func fallsThrough(ins asm.Instruction) bool {
-	switch ins.Op {
-	case asm.OpExit, asm.OpJa, asm.OpJa32:
-		return false
-	}
-	return true
 }
 
 // emitInsn emits one instruction (both slots of an LD_IMM64).

@@ -59,24 +59,8 @@ func (c *compiler) foldConstLoads() {
 		target[s] = true
 	}
 	for pc := 0; pc < n; pc++ {
-		if c.second[pc] {
-			continue
-		}
-		ins := c.insns[pc]
-		cl := ins.Op.Class()
-		if !cl.IsJump() {
-			continue
-		}
-		op := ins.Op.JumpOp()
-		if op == asm.JumpExit || op == asm.JumpCall {
-			continue
-		}
-		off := int(ins.Off)
-		if cl == asm.ClassJMP32 && op == asm.JumpA {
-			off = int(ins.Imm)
-		}
-		if t := pc + 1 + off; t >= 0 && t < n {
-			target[t] = true
+		if c.sp.Kind(pc).IsJump() {
+			target[c.sp.Target(pc)] = true
 		}
 	}
 

@@ -24,25 +24,12 @@ func (c *compiler) jump(pc int, ins asm.Instruction) error {
 	op := ins.Op.JumpOp()
 	switch op {
 	case asm.JumpExit:
-		if !w || ins.Op.Source() != asm.SourceK {
-			return errAt(pc, ins, "malformed exit")
-		}
 		c.exit(c.funcOf[pc] == 0)
 		return nil
 	case asm.JumpCall:
-		if !w {
-			return errAt(pc, ins, "call in the jmp32 class")
-		}
 		return c.call(pc, ins)
 	case asm.JumpA:
-		if ins.Op.Source() != asm.SourceK {
-			return errAt(pc, ins, "ja with a register source")
-		}
-		off := int(ins.Off)
-		if !w {
-			off = int(ins.Imm)
-		}
-		c.jumpTo(0, true, pc, pc+1+off)
+		c.jumpTo(0, true, pc, c.sp.Target(pc))
 		return nil
 	}
 	cc := jumpCC[op>>4]

@@ -122,24 +122,15 @@ func (c *compiler) fetchLoop(op byte, w bool, base reg, off int32, src reg) {
 }
 
 // ldImm64 emits the two-slot LD_IMM64: a constant, a map handle
-// (PseudoMapFD) or the address of a map value (PseudoMapValue).
+// (PseudoMapFD) or the address of a map value (PseudoMapValue). The
+// validated structure (analyze) guarantees its form and map index.
 func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
-	if !ins.IsLdImm64() {
-		return errAt(pc, ins, "unsupported ld instruction (legacy packet access?)")
-	}
 	v, _ := asm.Imm64(c.insns, pc)
 	maps := c.prog.Maps
 	switch ins.Src {
-	case 0:
 	case asm.PseudoMapFD:
-		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
-			return errAt(pc, ins, "map index %d outside the %d maps", ins.Imm, len(maps))
-		}
 		v = uint64(maps[ins.Imm].Handle)
 	case asm.PseudoMapValue:
-		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
-			return errAt(pc, ins, "map index %d outside the %d maps", ins.Imm, len(maps))
-		}
 		m := maps[ins.Imm]
 		off := uint32(c.insns[pc+1].Imm)
 		if m.ArrayBase == 0 {
@@ -153,8 +144,6 @@ func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
 			return errAt(pc, ins, "offset %d beyond the %d bytes of map %q", off, size, m.Name)
 		}
 		v = uint64(m.ArrayBase) + uint64(off)
-	default:
-		return errAt(pc, ins, "unsupported lddw source %d", ins.Src)
 	}
 	if c.dropLd != nil && c.dropLd[pc] {
 		return nil // only folded loads read it (see foldConstLoads)

@@ -4,7 +4,7 @@
 // .rodata, a `volatile const` setting, and atomic adds on global data. Each
 // program has its own section "enginetest/NAME" (a hook the test
 // registers); r1 points to struct et_ctx.
-// Rebuild: scripts/build-enginetest.sh
+// Rebuild: scripts/build-bpf.sh
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 

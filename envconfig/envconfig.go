@@ -1,0 +1,261 @@
+// Package envconfig is the one list of the environment variables ncclbpf
+// reads: the plugin (its Go part and its C shim), the CLI, and the tests
+// and long runs. Each Var says what the variable does, its default and how
+// its value is parsed; the parsers of the values the Go side reads are
+// here too, so that every package reads a variable the same way.
+//
+// docs/environment.md is generated from Vars (TestDocs keeps it in step),
+// and TestEveryVariableListed fails when a source file reads an
+// NCCLBPF_* variable that Vars does not list.
+package envconfig
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The variables' names.
+const (
+	Policy            = "NCCLBPF_POLICY"
+	PolicyConfig      = "NCCLBPF_POLICY_CONFIG"
+	RulesFile         = "NCCLBPF_RULES_FILE"
+	Control           = "NCCLBPF_CONTROL"
+	ControlDir        = "NCCLBPF_CONTROL_DIR"
+	ReloadAllow       = "NCCLBPF_RELOAD_ALLOW"
+	Watch             = "NCCLBPF_WATCH"
+	WatchInterval     = "NCCLBPF_WATCH_INTERVAL"
+	GoMaxProcs        = "NCCLBPF_GOMAXPROCS"
+	ProfPool          = "NCCLBPF_PROF_POOL"
+	ProfReclaimMS     = "NCCLBPF_PROF_RECLAIM_MS"
+	ProfKchWaitMS     = "NCCLBPF_PROF_KCH_WAIT_MS"
+	ConformanceDir    = "NCCLBPF_CONFORMANCE_DIR"
+	KernelVerifier    = "NCCLBPF_KERNEL_VERIFIER"
+	PtrgenWorker      = "NCCLBPF_PTRGEN_WORKER"
+	AgreeCmd          = "NCCLBPF_AGREE_CMD"
+	HammerCalls       = "NCCLBPF_HAMMER_CALLS"
+	HammerReloads     = "NCCLBPF_HAMMER_RELOADS"
+	HammerThreads     = "NCCLBPF_HAMMER_THREADS"
+	HammerSwaps       = "NCCLBPF_HAMMER_SWAPS"
+	HammerSwapCalls   = "NCCLBPF_HAMMER_SWAP_CALLS"
+	HammerProfEvery   = "NCCLBPF_HAMMER_PROF_EVERY"
+	SyncRanks         = "NCCLBPF_SYNC_RANKS"
+	HammerEmptyUS     = "NCCLBPF_HAMMER_EMPTY_US"
+	HammerSeconds     = "NCCLBPF_HAMMER_SECONDS"
+	HelperSock        = "NCCLBPF_HELPER_SOCK"
+	DiffN             = "NCCLBPF_DIFF_N"
+	DiffSeed          = "NCCLBPF_DIFF_SEED"
+	TestLib           = "NCCLBPF_TEST_LIB"
+	Ranks8            = "NCCLBPF_RANKS8"
+	StartupProcs      = "NCCLBPF_STARTUP_PROCS"
+	StartupRounds     = "NCCLBPF_STARTUP_ROUNDS"
+	StartupRoundsLong = "NCCLBPF_STARTUP_ROUNDS_LONG"
+	PtrgenN           = "NCCLBPF_PTRGEN_N"
+	PtrgenSeed        = "NCCLBPF_PTRGEN_SEED"
+	PtrgenPar         = "NCCLBPF_PTRGEN_PAR"
+	PtrgenFindings    = "NCCLBPF_PTRGEN_FINDINGS"
+	PtrgenCrashTest   = "NCCLBPF_PTRGEN_CRASHTEST"
+)
+
+// Reader says which part of ncclbpf reads a variable.
+type Reader string
+
+// The readers.
+const (
+	// Plugin: the Go part of libncclbpf.so, once per process.
+	Plugin Reader = "plugin"
+	// Shim: the C part of libncclbpf.so, at each profiler init.
+	Shim Reader = "plugin (C)"
+	// PluginAndCLI: the plugin and the ncclbpf command.
+	PluginAndCLI Reader = "plugin and CLI"
+	// Tests: tests, test hosts and scripts/test-long.sh; no effect on a job.
+	Tests Reader = "tests"
+)
+
+// Var describes one environment variable.
+type Var struct {
+	// Name is the variable, NCCLBPF_*.
+	Name string
+	// Reader says who reads it.
+	Reader Reader
+	// Default is what an unset variable means.
+	Default string
+	// Values says what it accepts and how a bad value is treated.
+	Values string
+	// Doc says what it does.
+	Doc string
+}
+
+// Vars lists every variable, those a job sets first.
+var Vars = []Var{
+	{Policy, Plugin, "`builtin:noop`",
+		"a path to a `.bpf.o`, `builtin:NAME` (noop, size_aware, rules) or `none`",
+		"the policy object the plugin loads at the first tuner init"},
+	{PolicyConfig, Plugin, "none",
+		"`name=value,...`: integers (decimal, `0x` hex, `K`/`M`/`G` suffix) or `true`/`false`; a bad list refuses the policy",
+		"sets `volatile const` variables of the policy by name"},
+	{RulesFile, Plugin, "none",
+		"a file in the format of NCCL's example CSV tuner; a bad file refuses the policy",
+		"fills the policy's rule table (`builtin:rules`)"},
+	{Control, Plugin, "`on`",
+		"`on` (`1`, `true`, `yes`, `rw`), `off` (`0`, `false`, `no`, `none`), `ro` (`readonly`, `read-only`, `observe`); anything else is `ro`, with a warning",
+		"whether the process serves a control socket, and whether it may change anything"},
+	{ControlDir, PluginAndCLI, "`$XDG_RUNTIME_DIR/ncclbpf`, else `/tmp/ncclbpf-$UID`",
+		"a directory",
+		"where the control sockets live; give the CLI the same one (or `--dir`)"},
+	{ReloadAllow, Plugin, "any verified object",
+		"`D1,D2,...`: SHA-256 digests; entries starting with `/` or `.` are files of digests, one per line, `#` comments; a malformed list refuses every reload",
+		"the only objects a reload (control socket or file watch) may load; the first load is not subject to it"},
+	{Watch, Plugin, "`off`",
+		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else is off, with a warning",
+		"reloads the policy file named by NCCLBPF_POLICY when it changes"},
+	{WatchInterval, Plugin, "`1s`",
+		"a Go duration within 10ms..24h; anything else is 1s, with a warning",
+		"how often the watched policy file is checked"},
+	{GoMaxProcs, Plugin, "`2`",
+		"a number within 1..64; anything else is 2, with a warning",
+		"caps the threads running the plugin's Go code at once"},
+	{ProfPool, Shim, "`4096`",
+		"a number, clamped to 16..4194304",
+		"profiler events per communicator held at once"},
+	{ProfReclaimMS, Shim, "`1000`",
+		"milliseconds, clamped to 1..3600000",
+		"age at which a stuck profiler task is completed by the sweep"},
+	{ProfKchWaitMS, Shim, "`5000`",
+		"milliseconds, clamped to 1..3600000",
+		"how long a profiler context waits for kernel-channel events before it stops waiting for them"},
+	{ConformanceDir, Tests, "`../shared/conformance/bpf_conformance`",
+		"a directory of `.data` files; a missing corpus fails the tests",
+		"the bpf_conformance corpus"},
+	{KernelVerifier, Tests, "unset",
+		"`require`: a kernel that cannot load programs fails the test instead of skipping it",
+		"the comparison with the Linux verifier"},
+	{PtrgenWorker, Tests, "unset",
+		"`seed:from:to`, set by the test itself",
+		"runs one worker of the pointer-soundness generator"},
+	{AgreeCmd, Tests, "unset",
+		"a command line",
+		"the `ncclbpf agree` command the profiler test host runs"},
+	{HammerCalls, Tests, "`200000`", "a number", "tuner calls per thread of the reload hammers"},
+	{HammerReloads, Tests, "`300`", "a number", "reloads of the reload hammer"},
+	{HammerThreads, Tests, "`8`", "a number", "calling threads of the reload hammers"},
+	{HammerSwaps, Tests, "`0`", "a number", "slot swaps of the swap hammer, in place of reloads (0: reloads)"},
+	{HammerSwapCalls, Tests, "`1000000`", "a number", "tuner calls of the long swap hammer (scripts/test-long.sh)"},
+	{HammerProfEvery, Tests, "`1`", "a number", "profiler events per tuner call in the reload hammer"},
+	{SyncRanks, Tests, "`4`", "a number", "ranks of the at-seq reload hammer"},
+	{HammerEmptyUS, Tests, "`0`", "microseconds", "empties the tuner slot that long before each publish: a deliberate bug the mutation test expects the hammer to catch"},
+	{HammerSeconds, Tests, "1.5s of hammering", "seconds", "how long the native map hammer runs"},
+	{HelperSock, Tests, "unset", "a socket path, set by the test itself", "the socket the control test's helper process connects to"},
+	{DiffN, Tests, "the seed programs only", "a number", "random programs the JIT-interpreter differential test checks"},
+	{DiffSeed, Tests, "`0`", "a number", "the first seed of the differential test"},
+	{TestLib, Tests, "the library built by the test", "a path to a `libncclbpf.so`", "tests another build of the plugin"},
+	{Ranks8, Tests, "unset", "`1`", "adds 4- and 8-rank cases to the profiler rank-consistency test"},
+	{StartupProcs, Tests, "`64`", "a number", "processes the control startup race test starts"},
+	{StartupRounds, Tests, "`3`", "a number", "rounds of the control startup race test"},
+	{StartupRoundsLong, Tests, "`30`", "a number", "rounds of that test in scripts/test-long.sh"},
+	{PtrgenN, Tests, "the default count of the test", "a number", "random programs the pointer-soundness test checks"},
+	{PtrgenSeed, Tests, "a fixed seed", "a number", "the seed of the pointer-soundness generator"},
+	{PtrgenPar, Tests, "`1`", "a number", "pointer-soundness workers run at a time"},
+	{PtrgenFindings, Tests, "unset", "a file", "where the pointer-soundness test writes what it found"},
+	{PtrgenCrashTest, Tests, "unset", "any value, set by the test itself", "makes a worker crash, to test that crashes are reported"},
+}
+
+// Lookup returns the description of the variable name, or nil.
+func Lookup(name string) *Var {
+	for i := range Vars {
+		if Vars[i].Name == name {
+			return &Vars[i]
+		}
+	}
+	return nil
+}
+
+// Markdown renders Vars as the table of docs/environment.md.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("# Environment variables\n\n")
+	b.WriteString("Generated from `envconfig/envconfig.go` (`go test ./envconfig -run TestDocs -update`); edit that file, not this one.\n\n")
+	b.WriteString("| variable | read by | default | values | what it does |\n|---|---|---|---|---|\n")
+	for _, v := range Vars {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", v.Name, v.Reader, v.Default, v.Values, v.Doc)
+	}
+	return b.String()
+}
+
+// ParseSwitch reads an on/off variable: a value it does not know is off,
+// with a warning.
+func ParseSwitch(name, v string) (on bool, warn string) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "on", "true", "yes":
+		return true, ""
+	case "", "0", "off", "false", "no":
+		return false, ""
+	}
+	return false, fmt.Sprintf("ncclbpf: %s=%q is not one of 1/0, on/off, true/false, yes/no; off", name, v)
+}
+
+// ParseWatchInterval reads NCCLBPF_WATCH_INTERVAL: a Go duration within
+// 10ms..24h; anything else gives the default of 1s and a warning.
+func ParseWatchInterval(v string) (time.Duration, string) {
+	if strings.TrimSpace(v) == "" {
+		return time.Second, ""
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 10*time.Millisecond || d > 24*time.Hour {
+		return time.Second, fmt.Sprintf("ncclbpf: %s=%q is not a duration within 10ms..24h (such as 500ms, 2s); checking every 1s",
+			WatchInterval, v)
+	}
+	return d, ""
+}
+
+// DefaultGoMaxProcs is enough for loading a policy while the control
+// server answers.
+const DefaultGoMaxProcs = 2
+
+// ParseGoMaxProcs reads NCCLBPF_GOMAXPROCS: a number within 1..64;
+// anything else gives DefaultGoMaxProcs and a warning.
+func ParseGoMaxProcs(v string) (int, string) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return DefaultGoMaxProcs, ""
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 64 {
+		return DefaultGoMaxProcs, fmt.Sprintf("ncclbpf: %s=%q is not a number within 1..64; using %d", GoMaxProcs, v, DefaultGoMaxProcs)
+	}
+	return n, ""
+}
+
+// ControlMode is the control socket's mode (NCCLBPF_CONTROL).
+type ControlMode int
+
+// The modes.
+const (
+	// ControlOn: observe, reload, write maps.
+	ControlOn ControlMode = iota
+	// ControlOff: no socket.
+	ControlOff
+	// ControlReadOnly: observe only (info, stats, maps, map dump).
+	ControlReadOnly
+)
+
+// String returns "on", "off" or "read-only".
+func (m ControlMode) String() string {
+	return [...]string{"on", "off", "read-only"}[m]
+}
+
+// ParseControl reads NCCLBPF_CONTROL. A value it does not know gives
+// read-only (the mode that changes nothing in the job) and a warning.
+func ParseControl(v string) (ControlMode, string) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "1", "on", "true", "yes", "rw":
+		return ControlOn, ""
+	case "0", "off", "false", "no", "none":
+		return ControlOff, ""
+	case "ro", "readonly", "read-only", "observe":
+		return ControlReadOnly, ""
+	}
+	return ControlReadOnly, fmt.Sprintf("ncclbpf: %s=%q is not one of on, off, ro (1/0, true/false, yes/no, readonly); serving the control socket read-only",
+		Control, v)
+}

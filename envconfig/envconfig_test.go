@@ -1,0 +1,110 @@
+package envconfig
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/environment.md from Vars")
+
+// TestDocs: docs/environment.md is the table Markdown renders.
+func TestDocs(t *testing.T) {
+	path := filepath.Join("..", "docs", "environment.md")
+	want := Markdown()
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (generate it: go test ./envconfig -run TestDocs -update)", err)
+	}
+	if string(got) != want {
+		t.Errorf("docs/environment.md is not what envconfig.Vars renders: run go test ./envconfig -run TestDocs -update")
+	}
+}
+
+// reads matches the places a source file names an NCCLBPF_* variable: a
+// string "NAME" or "NAME=value" (getenv calls, constants, environments of
+// child processes) and shell expansions.
+var reads = regexp.MustCompile(`"(NCCLBPF_[A-Z0-9_]+)[="]|\$\{?(NCCLBPF_[A-Z0-9_]+)`)
+
+// TestEveryVariableListed: every variable a tracked source file reads is
+// in Vars, and every variable of Vars is read somewhere.
+func TestEveryVariableListed(t *testing.T) {
+	out, err := exec.Command("git", "-C", "..", "ls-files", "*.go", "*.c", "*.h", "*.sh").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v (the check needs a git checkout)", err)
+	}
+	self, err := os.ReadFile("envconfig.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	constOf := map[string]string{} // Go constant -> variable
+	for _, m := range regexp.MustCompile(`(?m)^\t(\w+)\s*=\s*"(NCCLBPF_[A-Z0-9_]+)"`).FindAllStringSubmatch(string(self), -1) {
+		constOf[m[1]] = m[2]
+	}
+	seen := map[string]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "envconfig/") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range reads.FindAllStringSubmatch(string(src), -1) {
+			name := m[1] + m[2]
+			seen[name] = true
+			if Lookup(name) == nil {
+				t.Errorf("%s reads %s, which envconfig.Vars does not list", f, name)
+			}
+		}
+		for _, m := range regexp.MustCompile(`envconfig\.(\w+)`).FindAllStringSubmatch(string(src), -1) {
+			if name, ok := constOf[m[1]]; ok {
+				seen[name] = true
+			}
+		}
+	}
+	for _, v := range Vars {
+		if !seen[v.Name] {
+			t.Errorf("%s is listed but no source file reads it", v.Name)
+		}
+		if v.Doc == "" || v.Default == "" || v.Values == "" || v.Reader == "" {
+			t.Errorf("%s: every field of its Var must be filled: %+v", v.Name, v)
+		}
+	}
+}
+
+func TestParsers(t *testing.T) {
+	if on, w := ParseSwitch(Watch, "yes"); !on || w != "" {
+		t.Errorf("ParseSwitch yes = %v %q", on, w)
+	}
+	if on, w := ParseSwitch(Watch, "maybe"); on || !strings.Contains(w, Watch) {
+		t.Errorf("ParseSwitch maybe = %v %q, want off with a warning", on, w)
+	}
+	if d, w := ParseWatchInterval("250ms"); d != 250*time.Millisecond || w != "" {
+		t.Errorf("ParseWatchInterval 250ms = %v %q", d, w)
+	}
+	if d, w := ParseWatchInterval("1ms"); d != time.Second || w == "" {
+		t.Errorf("ParseWatchInterval 1ms = %v %q, want 1s with a warning", d, w)
+	}
+	if n, w := ParseGoMaxProcs("4"); n != 4 || w != "" {
+		t.Errorf("ParseGoMaxProcs 4 = %d %q", n, w)
+	}
+	if n, w := ParseGoMaxProcs("0"); n != DefaultGoMaxProcs || w == "" {
+		t.Errorf("ParseGoMaxProcs 0 = %d %q, want the default with a warning", n, w)
+	}
+	for v, want := range map[string]ControlMode{"": ControlOn, "0": ControlOff, "ro": ControlReadOnly, "bogus": ControlReadOnly} {
+		if m, _ := ParseControl(v); m != want {
+			t.Errorf("ParseControl %q = %v, want %v", v, m, want)
+		}
+	}
+}
