@@ -24,7 +24,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/maps"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
 )
@@ -129,9 +129,9 @@ func handleControl(req *control.Request) *control.Response {
 			return &control.Response{Error: err.Error()}
 		}
 		if req.Op == control.OpReload {
-			if len(req.Object) > nccl.MaxPolicyBytes {
+			if len(req.Object) > config.MaxPolicyBytes {
 				return &control.Response{Error: fmt.Sprintf("reload %s: object of %d bytes, over the limit of %d; the running policy is unchanged",
-					req.Name, len(req.Object), nccl.MaxPolicyBytes)}
+					req.Name, len(req.Object), config.MaxPolicyBytes)}
 			}
 			if err := checkAllowed(req.Object); err != nil {
 				return &control.Response{Error: fmt.Sprintf("reload %s: %v; the running policy is unchanged", req.Name, err)}
@@ -306,7 +306,7 @@ func controlReload(req *control.Request) *control.Response {
 		r.Name = "reloaded policy"
 	}
 	if req.Vars != "" {
-		vars, err := nccl.ParseVars(req.Vars)
+		vars, err := config.ParseVars(req.Vars)
 		if err != nil {
 			return &control.Response{Error: fmt.Sprintf("reload %s: vars: %v", r.Name, err)}
 		}

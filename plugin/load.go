@@ -18,8 +18,9 @@ import (
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/maps"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/ncclbpf/ncclbpf/policies"
+	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 var (
@@ -39,12 +40,12 @@ func loadPolicy() (status int, msg string) {
 			status, msg = -1, fmt.Sprintf("ncclbpf: internal error while loading the policy: %v; NCCL's default tuning stays in effect", r)
 		}
 	}()
-	cfg, err := nccl.ConfigFromEnv(cGetenv)
+	cfg, err := config.ConfigFromEnv(cGetenv)
 	if err != nil {
 		return -1, fmt.Sprintf("ncclbpf: %v; NCCL's default tuning stays in effect", err)
 	}
 	if cfg.Policy == "" {
-		return 1, "ncclbpf: no policy (" + nccl.EnvPolicy + "=none): NCCL's default tuning"
+		return 1, "ncclbpf: no policy (" + config.EnvPolicy + "=none): NCCL's default tuning"
 	}
 	start := time.Now()
 	b, err := loadBundle(cfg)
@@ -75,7 +76,7 @@ func cGetenv(name string) string {
 }
 
 // loadBundle reads, verifies and compiles the configured policy.
-func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
+func loadBundle(cfg config.Config) (*bundle.Bundle, error) {
 	var obj []byte
 	if name := cfg.Builtin(); name != "" {
 		o, ok := policies.Object(name)
@@ -84,7 +85,7 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 		}
 		obj = o
 	} else {
-		o, err := nccl.ReadRegularFile(cfg.Policy, nccl.MaxPolicyBytes)
+		o, err := config.ReadRegularFile(cfg.Policy, config.MaxPolicyBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -96,15 +97,15 @@ func loadBundle(cfg nccl.Config) (*bundle.Bundle, error) {
 		opts.Vars = append(opts.Vars, bundle.Var{Name: v.Name, Value: v.Value})
 	}
 	if cfg.RulesFile != "" {
-		rules, err := nccl.ParseRulesFile(cfg.RulesFile)
+		rules, err := config.ParseRulesFile(cfg.RulesFile)
 		if err != nil {
 			return nil, err
 		}
-		table, err := nccl.RulesTable(rules)
+		table, err := tuner.RulesTable(rules)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", nccl.EnvRulesFile, cfg.RulesFile, err)
+			return nil, fmt.Errorf("%s %s: %w", config.EnvRulesFile, cfg.RulesFile, err)
 		}
-		opts.Data[nccl.RulesVar] = table
+		opts.Data[tuner.RulesVar] = table
 	}
 	noteInitialOptions(opts.Vars, opts.Data)
 	return bundle.Load(obj, opts)

@@ -6,7 +6,8 @@
 // The C shim (tuner.c, slot.c) exports ncclTunerPlugin_v2..v6 and runs on
 // NCCL's threads; Go only runs once per process, inside the first init, to
 // load, verify and compile the policy and publish its entry points to the
-// shim's hook slots. See package nccl for the environment variables.
+// shim's hook slots. docs/environment.md lists the environment variables
+// (package envconfig).
 package main
 
 /*

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 )
 
 // Test entry points of hot reload, for the C test host
@@ -32,7 +32,7 @@ import (
 func ncclbpfTestingReload(path *C.char, atSeq C.longlong, msg *C.char, n C.size_t) C.int {
 	name := C.GoString(path)
 	text, rc := "", C.int(0)
-	obj, err := nccl.ReadRegularFile(name, nccl.MaxPolicyBytes)
+	obj, err := config.ReadRegularFile(name, config.MaxPolicyBytes)
 	if err == nil {
 		req := reloadRequest{Name: name, Object: obj}
 		if atSeq >= 0 {
@@ -207,7 +207,7 @@ func swapBundles(pathA, pathB string, n int64) (string, int) {
 	}
 	var bs [2]*bundle.Bundle
 	for i, p := range []string{pathA, pathB} {
-		obj, err := nccl.ReadRegularFile(p, nccl.MaxPolicyBytes)
+		obj, err := config.ReadRegularFile(p, config.MaxPolicyBytes)
 		if err == nil {
 			bs[i], err = bundle.Load(obj, bundle.Options{Name: p, RequireNative: true, Reuse: old.Maps})
 		}

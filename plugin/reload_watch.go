@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
+	"github.com/ncclbpf/ncclbpf/tuner"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
 )
@@ -26,7 +27,7 @@ import (
 // per version of the file.
 //
 // An activation manifest next to the file (NCCLBPF_POLICY + ".activate",
-// package nccl's Manifest; in a ConfigMap, one more key of the same map)
+// package config's Manifest; in a ConfigMap, one more key of the same map)
 // makes the reload switch at its absolute call sequence instead of when
 // this process happens to see the file, so that every node switches at the
 // same collective. A communicator that already passed its call refuses the
@@ -73,9 +74,9 @@ func watchPolicy() {
 			fmt.Fprintf(os.Stderr, "ncclbpf: policy watch stopped: internal error: %v\n", r)
 		}
 	}()
-	cfg, err := nccl.ConfigFromEnv(cGetenv)
+	cfg, err := config.ConfigFromEnv(cGetenv)
 	if err != nil || cfg.Policy == "" || cfg.Builtin() != "" {
-		fmt.Fprintf(os.Stderr, "ncclbpf: %s=1 needs %s to name a file; not watching\n", envWatch, nccl.EnvPolicy)
+		fmt.Fprintf(os.Stderr, "ncclbpf: %s=1 needs %s to name a file; not watching\n", envWatch, config.EnvPolicy)
 		return
 	}
 	interval, warn := envconfig.ParseWatchInterval(cGetenv(envWatchInterval))
@@ -87,15 +88,15 @@ func watchPolicy() {
 		req.Vars = append(req.Vars, bundle.Var{Name: v.Name, Value: v.Value})
 	}
 	if cfg.RulesFile != "" {
-		rules, err := nccl.ParseRulesFile(cfg.RulesFile)
+		rules, err := config.ParseRulesFile(cfg.RulesFile)
 		if err == nil {
 			var table []byte
-			if table, err = nccl.RulesTable(rules); err == nil {
-				req.Data = map[string][]byte{nccl.RulesVar: table}
+			if table, err = tuner.RulesTable(rules); err == nil {
+				req.Data = map[string][]byte{tuner.RulesVar: table}
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %s: %v; not watching\n", nccl.EnvRulesFile, err)
+			fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %s: %v; not watching\n", config.EnvRulesFile, err)
 			return
 		}
 	}
@@ -113,7 +114,7 @@ func watchPolicy() {
 			seen = cur // changed: wait one more interval for it to settle
 			continue
 		}
-		obj, err := nccl.ReadRegularFile(cfg.Policy, nccl.MaxPolicyBytes)
+		obj, err := config.ReadRegularFile(cfg.Policy, config.MaxPolicyBytes)
 		if err == nil {
 			err = checkAllowed(obj)
 		}
@@ -127,7 +128,7 @@ func watchPolicy() {
 			}
 			continue
 		}
-		man, merr := nccl.ReadManifest(cfg.Policy)
+		man, merr := config.ReadManifest(cfg.Policy)
 		if now, _ := stampOf(cfg.Policy); now != cur {
 			continue // swapped again while being read: read both files of one version
 		}
@@ -146,7 +147,7 @@ func watchPolicy() {
 			if d, err := time.ParseDuration(man.Timeout); err == nil && d > 0 {
 				r.Timeout = d
 			}
-		} else if !errors.Is(merr, nccl.ErrNoManifest) {
+		} else if !errors.Is(merr, config.ErrNoManifest) {
 			// The object is meant to switch at an agreed call, but when is unknown:
 			// switching now could split the job. Keep the running policy.
 			if cur != failed {

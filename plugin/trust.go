@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
 )
@@ -51,7 +51,7 @@ func parseAllow(v string) (map[string]bool, error) {
 	}
 	for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
 		if strings.HasPrefix(item, "/") || strings.HasPrefix(item, ".") {
-			b, err := nccl.ReadRegularFile(item, maxAllowFile)
+			b, err := config.ReadRegularFile(item, maxAllowFile)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", envReloadAllow, err)
 			}

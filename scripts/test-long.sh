@@ -18,12 +18,12 @@ VERIFIER_RANDOM_PROGRAMS=${VERIFIER_RANDOM_PROGRAMS:-30000} run go test ./verifi
 NCCLBPF_PTRGEN_N=${NCCLBPF_PTRGEN_N:-1000000} run go test ./verifier -run 'TestPtrSoundness$' -v -timeout 4h
 NCCLBPF_HAMMER_SECONDS=${NCCLBPF_HAMMER_SECONDS:-10} run go test ./maps -run 'Hammer|Churn' -v -timeout 30m
 NCCLBPF_HAMMER_CALLS=${NCCLBPF_HAMMER_CALLS:-10000000} NCCLBPF_HAMMER_RELOADS=${NCCLBPF_HAMMER_RELOADS:-10000} \
-	run go test ./nccl -run 'TestReloadHammer$|TestReloadAtSeq' -v -timeout 4h
+	run go test ./plugin/e2e -run 'TestReloadHammer$|TestReloadAtSeq' -v -timeout 4h
 # Hot reload at scale: swaps of two prebuilt bundles (publish + grace period each) under 8 calling
 # threads, no call lost or wrong (BENCHMARKS.md, "Hot reload under load").
 NCCLBPF_HAMMER_SWAPS=${NCCLBPF_HAMMER_SWAPS:-1000000} NCCLBPF_HAMMER_CALLS=${NCCLBPF_HAMMER_SWAP_CALLS:-1000000} \
-	NCCLBPF_HAMMER_THREADS=8 run go test ./nccl -run 'TestReloadSwapHammer$' -v -count=1 -timeout 4h
+	NCCLBPF_HAMMER_THREADS=8 run go test ./plugin/e2e -run 'TestReloadSwapHammer$' -v -count=1 -timeout 4h
 # Start-up: many more rounds of 64 processes loading the library at one instant.
-NCCLBPF_STARTUP_ROUNDS=${NCCLBPF_STARTUP_ROUNDS_LONG:-30} run go test ./nccl -run 'TestControlStartupRace$' -v -count=1 -timeout 2h
-NCCLBPF_RANKS8=1 run go test ./nccl -run 'TestProfilerRankConsistency$' -v -timeout 30m
+NCCLBPF_STARTUP_ROUNDS=${NCCLBPF_STARTUP_ROUNDS_LONG:-30} run go test ./plugin/e2e -run 'TestControlStartupRace$' -v -count=1 -timeout 2h
+NCCLBPF_RANKS8=1 run go test ./plugin/e2e -run 'TestProfilerRankConsistency$' -v -timeout 30m
 run go run ./internal/mutations

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// agreed_ch: a test policy of the agreed-map machinery (nccl/agreed_e2e_test.go). Every call takes
+// agreed_ch: a test policy of the agreed-map machinery (plugin/e2e/agreed_e2e_test.go). Every call takes
 // TREE/SIMPLE on the channel count the agreed map `agreed` holds (2 while it holds 0), so that the
 // decision record shows at which call each rank switched to a new agreed value. `local` is a
 // rank-local map the test fills per process and `ncclbpf agree` reduces into `agreed`.

@@ -140,7 +140,7 @@ func TestControlErrors(t *testing.T) {
 func TestReloadVerifiesLocallyFirst(t *testing.T) {
 	dir, f := startFake(t)
 	pid := itoa(os.Getpid())
-	code, _, errs := ctlCLI("reload", "--dir", dir, pid, filepath.Join("..", "..", "nccl", "testdata", "unsafe_oob.bpf.o"))
+	code, _, errs := ctlCLI("reload", "--dir", dir, pid, filepath.Join("..", "..", "plugin", "e2e", "testdata", "unsafe_oob.bpf.o"))
 	if code != exitFailure || !strings.Contains(errs, "rejected") || !strings.Contains(errs, "nothing was sent") {
 		t.Fatalf("bad object: %d %q", code, errs)
 	}

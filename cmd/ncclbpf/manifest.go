@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 )
 
 // applyManifest gives req the activation of OBJ's manifest (OBJ.activate),
 // if it has one and the command line names no --at-seq. It reports whether
 // it did. A manifest and --at-seq together are a usage error.
 func applyManifest(w io.Writer, obj, atSeq string, timeoutSet bool, req *control.Request) (bool, error) {
-	m, err := nccl.ReadManifest(obj)
-	if errors.Is(err, nccl.ErrNoManifest) {
+	m, err := config.ReadManifest(obj)
+	if errors.Is(err, config.ErrNoManifest) {
 		return false, nil
 	}
 	if err != nil {
@@ -23,7 +23,7 @@ func applyManifest(w io.Writer, obj, atSeq string, timeoutSet bool, req *control
 	}
 	if atSeq != "" {
 		return false, usageErrorf("%s has an activation manifest (%s); --at-seq conflicts with it (use --no-manifest to ignore the file)",
-			obj, nccl.ManifestPath(obj))
+			obj, config.ManifestPath(obj))
 	}
 	n := m.AtSeq
 	req.AtSeq = &n
@@ -36,11 +36,11 @@ func applyManifest(w io.Writer, obj, atSeq string, timeoutSet bool, req *control
 	if m.Timeout != "" && !timeoutSet {
 		d, err := time.ParseDuration(m.Timeout)
 		if err != nil || d <= 0 {
-			return false, fmt.Errorf("%s: timeout %q: want a duration such as 10m", nccl.ManifestPath(obj), m.Timeout)
+			return false, fmt.Errorf("%s: timeout %q: want a duration such as 10m", config.ManifestPath(obj), m.Timeout)
 		}
 		req.TimeoutMS = d.Milliseconds()
 	}
-	fmt.Fprintf(w, "activation manifest %s: every communicator at call %d", nccl.ManifestPath(obj), n)
+	fmt.Fprintf(w, "activation manifest %s: every communicator at call %d", config.ManifestPath(obj), n)
 	if len(m.CommAt) > 0 {
 		fmt.Fprintf(w, ", %d with their own call", len(m.CommAt))
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 )
 
 func init() {
@@ -119,13 +119,13 @@ func runReload(e *env, args []string) error {
 		req.Op = control.OpRollback
 	} else {
 		path := args[0]
-		obj, err := nccl.ReadRegularFile(path, nccl.MaxPolicyBytes)
+		obj, err := config.ReadRegularFile(path, config.MaxPolicyBytes)
 		if err != nil {
 			return err
 		}
 		opts := bundle.Options{Name: path, RequireNative: true}
 		if *vars != "" {
-			vs, err := nccl.ParseVars(*vars)
+			vs, err := config.ParseVars(*vars)
 			if err != nil {
 				return usageErrorf("--vars: %v", err)
 			}

@@ -12,8 +12,9 @@ import (
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/maps"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/ncclbpf/ncclbpf/policies"
+	"github.com/ncclbpf/ncclbpf/tuner"
 	"github.com/ncclbpf/ncclbpf/verifier"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
@@ -376,7 +377,7 @@ func runVars(o *runOptions) ([]bundle.Var, map[string][]byte, error) {
 		if !ok || name == "" {
 			return nil, nil, usageErrorf("--var %q: want NAME=VALUE", s)
 		}
-		v, err := nccl.ParseInt(val)
+		v, err := config.ParseInt(val)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--var %s: %w", name, err)
 		}
@@ -384,15 +385,15 @@ func runVars(o *runOptions) ([]bundle.Var, map[string][]byte, error) {
 	}
 	data := map[string][]byte{}
 	if o.rules != "" {
-		rules, err := nccl.ParseRulesFile(o.rules)
+		rules, err := config.ParseRulesFile(o.rules)
 		if err != nil {
 			return nil, nil, err
 		}
-		table, err := nccl.RulesTable(rules)
+		table, err := tuner.RulesTable(rules)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rules file %s: %w", o.rules, err)
 		}
-		data[nccl.RulesVar] = table
+		data[tuner.RulesVar] = table
 	}
 	return vars, data, nil
 }

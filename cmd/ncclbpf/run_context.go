@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
+	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 // The context of an offline run: typical values, the aliases, --set,
@@ -177,7 +178,7 @@ func parseFieldValue(c *hook.Context, el hook.Elem, val string) (uint64, error) 
 		if low == "undef" || low == "default" || low == "none" {
 			return ^uint64(0), nil
 		}
-		if _, err := nccl.ParseInt(val); err != nil {
+		if _, err := config.ParseInt(val); err != nil {
 			return 0, fmt.Errorf("want a number or one of %s", strings.Join(names, ", "))
 		}
 	}
@@ -185,7 +186,7 @@ func parseFieldValue(c *hook.Context, el hook.Elem, val string) (uint64, error) 
 		bits, err := parseCost(val)
 		return uint64(bits), err
 	}
-	return nccl.ParseInt(val)
+	return config.ParseInt(val)
 }
 
 // parseCost parses a cost cell: microseconds (a float), "na" or any
@@ -255,7 +256,7 @@ func (r *runTarget) derive() {
 			r.put("max_ranks_per_nvl_domain", -1)
 		}
 		var mask int64
-		for i := 0; i < nccl.Cells; i++ {
+		for i := 0; i < tuner.Cells; i++ {
 			if r.costBits(i)>>31 == 0 {
 				mask |= 1 << i
 			}
@@ -329,7 +330,7 @@ func (r *runTarget) applyCosts(spec string) error {
 		case "":
 			continue
 		case "none":
-			for i := 0; i < nccl.Cells; i++ {
+			for i := 0; i < tuner.Cells; i++ {
 				r.setCost(i, costUnavailable)
 			}
 			continue
@@ -385,7 +386,7 @@ func costCells(name string) ([]int, error) {
 		return out, nil
 	}
 	if name == "all" {
-		for i := 0; i < nccl.Cells; i++ {
+		for i := 0; i < tuner.Cells; i++ {
 			out = append(out, i)
 		}
 		return out, nil

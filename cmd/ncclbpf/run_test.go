@@ -11,7 +11,8 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
+	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 const (
@@ -227,7 +228,7 @@ func TestRunSizeAware(t *testing.T) {
 	}
 }
 
-// rules: the decision for each call must be what nccl.Decide, the
+// rules: the decision for each call must be what tuner.Decide, the
 // reference semantics of NCCL's example CSV tuner format, says.
 func TestRunRules(t *testing.T) {
 	csv := `# collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks
@@ -238,7 +239,7 @@ allreduce,65537,1000000000,-1,ll128,-1,-1,-1
 broadcast,0,4096,ring,default,4,-1,-1,1
 `
 	path := writeFile(t, t.TempDir(), "rules.csv", csv)
-	rules, err := nccl.ParseRulesFile(path)
+	rules, err := config.ParseRulesFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,13 +271,13 @@ broadcast,0,4096,ring,default,4,-1,-1,1
 		r := runJSON(t, args...)
 		mask := r.in("avail_mask")
 		avail := func(a, p int) bool { return mask&(1<<(a*3+p)) != 0 }
-		a, p, ch := nccl.Decide(rules, tc.coll, tc.bytes, tc.nodes, tc.ranks, 1, 0, avail)
+		a, p, ch := tuner.Decide(rules, tc.coll, tc.bytes, tc.nodes, tc.ranks, 1, 0, avail)
 		if r.R0 != 0 || r.out("algorithm") != int64(a) || r.out("protocol") != int64(p) || r.out("n_channels") != int64(ch) {
-			t.Errorf("rules %+v: r0 %d, %d/%d/%d; nccl.Decide says %d/%d/%d", tc, r.R0,
+			t.Errorf("rules %+v: r0 %d, %d/%d/%d; tuner.Decide says %d/%d/%d", tc, r.R0,
 				r.out("algorithm"), r.out("protocol"), r.out("n_channels"), a, p, ch)
 		}
 	}
-	// Spot checks that do not depend on nccl.Decide.
+	// Spot checks that do not depend on tuner.Decide.
 	r := runJSON(t, "builtin:rules", "--rules", path, "--coll", "allgather", "--bytes", "64K", "--nodes", "2", "--ranks", "16")
 	if r.out("algorithm") != 1 || r.out("protocol") != 1 || r.out("n_channels") != 8 || r.Effect == nil || r.Effect.Channels != 8 {
 		t.Errorf("rules allgather 64K on 2 nodes: %+v, effect %+v", r.Outputs, r.Effect)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/maps"
-	"github.com/ncclbpf/ncclbpf/nccl"
+	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 // The text form of ncclbpf run's report.
@@ -130,7 +130,7 @@ func writeFieldsText(w io.Writer, fields []runField, costGrid bool) {
 			fmt.Fprintf(w, "  %-*s = %s\n", width, f.Name, v)
 		}
 	}
-	if len(cost) == nccl.Cells {
+	if len(cost) == tuner.Cells {
 		fmt.Fprintf(w, "  %-16s", "cost (µs)")
 		for _, p := range hook.ProtoNames {
 			fmt.Fprintf(w, " %12s", p)

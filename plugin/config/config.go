@@ -1,9 +1,9 @@
-// Package nccl holds the NCCL plugin's host logic that needs neither NCCL
-// nor cgo: the configuration read from the environment, the parser of
-// NCCL's example CSV tuner format and the lookup tables the "rules" policy
-// reads. Package plugin (libncclbpf.so) applies them; its C shim is tested
-// from a C host process by the tests of this package.
-package nccl
+// Package config is what libncclbpf.so reads from outside, without NCCL
+// or cgo: its configuration from the environment (the variables are listed
+// in package envconfig), policy objects and rules files (regular files of
+// bounded size only) and activation manifests. Package plugin applies it;
+// package plugin/e2e tests the library from C host processes.
+package config
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package nccl
+package e2e
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestPluginComplexityBound(t *testing.T) {
 	root := repoRoot(t)
 	obj := filepath.Join(art.dir, "complexity.bpf.o")
 	if out, err := exec.Command(clang, "-target", "bpf", "-mcpu=v3", "-O2", "-g", "-I", filepath.Join(root, "include"),
-		"-c", filepath.Join(root, "nccl/testdata/complexity.bpf.c"), "-o", obj).CombinedOutput(); err != nil {
+		"-c", filepath.Join(root, "plugin/e2e/testdata/complexity.bpf.c"), "-o", obj).CombinedOutput(); err != nil {
 		t.Fatalf("clang: %v\n%s", err, out)
 	}
 	script := "goready\ninit 0 100 8 1 1 8 8\ninitus\n" +

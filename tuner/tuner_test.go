@@ -1,4 +1,4 @@
-package nccl
+package tuner
 
 import (
 	"encoding/binary"

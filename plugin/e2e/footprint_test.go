@@ -1,4 +1,4 @@
-package nccl
+package e2e
 
 import (
 	"os/exec"

@@ -1,4 +1,4 @@
-package nccl
+package e2e
 
 import (
 	"bufio"
@@ -103,7 +103,7 @@ func TestControlSocketEndToEnd(t *testing.T) {
 		t.Fatalf("after reload: hits = %d, %d; want A's count kept and B counting", a, b)
 	}
 	// A bad object: refused by the plugin's own verifier; B keeps running.
-	bad, _ := os.ReadFile(filepath.Join(root, "nccl/testdata/unsafe_oob.bpf.o"))
+	bad, _ := os.ReadFile(filepath.Join(root, "plugin/e2e/testdata/unsafe_oob.bpf.o"))
 	_, err = cl.Call(&control.Request{Op: control.OpReload, Object: bad, Name: "bad"})
 	if err == nil || !strings.Contains(err.Error(), "rejected") || !strings.Contains(err.Error(), "unchanged") {
 		t.Fatalf("bad reload: %v", err)
@@ -229,7 +229,7 @@ func TestWatchReload(t *testing.T) {
 	waitFor("tuner=reload_a")
 	put("testhost/reload_b.bpf.o", "v2")
 	waitFor("tuner=reload_b")
-	put("nccl/testdata/unsafe_oob.bpf.o", "v3")
+	put("plugin/e2e/testdata/unsafe_oob.bpf.o", "v3")
 	time.Sleep(500 * time.Millisecond)
 	if got := attached(); got != "tuner=reload_b" {
 		t.Fatalf("an unverifiable file replaced the policy: %q", got)

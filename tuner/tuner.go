@@ -1,4 +1,9 @@
-package nccl
+// Package tuner is NCCL's tuner interface as data, without NCCL or cgo:
+// the cells of the cost table, what NCCL does with a policy's decision
+// (Apply, per tuner ABI), and the CSV rules format of NCCL's example tuner
+// with the lookup tables the "rules" policy reads. The C shim of package
+// plugin applies decisions the same way; the tests of plugin/e2e compare.
+package tuner
 
 import (
 	"encoding/binary"

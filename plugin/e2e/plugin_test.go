@@ -1,9 +1,8 @@
-package nccl
+package e2e
 
 import (
 	"bufio"
 	"fmt"
-	"github.com/ncclbpf/ncclbpf/hook"
 	"math"
 	"os"
 	"os/exec"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 // The plugin is tested the way NCCL uses it: libncclbpf.so is built with
@@ -32,7 +34,7 @@ func repoRoot(t *testing.T) string {
 	if !ok {
 		t.Fatal("cannot locate the source tree")
 	}
-	return filepath.Dir(filepath.Dir(file))
+	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
 // artifacts builds the library, the host and the native plugin once per
@@ -270,7 +272,7 @@ func TestPluginBadPolicy(t *testing.T) {
 }
 
 func testdata(t *testing.T, name string) string {
-	return filepath.Join(repoRoot(t), "nccl", "testdata", name)
+	return filepath.Join(repoRoot(t), "plugin", "e2e", "testdata", name)
 }
 
 // TestPluginNoPolicy: NCCLBPF_POLICY=none runs nothing and logs no warning.
@@ -340,14 +342,14 @@ func expectTable(tbl [21]float32, a, p, ch int) ([21]float32, int) {
 			}
 		}
 	}
-	if pa, _ := Pick(tbl); ch > 0 && (pa == 2 || pa == 3) {
+	if pa, _ := tuner.Pick(tbl); ch > 0 && (pa == 2 || pa == 3) {
 		ch = 0
 	}
 	return tbl, ch
 }
 
 // TestPolicyRules checks the rules policy, with its table built from a
-// rules file, against Decide (the example tuner's first-match semantics)
+// rules file, against tuner.Decide (the example tuner's first-match semantics)
 // over a grid of collectives, sizes, topologies and availability.
 func TestPolicyRules(t *testing.T) {
 	artifacts(t)
@@ -367,7 +369,7 @@ broadcast,0,18446744073709551615,-1,-1,3,-1,-1
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rules, err := ParseRules(strings.NewReader(conf))
+	rules, err := tuner.ParseRules(strings.NewReader(conf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +387,7 @@ broadcast,0,18446744073709551615,-1,-1,3,-1,-1
 	var wants []want
 	sizes := []uint64{0, 9, 10, 100, 101, 1023, 1024, 4096, 4097, 20000, 20001, 65535, 65536, 1 << 20, 4194303, 4194304, 1 << 40}
 	for ci, tp := range topos {
-		for coll := 0; coll < NumColls; coll++ {
+		for coll := 0; coll < tuner.NumColls; coll++ {
 			for _, s := range sizes {
 				for variant := 0; variant < 4; variant++ {
 					var tbl [21]float32
@@ -410,7 +412,7 @@ broadcast,0,18446744073709551615,-1,-1,3,-1,-1
 					for _, reg := range []int{0, 1} {
 						c := call{comm: ci, coll: coll, nBytes: s, pipeOps: 1, regBuff: reg, table: tbl}
 						script.WriteString(c.String() + "\n")
-						a, p, ch := Decide(rules, coll, s, tp.nodes, tp.ranks, 1, reg, func(a, p int) bool { return tbl[a*3+p] >= 0 })
+						a, p, ch := tuner.Decide(rules, coll, s, tp.nodes, tp.ranks, 1, reg, func(a, p int) bool { return tbl[a*3+p] >= 0 })
 						wt, wch := expectTable(tbl, a, p, ch)
 						wants = append(wants, want{wt, wch, fmt.Sprintf("%s nodes %d ranks %d reg %d variant %d: rule gives %d/%d/%d",
 							hook.CollNames[coll], tp.nodes, tp.ranks, reg, variant, a, p, ch) + fmt.Sprintf(" size %d", s)})

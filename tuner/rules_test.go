@@ -1,13 +1,11 @@
-package nccl
+package tuner
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 const sampleRules = `# collective,min,max,algo,proto,channels,nNodes,nRanks[,pipeOps[,regBuff]]
@@ -191,21 +189,5 @@ func TestRulesOverlapMessageIsShort(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "5000 rules overlap") || !strings.Contains(err.Error(), "and 4992 more") ||
 		len(err.Error()) > 300 {
 		t.Fatalf("%d bytes: %v", len(err.Error()), err)
-	}
-}
-
-// A rules file that is not a regular file, or is over the limit, is refused
-// without being read.
-func TestParseRulesFileRefusesOddFiles(t *testing.T) {
-	dir := t.TempDir()
-	for kind, path := range badFiles(t, dir) {
-		t0 := time.Now()
-		_, err := ParseRulesFile(path)
-		if err == nil || (!errors.Is(err, ErrNotRegular) && !strings.Contains(err.Error(), "over the limit")) {
-			t.Errorf("%s: %v", kind, err)
-		}
-		if d := time.Since(t0); d > 100*time.Millisecond {
-			t.Errorf("%s: refused after %v", kind, d)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package nccl
+package e2e
 
 import (
 	"errors"
@@ -182,7 +182,7 @@ func TestProfilerReportsPolicyLoad(t *testing.T) {
 		warns  string
 	}{
 		{filepath.Join(t.TempDir(), "missing.bpf.o"), "1"},
-		{filepath.Join(root, "nccl", "testdata", "unsafe_write.bpf.o"), "1"},
+		{filepath.Join(root, "plugin", "e2e", "testdata", "unsafe_write.bpf.o"), "1"},
 		{filepath.Join(root, "policies", "latency_stats", "latency_stats.bpf.o"), "0"},
 		{"none", "0"},
 	} {

@@ -1,12 +1,15 @@
-package nccl
+package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 // Size limits of the files the plugin reads inside NCCL's init and its
@@ -82,4 +85,18 @@ func regular(path string, fi fs.FileInfo, max int64) error {
 		what = "of type " + m.Type().String()
 	}
 	return fmt.Errorf("%s: is %s: %w", path, what, ErrNotRegular)
+}
+
+// ParseRulesFile reads a rules file (tuner.ParseRules) of at most
+// MaxRulesFileBytes.
+func ParseRulesFile(path string) ([]tuner.Rule, error) {
+	b, err := ReadRegularFile(path, MaxRulesFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("rules file: %w", err)
+	}
+	rules, err := tuner.ParseRules(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("rules file %s: %w", path, err)
+	}
+	return rules, nil
 }

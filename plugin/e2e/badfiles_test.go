@@ -1,4 +1,4 @@
-package nccl
+package e2e
 
 import (
 	"bufio"
@@ -8,38 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/internal/badfiles"
 )
-
-// badFiles makes, in dir, one path of each kind the plugin must refuse
-// without reading: a FIFO (reading would block until a writer comes),
-// /dev/zero (endless), a directory, and a regular file of 1 GB (sparse:
-// refused by its size, not read).
-func badFiles(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	folder := filepath.Join(dir, "folder")
-	if err := os.Mkdir(folder, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	huge := filepath.Join(dir, "huge")
-	f, err := os.Create(huge)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(1 << 30); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	return map[string]string{"FIFO": fifo, "/dev/zero": "/dev/zero", "directory": folder, "1 GB file": huge}
-}
 
 // TestPluginBadFiles: a policy object or rules file that is a FIFO,
 // /dev/zero, a directory or a 1 GB file: NCCL's init returns within 100 ms
@@ -54,7 +28,7 @@ func TestPluginBadFiles(t *testing.T) {
 	script := "goready\ninit 0 100 8 1 1 8 8\ninitus\n" +
 		call{comm: 0, coll: 4, nBytes: 1 << 20, pipeOps: 1, table: [21]float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}}.String() +
 		"\nwarns\nstats\n"
-	for kind, path := range badFiles(t, dir) {
+	for kind, path := range badfiles.Make(t, dir) {
 		for what, env := range map[string][]string{
 			"policy": {"NCCLBPF_POLICY=" + path},
 			"rules":  {"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + path},
@@ -145,7 +119,7 @@ func TestPolicyWatchBadFiles(t *testing.T) {
 			t.Fatal("the policy did not come up")
 		}
 	}
-	bad := badFiles(t, dir)
+	bad := badfiles.Make(t, dir)
 	for _, kind := range []string{"FIFO", "/dev/zero", "directory", "1 GB file"} {
 		tmp := link + ".new"
 		if err := os.Symlink(bad[kind], tmp); err != nil {

@@ -1,4 +1,4 @@
-package nccl
+package config
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package nccl
+package e2e
 
 import (
 	"fmt"
@@ -16,11 +16,11 @@ import (
 // profiler/p2p_end programs) and an unverifiable object. The
 // default sizes keep the run short on a 2-core CI machine; the long run is
 //
-//	NCCLBPF_HAMMER_CALLS=10000000 NCCLBPF_HAMMER_RELOADS=10000 go test ./nccl -run ReloadHammer -v -timeout 1h
+//	NCCLBPF_HAMMER_CALLS=10000000 NCCLBPF_HAMMER_RELOADS=10000 go test ./plugin/e2e -run ReloadHammer -v -timeout 1h
 //
 // and of swaps of prebuilt bundles (TestReloadSwapHammer)
 //
-//	NCCLBPF_HAMMER_SWAPS=1000000 go test ./nccl -run ReloadSwapHammer -v -timeout 2h
+//	NCCLBPF_HAMMER_SWAPS=1000000 go test ./plugin/e2e -run ReloadSwapHammer -v -timeout 2h
 
 var (
 	hammerOnce sync.Once
@@ -78,7 +78,7 @@ func runHammer(t *testing.T, env []string, args ...string) map[string]string {
 
 func TestReloadHammer(t *testing.T) {
 	reloadHammer(t) // builds art.lib
-	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
 	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=" + a}
 	if os.Getenv("NCCLBPF_HAMMER_CALLS") == "" {
 		env = append(env, "NCCLBPF_HAMMER_CALLS=20000", "NCCLBPF_HAMMER_RELOADS=30", "NCCLBPF_HAMMER_THREADS=8")
@@ -132,7 +132,7 @@ func TestReloadHammerSanitized(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("no sanitizer build here: %v\n%s", err, out)
 	}
-	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
 	run := exec.Command(bin, "hammer", art.lib, a, b, bad)
 	run.Dir = repoRoot(t)
 	run.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY="+a, "NCCLBPF_HAMMER_THREADS=4",
@@ -151,7 +151,7 @@ func TestReloadHammerSanitized(t *testing.T) {
 // such a bug passed with a quarter of the calls running no policy.
 func TestReloadHammerCatchesEmptySlot(t *testing.T) {
 	bin := reloadHammer(t)
-	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
 	cmd := exec.Command(bin, "hammer", art.lib, a, b, bad)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY="+a, "NCCLBPF_HAMMER_CALLS=20000",
@@ -172,7 +172,7 @@ func TestReloadHammerCatchesEmptySlot(t *testing.T) {
 // NCCLBPF_HAMMER_SWAPS=1000000 (scripts/test-long.sh, BENCHMARKS.md).
 func TestReloadSwapHammer(t *testing.T) {
 	reloadHammer(t)
-	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "nccl/testdata/unsafe_oob.bpf.o"
+	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
 	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=" + a}
 	if os.Getenv("NCCLBPF_HAMMER_SWAPS") == "" {
 		env = append(env, "NCCLBPF_HAMMER_SWAPS=5000", "NCCLBPF_HAMMER_CALLS=20000", "NCCLBPF_HAMMER_THREADS=8")

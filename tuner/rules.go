@@ -1,8 +1,7 @@
-package nccl
+package tuner
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"github.com/ncclbpf/ncclbpf/hook"
@@ -37,19 +36,6 @@ type Rule struct {
 	Nodes, Ranks       int // -1: any
 	PipeOps, RegBuff   int // -1: any
 	Line               int // line in the file, for messages
-}
-
-// ParseRulesFile reads a rules file.
-func ParseRulesFile(path string) ([]Rule, error) {
-	b, err := ReadRegularFile(path, MaxRulesFileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("rules file: %w", err)
-	}
-	rules, err := ParseRules(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("rules file %s: %w", path, err)
-	}
-	return rules, nil
 }
 
 // ParseRules parses rules in the example CSV tuner's format: one rule per
