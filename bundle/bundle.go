@@ -21,7 +21,6 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/verifier"
@@ -170,7 +169,7 @@ func build(coll *loader.Collection, name string, opts Options) (_ *Bundle, err e
 	}
 	engine := opts.Engine
 	if engine == nil {
-		engine = amd64.New()
+		engine = defaultEngine()
 	}
 	helperTable := maps.HelperTable()
 	byHook := map[string]string{}

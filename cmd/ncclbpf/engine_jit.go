@@ -10,6 +10,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
@@ -19,7 +20,7 @@ import (
 // file's): with --jit each program is compiled and every eBPF instruction
 // is followed by the native code it became.
 func init() {
-	registerEngine("jit", func() vm.Engine { return amd64.New() })
+	registerEngine("jit", func() vm.Engine { return native.New() }) // the running architecture's JIT
 	c := commands["disasm"]
 	if c == nil {
 		return
