@@ -38,10 +38,7 @@ const (
 )
 
 // Frame sizes (see the package doc).
-const (
-	mainFrameSize = 16 + 48 + asm.StackSize // fp/lr, x19-x24, eBPF stack
-	subFrameSize  = 16 + 48 + asm.StackSize // fp/lr, x19-x23 (+pad), eBPF stack
-)
+const subFrameSize = 16 + 48 + asm.StackSize // fp/lr, x19-x23 (+pad), eBPF stack
 
 // Options selects code generation choices that otherwise follow the CPU.
 type Options struct {
@@ -109,6 +106,7 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 	}
 	c.foldConstLoads()
+	c.planFrame()
 	size := 256 + len(c.insns)*maxSlotBytes + int(c.tableLen)*8 + len(c.helperIDs)*48
 	for attempt := 0; ; attempt++ {
 		blk, err := execmem.Reserve(size, c.nearHint())
@@ -185,6 +183,7 @@ type compiler struct {
 	folded     []bool
 	foldVal    []uint64
 	dropLd     []bool
+	frame      mainFrame
 
 	// Emission state.
 	b        []byte
@@ -192,6 +191,7 @@ type compiler struct {
 	entryOff []int32
 	fixups   []fixup
 	faults   []uint32 // fault words, label labFirstFault+i
+	unwinds  bool     // some helper call unwinds on zero
 }
 
 type targetKind uint8
@@ -246,6 +246,7 @@ func (c *compiler) emitProgram() error {
 	c.b = c.b[:0]
 	c.fixups = c.fixups[:0]
 	c.faults = c.faults[:0]
+	c.unwinds = false
 	c.pcOff = make([]int32, n+1)
 	c.entryOff = make([]int32, len(c.funcStart))
 	c.mainPrologue()

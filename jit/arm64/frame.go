@@ -9,36 +9,118 @@ import (
 // zeroOrder lists the registers the interpreter starts at 0.
 var zeroOrder = [...]asm.Register{asm.R0, asm.R3, asm.R4, asm.R5, asm.R6, asm.R7, asm.R8, asm.R9}
 
-// mainPrologue: frame record (x29, x30), x19-x24 saved, 512-byte eBPF
-// stack, r10 (x23) at its top, the anchor (x24) = sp, and the registers the
-// interpreter starts at zero cleared. sp stays 16-byte aligned throughout.
-func (c *compiler) mainPrologue() {
-	c.emit(
-		encSTPpre(x29, x30, sp, -16),
-		encRRI12(opADDi, true, x29, sp, 0),
-		encSTPpre(x19, x20, sp, -16),
-		encSTPpre(x21, x22, sp, -16),
-		encSTPpre(x23, x24, sp, -16),
-		encRRI12(opSUBi, true, sp, sp, asm.StackSize),
-		encRRI12(opADDi, true, frameReg, sp, 0),
-		encRRI12(opADDi, true, regMap[asm.R10], sp, asm.StackSize),
-	)
+// mainFrame describes the prologue and epilogue of the outermost function.
+//
+// Programs with BPF-to-BPF calls get the full frame: the frame record
+// (x29, x30), x19-x24, the 512-byte eBPF stack, the anchor x24 = sp, and
+// r0, r3-r9 zeroed; the unwind and fault paths leave from any depth and skip
+// the epilogues in between, so the outermost frame restores everything.
+//
+// A program of one function saves only what it uses: the frame record when
+// it calls anything, x19-x22 for the r6-r9 it names, x23 and the eBPF stack
+// when it names r10, x24 when it uses callx (whose unwinding thunks leave
+// from below the frame); registers are stored in pairs (XZR pads an odd
+// count) so sp stays 16-byte aligned. It zeroes only the registers some
+// path may read before writing them (mayReadUninit).
+type mainFrame struct {
+	pairs  [][2]reg // stored in this order with STP pre-index, loaded in reverse
+	stack  bool     // 512-byte eBPF stack, r10 (x23) at its top
+	anchor bool     // x24 = sp after the prologue
+	zero   []reg
+}
+
+// planFrame decides the outermost frame (after analyze).
+func (c *compiler) planFrame() {
+	fr := &c.frame
+	if len(c.funcStart) > 1 {
+		*fr = mainFrame{pairs: [][2]reg{{x29, x30}, {x19, x20}, {x21, x22}, {x23, x24}}, stack: true, anchor: true}
+		for _, r := range zeroOrder {
+			fr.zero = append(fr.zero, regMap[r])
+		}
+		return
+	}
+	var named uint16
+	calls := false
+	for pc, ins := range c.insns {
+		if c.second[pc] {
+			continue
+		}
+		named |= 1<<ins.Dst | 1<<ins.Src
+		if ins.Op == asm.OpCall || ins.Op == asm.OpCallX {
+			calls = true
+		}
+	}
+	*fr = mainFrame{stack: named&(1<<asm.R10) != 0, anchor: c.hasCallx}
+	if calls {
+		fr.pairs = append(fr.pairs, [2]reg{x29, x30})
+	}
+	var regs []reg
+	for _, s := range [...]struct {
+		x   reg
+		use bool
+	}{
+		{x19, named&(1<<asm.R6) != 0},
+		{x20, named&(1<<asm.R7) != 0},
+		{x21, named&(1<<asm.R8) != 0},
+		{x22, named&(1<<asm.R9) != 0},
+		{x23, fr.stack},
+		{x24, fr.anchor},
+	} {
+		if s.use {
+			regs = append(regs, s.x)
+		}
+	}
+	for i := 0; i < len(regs); i += 2 {
+		p := [2]reg{regs[i], xzr}
+		if i+1 < len(regs) {
+			p[1] = regs[i+1]
+		}
+		fr.pairs = append(fr.pairs, p)
+	}
+	uninit := c.mayReadUninit()
 	for _, r := range zeroOrder {
-		c.emit(encRRR(opORR, true, regMap[r], xzr, xzr))
+		if uninit&(1<<r) != 0 {
+			fr.zero = append(fr.zero, regMap[r])
+		}
+	}
+}
+
+// mainPrologue saves the registers of the frame plan, allocates the eBPF
+// stack, points r10 at its top, sets the anchor and zeroes the registers
+// that may be read before written. sp stays 16-byte aligned throughout.
+func (c *compiler) mainPrologue() {
+	fr := &c.frame
+	for _, p := range fr.pairs {
+		c.emit(encSTPpre(p[0], p[1], sp, -16))
+		if p[0] == x29 {
+			c.emit(encRRI12(opADDi, true, x29, sp, 0))
+		}
+	}
+	if fr.stack {
+		c.emit(encRRI12(opSUBi, true, sp, sp, asm.StackSize))
+	}
+	if fr.anchor {
+		c.emit(encRRI12(opADDi, true, frameReg, sp, 0))
+	}
+	if fr.stack {
+		c.emit(encRRI12(opADDi, true, regMap[asm.R10], sp, asm.StackSize))
+	}
+	for _, r := range fr.zero {
+		c.emit(encRRR(opORR, true, r, xzr, xzr))
 	}
 }
 
 // mainReturn frees the outermost frame (sp must point at it), restores
 // the saved registers and returns x0 = r0 (x0 already set), x1 = fault.
 func (c *compiler) mainReturn() {
-	c.emit(
-		encRRI12(opADDi, true, sp, sp, asm.StackSize),
-		encLDPpost(x23, x24, sp, 16),
-		encLDPpost(x21, x22, sp, 16),
-		encLDPpost(x19, x20, sp, 16),
-		encLDPpost(x29, x30, sp, 16),
-		insRET,
-	)
+	fr := &c.frame
+	if fr.stack {
+		c.emit(encRRI12(opADDi, true, sp, sp, asm.StackSize))
+	}
+	for i := len(fr.pairs) - 1; i >= 0; i-- {
+		c.emit(encLDPpost(fr.pairs[i][0], fr.pairs[i][1], sp, 16))
+	}
+	c.emit(insRET)
 }
 
 // subPrologue saves the frame record, r6-r9 and the caller's r10,
@@ -108,6 +190,7 @@ func (c *compiler) helperCall(h vm.Helper) {
 	c.callAbs(h.Addr)
 	c.mov64(regMap[asm.R0], x0)
 	if h.UnwindOnZero {
+		c.unwinds = true
 		c.cbz(false, x0, labUnwind)
 	}
 }
@@ -173,8 +256,16 @@ func (c *compiler) fault(cc cond, kind FaultKind, pc int) {
 // callx table. It returns the offsets of the labels.
 func (c *compiler) emitCold() []int32 {
 	labels := make([]int32, labFirstFault+len(c.faults))
+	if !c.unwinds && len(c.faults) == 0 && c.tableLen == 0 {
+		return labels // no way out but exit
+	}
 	labels[labRet] = c.len()
-	c.emit(encRRI12(opADDi, true, sp, frameReg, 0))
+	// Without the anchor there are no BPF-to-BPF calls or callx thunks:
+	// every unwind leaves from the outermost frame's body, where sp already
+	// points at the frame.
+	if c.frame.anchor {
+		c.emit(encRRI12(opADDi, true, sp, frameReg, 0))
+	}
 	c.mainReturn()
 	labels[labUnwind] = c.len()
 	c.emit(encRRR(opORR, true, x0, xzr, xzr), encRRR(opORR, true, x1, xzr, xzr))
