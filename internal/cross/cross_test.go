@@ -208,3 +208,20 @@ func TestArm64OwnCorpus(t *testing.T) {
 	requireRan(t, out, "TestInterpDataFiles", "TestDataFilesOnJIT")
 	t.Logf("%d files of vm/testdata/interp pass on the arm64 interpreter and JIT", len(files))
 }
+
+// The tuner and profiler plugin tests and a short reload hammer against the
+// arm64 libncclbpf.so, loaded by the arm64 C hosts under qemu-aarch64 (the
+// nccl package's tests cross-build both under NCCLBPF_TEST_ARCH=arm64).
+func TestArm64Plugin(t *testing.T) {
+	c := setup(t)
+	tests := []string{"TestPluginSymbolsAndShim", "TestPolicyGrids", "TestProfilerEvents", "TestProfilerMaskFromBundle", "TestReloadHammer"}
+	cmd := exec.Command("go", "test", "-count=1", "-v", "-timeout", "20m", "-run", "^("+strings.Join(tests, "|")+")$", "./nccl")
+	cmd.Dir = c.root
+	cmd.Env = append(os.Environ(), "NCCLBPF_TEST_ARCH=arm64", "NCCLBPF_QEMU_AARCH64="+c.qemu,
+		"NCCLBPF_AARCH64_CC="+c.cc, "NCCLBPF_AARCH64_SYSROOT="+c.sysroot)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nccl tests against the arm64 library: %v\n%s", err, tail(string(out), 8000))
+	}
+	requireRan(t, string(out), tests...)
+}
