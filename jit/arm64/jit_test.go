@@ -292,3 +292,27 @@ func TestCallxWithoutHelpers(t *testing.T) {
 		t.Fatalf("Run = %v, want a callx fault at pc 2", err)
 	}
 }
+
+// A fault or unwind branch at the start of a program whose code exceeds the
+// ±1 MiB reach of B.cond/CBZ: the compiler emits the program again with
+// every conditional branch as an inverted branch over a B.
+func TestFarBranches(t *testing.T) {
+	const pad = 300000 // 4 bytes each: 1.2 MB between the branch and the stubs
+	body := strings.Repeat("add %r0, 1\n", pad)
+	x := compileText(t, "mov %r2, 3\ncall %r2\n"+body+"exit")
+	if len(x.Code()) < 1<<20 {
+		t.Fatalf("code is %d bytes, want more than 1 MiB", len(x.Code()))
+	}
+	var fe *FaultError
+	if _, err := x.Run(nil); !errors.As(err, &fe) || fe.Kind != FaultCallx || fe.PC != 1 {
+		t.Fatalf("Run = %v, want a callx fault at pc 1", err)
+	}
+	y := compileText(t, "mov %r1, 0\ncall 5\n"+body+"exit")
+	if r, err := y.Run(nil); err != nil || r != 0 {
+		t.Fatalf("unwind: Run = %d, %v; want 0, nil", r, err)
+	}
+	z := compileText(t, "mov %r1, 1\ncall 5\nmov %r0, 0\n"+body+"exit")
+	if r, err := z.Run(nil); err != nil || r != pad {
+		t.Fatalf("no unwind: Run = %d, %v; want %d", r, err, pad)
+	}
+}
