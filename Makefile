@@ -6,7 +6,7 @@ GO      ?= go
 BUILD   ?= build
 export CGO_ENABLED := 1
 
-.PHONY: all setup build cli lib demo test test-long clean policies
+.PHONY: all setup build cli lib demo test test-long clean policies arm64
 
 all: build
 
@@ -20,6 +20,13 @@ lib:
 	$(GO) build -buildmode=c-shared -o $(BUILD)/libncclbpf.so ./plugin
 
 build: setup cli lib
+
+# The CLI and libncclbpf.so for linux/arm64 (Grace hosts), with the
+# distribution's cross compiler (scripts/setup.sh installs it).
+ARM64_CC ?= aarch64-linux-gnu-gcc
+arm64: setup
+	GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(GO) build -o $(BUILD)/arm64/ncclbpf ./cmd/ncclbpf
+	GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(GO) build -buildmode=c-shared -o $(BUILD)/arm64/libncclbpf.so ./plugin
 
 # Rebuild every committed eBPF object from its C source (needs clang-19): one
 # recipe, one set of flags, listed in scripts/bpf-objects.txt and checked by

@@ -25,7 +25,6 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/verifier"
@@ -200,7 +199,7 @@ func build(spec *loader.CollectionSpec, name string, opts Options) (_ *Bundle, e
 	}
 	engine := opts.Engine
 	if engine == nil {
-		engine = amd64.New()
+		engine = defaultEngine()
 	}
 	for i, lp := range spec.Programs {
 		h := hooks[i]

@@ -10,7 +10,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -18,7 +18,7 @@ import (
 // line here.
 var engines = []func() vm.Engine{
 	func() vm.Engine { return vm.NewInterpreter() },
-	amd64.New,
+	native.New,
 }
 
 // corpusDir returns the shared bpf_conformance corpus:

@@ -43,6 +43,11 @@ const (
 	SyncRanks         = "NCCLBPF_SYNC_RANKS"
 	HammerEmptyUS     = "NCCLBPF_HAMMER_EMPTY_US"
 	HammerSeconds     = "NCCLBPF_HAMMER_SECONDS"
+	TestArch          = "NCCLBPF_TEST_ARCH"
+	Aarch64CC         = "NCCLBPF_AARCH64_CC"
+	Aarch64Sysroot    = "NCCLBPF_AARCH64_SYSROOT"
+	QemuAarch64       = "NCCLBPF_QEMU_AARCH64"
+	Arm64DiffN        = "NCCLBPF_ARM64_DIFF_N"
 	HelperSock        = "NCCLBPF_HELPER_SOCK"
 	DiffN             = "NCCLBPF_DIFF_N"
 	DiffSeed          = "NCCLBPF_DIFF_SEED"
@@ -146,6 +151,11 @@ var Vars = []Var{
 	{SyncRanks, Tests, "`4`", "a number", "ranks of the at-seq reload hammer"},
 	{HammerEmptyUS, Tests, "`0`", "microseconds", "empties the tuner slot that long before each publish: a deliberate bug the mutation test expects the hammer to catch"},
 	{HammerSeconds, Tests, "1.5s of hammering", "seconds", "how long the native map hammer runs"},
+	{TestArch, Tests, "this machine's", "`arm64`", "the plugin tests cross-build the library and hosts for linux/arm64 and run them under qemu-aarch64 (set by internal/cross)"},
+	{Aarch64CC, Tests, "`aarch64-linux-gnu-gcc`", "a C compiler", "the cross compiler of the arm64 builds"},
+	{Aarch64Sysroot, Tests, "`/usr/aarch64-linux-gnu`", "a directory", "the arm64 libraries qemu-aarch64 runs the cross-built programs with"},
+	{QemuAarch64, Tests, "`qemu-aarch64`", "a program", "the emulator of the arm64 tests"},
+	{Arm64DiffN, Tests, "`3000`", "a number", "random programs the interpreter-vs-arm64-JIT differential test checks under qemu"},
 	{HelperSock, Tests, "unset", "a socket path, set by the test itself", "the socket the control test's helper process connects to"},
 	{DiffN, Tests, "the seed programs only", "a number", "random programs the JIT-interpreter differential test checks"},
 	{DiffSeed, Tests, "`0`", "a number", "the first seed of the differential test"},

@@ -46,6 +46,7 @@
 #include "../include/ncclbpf_profiler.h"
 #include "profiler.h"
 #include "profiler_abi.h"
+#include "sync_core.h"
 
 #define NBP_ALIGN 64
 #define NBP_TAG_MASK ((uintptr_t)(NBP_ALIGN - 1))
@@ -167,6 +168,7 @@ int ncclbpf_prof_hook_id(const char *name) {
 
 uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn) {
 	if (hook < NCCLBPF_PROF_FIRST_HOOK || hook > NCCLBPF_PROF_LAST_HOOK) return 0;
+	if (fn) nb_sync_core_before_publish();
 	return atomic_exchange_explicit(&g_slots[hook].fn, fn, memory_order_acq_rel);
 }
 

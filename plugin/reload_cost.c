@@ -11,7 +11,21 @@
  * counters, and only while a measurement runs.
  */
 #include <stdatomic.h>
+#include <stdint.h>
+#if defined(__x86_64__)
 #include <x86intrin.h>
+static inline uint64_t nb_cycles(void) { return __rdtsc(); }
+#elif defined(__aarch64__)
+/* The generic timer's virtual count (CNTVCT_EL0), readable from user space on Linux; the ISB
+ * keeps the read from being hoisted above the code it times. */
+static inline uint64_t nb_cycles(void) {
+	uint64_t v;
+	__asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+}
+#else
+#error "reload_cost.c: no cycle counter for this architecture"
+#endif
 
 #include "ncclbpf.h"
 #include "internal.h"
@@ -31,9 +45,9 @@ static inline uint64_t nb_cost_call(struct nb_cost *r, void *ctx) {
 	ncclbpf_prog_fn fn = (ncclbpf_prog_fn)atomic_load_explicit(&r->inner, memory_order_relaxed);
 	if (__builtin_expect(++nb_cost_tick % NB_COST_EVERY != 0, 1))
 		return fn(ctx);
-	uint64_t t0 = __rdtsc();
+	uint64_t t0 = nb_cycles();
 	uint64_t rc = fn(ctx);
-	uint64_t d = __rdtsc() - t0;
+	uint64_t d = nb_cycles() - t0;
 	atomic_fetch_add_explicit(&r->samples, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&r->cycles, d, memory_order_relaxed);
 	uint64_t m = atomic_load_explicit(&r->max_cycles, memory_order_relaxed);
@@ -76,4 +90,4 @@ void ncclbpf_cost_read(int rec, uint64_t *samples, uint64_t *cycles, uint64_t *m
 	*max_cycles = atomic_load(&nb_costs[rec].max_cycles);
 }
 
-uint64_t ncclbpf_rdtsc(void) { return __rdtsc(); }
+uint64_t ncclbpf_rdtsc(void) { return nb_cycles(); }

@@ -33,6 +33,7 @@
 #include "comms.h"
 #include "internal.h"
 #include "reload.h"
+#include "sync_core.h"
 
 struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS];
 
@@ -60,6 +61,8 @@ static void nb_membarrier_register(void) {
 uintptr_t ncclbpf_slot_publish(int slot, uintptr_t fn) {
 	if (slot < 0 || slot >= NCCLBPF_NUM_SLOTS)
 		return 0;
+	if (fn)
+		nb_sync_core_before_publish();
 	return atomic_exchange_explicit(&nb_slots[slot].fn, fn, memory_order_acq_rel);
 }
 

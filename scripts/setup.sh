@@ -8,6 +8,9 @@
 #   linux-libc-dev    <linux/bpf.h> and the multiarch <asm/types.h>
 #   gcc, libc6-dev    cgo, the C shim and the C test host
 #   make              the Makefile
+#   qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
+#                     the arm64 (Grace hosts) build and its tests, run under
+#                     qemu-aarch64 on x86-64 machines
 #
 # It is idempotent and cheap to re-run: apt is used only when something is
 # missing, and `apt-get update` only right before such an install. Go
@@ -36,6 +39,13 @@ compgen -G '/usr/include/*-linux-gnu*/asm/types.h' >/dev/null || missing+=(linux
 need_file libc6-dev /usr/include/stdio.h
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
+# The arm64 JIT, interpreter and plugin are cross-built and run under
+# user-mode emulation in every test run.
+if [ "$(uname -m)" != aarch64 ]; then
+	command -v qemu-aarch64 >/dev/null 2>&1 || command -v qemu-aarch64-static >/dev/null 2>&1 || missing+=(qemu-user)
+	need_file gcc-aarch64-linux-gnu /usr/bin/aarch64-linux-gnu-gcc
+	need_file libc6-dev-arm64-cross /usr/aarch64-linux-gnu/include/stdio.h /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup: installing ${missing[*]}"

@@ -13,6 +13,8 @@ run() { echo "== $*"; "$@"; }
 run go test ./loader -run '^$' -fuzz '^FuzzLoad$' -fuzztime "$FUZZTIME" -fuzzminimizetime 10x -timeout 2h
 run go test ./verifier -run '^$' -fuzz '^FuzzVerify$' -fuzztime "$FUZZTIME" -timeout 2h
 NCCLBPF_DIFF_N=${NCCLBPF_DIFF_N:-1000000} run go test ./jit/amd64 -run 'TestDifferential$' -v -timeout 6h
+# The same million programs on the arm64 JIT, cross-built and run under qemu-aarch64.
+NCCLBPF_ARM64_DIFF_N=${NCCLBPF_ARM64_DIFF_N:-1000000} run go test ./internal/cross -run 'TestArm64JIT$' -v -timeout 8h
 NCCLBPF_KERNEL_VERIFIER=require run go test ./verifier -run 'TestKernelVerifierAgrees$' -v -count=1
 VERIFIER_RANDOM_PROGRAMS=${VERIFIER_RANDOM_PROGRAMS:-30000} run go test ./verifier -run SoundnessRandom -timeout 2h
 NCCLBPF_PTRGEN_N=${NCCLBPF_PTRGEN_N:-1000000} run go test ./verifier -run 'TestPtrSoundness$' -v -timeout 4h

@@ -1031,8 +1031,10 @@ static double bench_one(const char *spec) {
 		cases[i].n_bytes = (size_t)1024 << (i % 21);
 		model_table(cases[i].table, cases[i].coll, cases[i].n_bytes, 8, 1, i % 2 ? TBL_NVLS : 0);
 	}
+#if defined(__x86_64__)
 	if (getenv("HOST_BENCH_VZU"))
 		__asm__ volatile("vzeroupper" ::: "memory");
+#endif
 	double *med = calloc(BENCH_REPS, sizeof *med);
 	volatile float sink = 0;
 	for (int rep = -20; rep < BENCH_REPS; rep++) {

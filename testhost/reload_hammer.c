@@ -47,7 +47,20 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdint.h>
+#if defined(__x86_64__)
 #include <x86intrin.h>
+static inline uint64_t nb_cycles(void) { return __rdtsc(); }
+#elif defined(__aarch64__)
+/* The generic timer's virtual count (CNTVCT_EL0), readable from user space on Linux. */
+static inline uint64_t nb_cycles(void) {
+	uint64_t v;
+	__asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+}
+#else
+#error "reload_hammer.c: no cycle counter for this architecture"
+#endif
 
 #include "nccl_abi.h"
 #include "../include/ncclbpf_profiler.h"
@@ -120,10 +133,10 @@ static uint64_t now_ns(void) {
 static double tsc_per_ns;
 
 static void calibrate(void) {
-	uint64_t t0 = now_ns(), c0 = __rdtsc();
+	uint64_t t0 = now_ns(), c0 = nb_cycles();
 	while (now_ns() - t0 < 50000000)
 		;
-	uint64_t t1 = now_ns(), c1 = __rdtsc();
+	uint64_t t1 = now_ns(), c1 = nb_cycles();
 	tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
 }
 
@@ -241,9 +254,9 @@ static void *worker_main(void *arg) {
 		}
 		if (i >= (uint64_t)calls_min && atomic_load_explicit(&reloader_done, memory_order_relaxed))
 			break;
-		uint64_t t0 = __rdtsc();
+		uint64_t t0 = nb_cycles();
 		ncclResult_t rc = call(ctx, table, &nch);
-		uint64_t dt = __rdtsc() - t0;
+		uint64_t dt = nb_cycles() - t0;
 		if (dt > w->max_cycles)
 			w->max_cycles = dt;
 		if (dt > (uint64_t)(10000 * tsc_per_ns))

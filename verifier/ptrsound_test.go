@@ -19,7 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/verifier"
 	"github.com/ncclbpf/ncclbpf/vm"
@@ -307,7 +307,7 @@ func (c *ptrChecker) check(name string, insns []asm.Instruction, rng *rand.Rand,
 	defer xb.Close()
 	var xc vm.Executable
 	if c.jit {
-		x, err := amd64.Compile(&vm.Program{Name: name, Insns: insns, Maps: c.env[2].refs, Helpers: maps.HelperTable()})
+		x, err := native.New().Compile(&vm.Program{Name: name, Insns: insns, Maps: c.env[2].refs, Helpers: maps.HelperTable()})
 		if err != nil {
 			return &ptrFailure{"jit", fmt.Sprintf("the JIT refuses the program: %v", err)}, nil
 		}
@@ -769,7 +769,7 @@ func ptrCrashWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := amd64.Compile(&vm.Program{Name: "crash", Insns: insns, Helpers: maps.HelperTable()})
+	x, err := native.New().Compile(&vm.Program{Name: "crash", Insns: insns, Helpers: maps.HelperTable()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/conformance"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -55,7 +55,7 @@ func TestInterpDataFiles(t *testing.T) {
 // runner (which runs natively only what the interpreter runs without
 // fault): the results must agree.
 func TestDataFilesOnJIT(t *testing.T) {
-	results, err := conformance.RunDir(amd64.New(), "testdata/interp")
+	results, err := conformance.RunDir(native.New(), "testdata/interp")
 	if err != nil {
 		t.Fatal(err)
 	}

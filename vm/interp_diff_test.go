@@ -8,7 +8,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/vm"
 	"github.com/ncclbpf/ncclbpf/vm/internal/testhelpers"
 )
@@ -248,7 +248,7 @@ func (g *gen) program(n int) []asm.Instruction {
 func diff(t *testing.T, insns []asm.Instruction) {
 	t.Helper()
 	results := make([]string, 2)
-	for i, e := range []vm.Engine{vm.NewInterpreter(), amd64.New()} {
+	for i, e := range []vm.Engine{vm.NewInterpreter(), native.New()} {
 		p := &vm.Program{Name: "diff", Insns: insns, Helpers: diffHelpers}
 		x, err := e.Compile(p)
 		if err != nil {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -30,7 +30,7 @@ func computeLoop() []asm.Instruction {
 // BenchmarkComputeLoop runs computeLoop on each engine through Run (the
 // JIT's Run includes one cgo call).
 func BenchmarkComputeLoop(b *testing.B) {
-	for _, e := range []vm.Engine{vm.NewInterpreter(), amd64.New()} {
+	for _, e := range []vm.Engine{vm.NewInterpreter(), native.New()} {
 		b.Run(e.Name(), func(b *testing.B) {
 			x, err := e.Compile(&vm.Program{Name: "loop", Insns: computeLoop()})
 			if err != nil {

@@ -7,13 +7,14 @@ import (
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
 // This file registers the x86-64 JIT as an engine and writes the native
 // listings of disasm --jit.
-func init() { registerEngine("jit", func() vm.Engine { return amd64.New() }) }
+func init() { registerEngine("jit", func() vm.Engine { return native.New() }) } // the running architecture's JIT
 
 // Placeholder addresses for listings: maps at mapHandleBase + 64 KiB * i,
 // their values at mapValueBase + 64 MiB * i; helpers at helperBase + 16*id.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/verifier"
@@ -109,7 +109,7 @@ func TestPoliciesAgree(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: interp: %v", p.name, err)
 		}
-		xj, err := amd64.New().Compile(pj[i].prog)
+		xj, err := native.New().Compile(pj[i].prog)
 		if err != nil {
 			t.Fatalf("%s: jit: %v", p.name, err)
 		}
@@ -140,14 +140,14 @@ func BenchmarkPolicies(b *testing.B) {
 		b.Run(p.name+"/stage=compile", func(b *testing.B) {
 			b.ReportMetric(float64(len(p.prog.Insns)), "insns")
 			for b.Loop() {
-				x, err := amd64.New().Compile(p.prog)
+				x, err := native.New().Compile(p.prog)
 				if err != nil {
 					b.Fatal(err)
 				}
 				x.Close()
 			}
 		})
-		for _, e := range []vm.Engine{vm.NewInterpreter(), amd64.New()} {
+		for _, e := range []vm.Engine{vm.NewInterpreter(), native.New()} {
 			x, err := e.Compile(p.prog)
 			if err != nil {
 				b.Fatal(err)

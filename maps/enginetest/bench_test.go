@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
@@ -116,13 +116,13 @@ func benchEntry(tb testing.TB, bc benchCase) (uintptr, *maps.Map) {
 	}
 	var x vm.Executable
 	if bc.verified {
-		x = program(tb, amd64.New(), bc.src, ms...)
+		x = program(tb, native.New(), bc.src, ms...)
 	} else {
 		insns, err := asm.Assemble(bc.src)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		x, err = amd64.New().Compile(&vm.Program{Name: bc.name, Insns: insns, Maps: []vm.MapRef{m.Ref()}, Helpers: maps.HelperTable()})
+		x, err = native.New().Compile(&vm.Program{Name: bc.name, Insns: insns, Maps: []vm.MapRef{m.Ref()}, Helpers: maps.HelperTable()})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/verifier"
 	"github.com/ncclbpf/ncclbpf/vm"
@@ -64,7 +64,7 @@ var testHook = func() *hook.Hook {
 }()
 
 // engines are the engines every test runs on.
-func engines() []vm.Engine { return []vm.Engine{vm.NewInterpreter(), amd64.New()} }
+func engines() []vm.Engine { return []vm.Engine{vm.NewInterpreter(), native.New()} }
 
 // onEngines runs fn as a subtest per engine.
 func onEngines(t *testing.T, fn func(t *testing.T, e vm.Engine)) {

@@ -3,7 +3,7 @@ package enginetest
 import (
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
@@ -35,7 +35,7 @@ const progLRUInsert = `
 func TestLRUInsertThreads(t *testing.T) {
 	for _, max := range []uint32{1, 4, 64, 1024} {
 		m := newMap(t, maps.Spec{Name: "lru", Type: maps.LRUHash, KeySize: 8, ValueSize: 16, MaxEntries: max})
-		x := program(t, amd64.New(), progLRUInsert, m)
+		x := program(t, native.New(), progLRUInsert, m)
 		iters := uint64(30000)
 		if testing.Short() {
 			iters /= 10

@@ -74,9 +74,16 @@ func artifacts(t *testing.T) {
 // first failure with its output.
 func buildSteps(root string, steps [][]string) error {
 	for _, s := range steps {
-		cmd := exec.Command(s[0], s[1:]...)
+		name := s[0]
+		if name == "gcc" {
+			name = targetCC()
+		}
+		cmd := exec.Command(name, s[1:]...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if name == "go" {
+			cmd.Env = append(cmd.Env, goTargetEnv()...)
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
 		}
@@ -88,7 +95,7 @@ func buildSteps(root string, steps [][]string) error {
 // returns its stdout; a non-zero exit fails the test with the output.
 func host(t *testing.T, env []string, stdin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(art.host, args...)
+	cmd := hostCommand(art.host, args...)
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr strings.Builder
@@ -321,7 +328,7 @@ func TestPolicyGrids(t *testing.T) {
 	// The tunables reach the program: with size_lo above every grid size
 	// and size_hi at the top, size_aware never fires, which the grid
 	// reports as a mismatch against the default thresholds.
-	cmd := exec.Command(art.host, "policy", art.lib, "5", "size_aware")
+	cmd := hostCommand(art.host, "policy", art.lib, "5", "size_aware")
 	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_POLICY_CONFIG=size_lo=1G")
 	if out, err := cmd.Output(); err == nil {
 		t.Errorf("size_lo=1G did not change size_aware's decisions:\n%s", out)

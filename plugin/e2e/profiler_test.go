@@ -58,7 +58,7 @@ func profArtifacts(t *testing.T) {
 // failing the test on anything but exit 0 or an allowed status.
 func profHost(t *testing.T, env []string, allow int, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(profArt.host, args...)
+	cmd := hostCommand(profArt.host, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

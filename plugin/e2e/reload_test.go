@@ -33,7 +33,7 @@ func reloadHammer(t *testing.T) string {
 	artifacts(t)
 	hammerOnce.Do(func() {
 		hammerBin = filepath.Join(art.dir, "reload_hammer")
-		cmd := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
+		cmd := exec.Command(targetCC(), "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
 			"-I", "include", "-o", hammerBin, "testhost/reload_hammer.c", "-ldl")
 		cmd.Dir = repoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -49,7 +49,7 @@ func reloadHammer(t *testing.T) string {
 // runHammer runs the reload hammer host and returns its "key value" lines.
 func runHammer(t *testing.T, env []string, args ...string) map[string]string {
 	t.Helper()
-	cmd := exec.Command(reloadHammer(t), args...)
+	cmd := hostCommand(reloadHammer(t), args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cleanEnv(), env...)
 	for _, k := range []string{"NCCLBPF_HAMMER_CALLS", "NCCLBPF_HAMMER_RELOADS", "NCCLBPF_HAMMER_THREADS", "NCCLBPF_HAMMER_PROF_EVERY", "NCCLBPF_SYNC_RANKS", "NCCLBPF_HAMMER_SWAPS"} {

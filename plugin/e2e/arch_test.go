@@ -1,0 +1,48 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+)
+
+// The plugin tests normally build libncclbpf.so and the C hosts for this
+// machine and run them directly. NCCLBPF_TEST_ARCH=arm64 (set by
+// internal/cross on x86-64) cross-builds them for linux/arm64 with the
+// aarch64 cross compiler and runs the hosts under qemu-aarch64, so the same
+// checks hold for the Grace-host build.
+
+// crossArm64 reports whether the hosts and the library are built for arm64.
+func crossArm64() bool { return os.Getenv("NCCLBPF_TEST_ARCH") == "arm64" }
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// targetCC is the C compiler of the hosts and shims.
+func targetCC() string {
+	if crossArm64() {
+		return envOr("NCCLBPF_AARCH64_CC", "aarch64-linux-gnu-gcc")
+	}
+	return "gcc"
+}
+
+// goTargetEnv is the extra environment of `go build` for the library.
+func goTargetEnv() []string {
+	if crossArm64() {
+		return []string{"GOOS=linux", "GOARCH=arm64", "CC=" + targetCC()}
+	}
+	return nil
+}
+
+// hostCommand runs a host built by targetCC: directly, or under
+// qemu-aarch64 with the target's C library.
+func hostCommand(path string, args ...string) *exec.Cmd {
+	if !crossArm64() {
+		return exec.Command(path, args...)
+	}
+	qemu := envOr("NCCLBPF_QEMU_AARCH64", "qemu-aarch64")
+	return exec.Command(qemu, append([]string{"-L", envOr("NCCLBPF_AARCH64_SYSROOT", "/usr/aarch64-linux-gnu"), path}, args...)...)
+}
