@@ -59,8 +59,8 @@ type checker struct {
 	written []bool
 
 	stackTotal int
-	// ctxUse holds the context accesses proven, by offset
-	ctxUse map[int]*CtxAccess
+	// ctxUse holds the context accesses proven
+	ctxUse []CtxAccess
 }
 
 // visited is a state stored at a prune point. While its exploration is
