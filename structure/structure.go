@@ -87,7 +87,7 @@ type Program struct {
 
 	slots []slot
 	callx bool
-	opts   Options
+	opts  Options
 }
 
 // slot is what Validate found about one instruction slot.
