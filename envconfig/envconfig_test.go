@@ -2,6 +2,7 @@ package envconfig
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,5 +107,40 @@ func TestParsers(t *testing.T) {
 		if m, _ := ParseControl(v); m != want {
 			t.Errorf("ParseControl %q = %v, want %v", v, m, want)
 		}
+	}
+}
+
+// TestDefaultsMatchReaders: the documented defaults are the ones the
+// readers apply: the shim's env_u32 calls and the Go parsers.
+func TestDefaultsMatchReaders(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "plugin", "profiler.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := regexp.MustCompile(`env_u32\("(NCCLBPF_[A-Z0-9_]+)", (\d+),`).FindAllStringSubmatch(string(src), -1)
+	if len(calls) == 0 {
+		t.Fatal("no env_u32 call found in plugin/profiler.c")
+	}
+	for _, m := range calls {
+		v := Lookup(m[1])
+		if v == nil {
+			t.Errorf("plugin/profiler.c reads %s, which Vars does not list", m[1])
+			continue
+		}
+		if v.Default != "`"+m[2]+"`" {
+			t.Errorf("%s: documented default %s, the shim uses %s", m[1], v.Default, m[2])
+		}
+	}
+	if n, _ := ParseGoMaxProcs(""); Lookup(GoMaxProcs).Default != fmt.Sprintf("`%d`", n) {
+		t.Errorf("%s: documented default %s, the parser gives %d", GoMaxProcs, Lookup(GoMaxProcs).Default, n)
+	}
+	if d, _ := ParseWatchInterval(""); Lookup(WatchInterval).Default != "`"+d.String()+"`" {
+		t.Errorf("%s: documented default %s, the parser gives %v", WatchInterval, Lookup(WatchInterval).Default, d)
+	}
+	if on, _ := ParseSwitch(Watch, ""); on || Lookup(Watch).Default != "`off`" {
+		t.Errorf("%s: documented default %s, the parser gives on=%v", Watch, Lookup(Watch).Default, on)
+	}
+	if m, _ := ParseControl(""); Lookup(Control).Default != "`"+m.String()+"`" {
+		t.Errorf("%s: documented default %s, the parser gives %v", Control, Lookup(Control).Default, m)
 	}
 }

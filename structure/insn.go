@@ -41,7 +41,7 @@ func (p *Program) checkInsn(pc int, o Options) *Error {
 		}
 		return errorf(code, at, "%s", why)
 	}
-	p.kind[pc] = k
+	p.slots[pc].kind = k
 	return nil
 }
 

@@ -85,11 +85,16 @@ type Program struct {
 	// Funcs are the functions in pc order; Funcs[0] starts at pc 0.
 	Funcs []Func
 
-	kind   []Kind
-	target []int32 // jump or call target, -1 when none
-	funcOf []int32 // index in Funcs of the function holding each pc
-	callx  bool
-	opts   Options
+	slots []slot
+	callx bool
+	opts  Options
+}
+
+// slot is what Validate found about one instruction slot.
+type slot struct {
+	kind   Kind
+	target int32 // jump or call target, -1 when none
+	fn     int32 // index in Funcs of the function holding the slot
 }
 
 // Options returns the options the program was validated with.
@@ -99,29 +104,29 @@ func (p *Program) Options() Options { return p.opts }
 func (p *Program) Len() int { return len(p.Insns) }
 
 // Kind returns the kind of the slot at pc.
-func (p *Program) Kind(pc int) Kind { return p.kind[pc] }
+func (p *Program) Kind(pc int) Kind { return p.slots[pc].kind }
 
 // IsSecond reports whether pc is the second slot of an LD_IMM64.
-func (p *Program) IsSecond(pc int) bool { return p.kind[pc] == Second }
+func (p *Program) IsSecond(pc int) bool { return p.slots[pc].kind == Second }
 
 // Target returns the pc a jump or a BPF-to-BPF call at pc goes to, or -1
 // for any other slot.
-func (p *Program) Target(pc int) int { return int(p.target[pc]) }
+func (p *Program) Target(pc int) int { return int(p.slots[pc].target) }
 
 // Next returns the pc after the instruction at pc (pc+2 for an LD_IMM64).
 func (p *Program) Next(pc int) int {
-	if p.kind[pc] == LdImm64 {
+	if p.slots[pc].kind == LdImm64 {
 		return pc + 2
 	}
 	return pc + 1
 }
 
 // FuncOf returns the index in Funcs of the function holding pc.
-func (p *Program) FuncOf(pc int) int { return int(p.funcOf[pc]) }
+func (p *Program) FuncOf(pc int) int { return int(p.slots[pc].fn) }
 
 // Callee returns the index in Funcs of the function the local call at pc
 // calls.
-func (p *Program) Callee(pc int) int { return int(p.funcOf[p.target[pc]]) }
+func (p *Program) Callee(pc int) int { return int(p.slots[p.slots[pc].target].fn) }
 
 // HasCallx reports whether the program contains a callx.
 func (p *Program) HasCallx() bool { return p.callx }
@@ -134,16 +139,15 @@ func Validate(insns []asm.Instruction, o Options) (*Program, *Error) {
 	if n == 0 {
 		return nil, errorf(MissingExit, 0, "the program is empty")
 	}
-	p := &Program{Insns: insns, kind: make([]Kind, n), target: make([]int32, n), funcOf: make([]int32, n), opts: o}
+	p := &Program{Insns: insns, slots: make([]slot, n), opts: o}
 	for pc := 0; pc < n; pc++ {
-		p.target[pc] = -1
+		p.slots[pc].target = -1
 		if e := p.checkInsn(pc, o); e != nil {
 			return nil, e
 		}
-		if p.kind[pc] == LdImm64 {
+		if p.slots[pc].kind == LdImm64 {
 			pc++
-			p.kind[pc] = Second
-			p.target[pc] = -1
+			p.slots[pc] = slot{kind: Second, target: -1}
 		}
 	}
 	if e := p.split(); e != nil {
@@ -160,7 +164,7 @@ func (p *Program) split() *Error {
 	n := len(p.Insns)
 	starts := []int{0}
 	for pc := 0; pc < n; pc++ {
-		if p.kind[pc] != LocalCall {
+		if p.slots[pc].kind != LocalCall {
 			continue
 		}
 		ins := p.Insns[pc]
@@ -168,10 +172,10 @@ func (p *Program) split() *Error {
 		if t < 0 || t >= n {
 			return errorf(JumpOutOfRange, pc, "call target pc %d is outside the program (0..%d)", t, n-1)
 		}
-		if p.kind[t] == Second {
+		if p.slots[t].kind == Second {
 			return errorf(JumpIntoLdImm64, pc, "call target pc %d is the second slot of an LD_IMM64", t)
 		}
-		p.target[pc] = int32(t)
+		p.slots[pc].target = int32(t)
 		starts = append(starts, t)
 	}
 	sort.Ints(starts)
@@ -187,8 +191,8 @@ func (p *Program) split() *Error {
 	for f := range p.Funcs {
 		fn := &p.Funcs[f]
 		for pc := fn.Start; pc < fn.End; pc++ {
-			p.funcOf[pc] = int32(f)
-			if p.kind[pc] == LocalCall {
+			p.slots[pc].fn = int32(f)
+			if p.slots[pc].kind == LocalCall {
 				fn.Calls = append(fn.Calls, pc)
 			}
 		}
@@ -200,11 +204,11 @@ func (p *Program) split() *Error {
 func (p *Program) checkFlow() *Error {
 	n := len(p.Insns)
 	for pc := 0; pc < n; pc++ {
-		k := p.kind[pc]
+		k := p.slots[pc].kind
 		if k == Second {
 			continue
 		}
-		fn := p.Funcs[p.funcOf[pc]]
+		fn := p.Funcs[p.slots[pc].fn]
 		if k.IsJump() {
 			ins := p.Insns[pc]
 			off := int(ins.Off)
@@ -215,13 +219,13 @@ func (p *Program) checkFlow() *Error {
 			if t < 0 || t >= n {
 				return errorf(JumpOutOfRange, pc, "jump target pc %d is outside the program (0..%d)", t, n-1)
 			}
-			if p.kind[t] == Second {
+			if p.slots[t].kind == Second {
 				return errorf(JumpIntoLdImm64, pc, "jump target pc %d is the second slot of the LD_IMM64 at pc %d", t, t-1)
 			}
 			if t < fn.Start || t >= fn.End {
 				return errorf(BadJumpTarget, pc, "jump target pc %d leaves the function at pcs %d..%d", t, fn.Start, fn.End-1)
 			}
-			p.target[pc] = int32(t)
+			p.slots[pc].target = int32(t)
 		}
 		if k.Falls() && p.Next(pc) >= fn.End {
 			if fn.End == n {

@@ -83,21 +83,7 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 			ck.setScalar(s, ins.Src, v[1])
 		}
 	}
-	switch {
-	case okT && okF:
-		fork := ck.fork(st)
-		apply(fork, t)
-		apply(st, f)
-		ck.branchControl(st, fork, pc, a.src, b.src)
-		return fall, fork, target, nil
-	case okT:
-		apply(st, t)
-		return target, nil, 0, nil
-	case okF:
-		apply(st, f)
-		return fall, nil, 0, nil
-	}
-	return -1, nil, 0, nil
+	return ck.take(st, pc, a, b, target, fall, t, f, okT, okF, apply)
 }
 
 // setScalar gives register r (and every copy linked to it) the range s.
@@ -352,6 +338,15 @@ func (ck *checker) regionBranch(st *state, pc int, ins asm.Instruction, a, b val
 			regs[ins.Src].s = v[1]
 		}
 	}
+	return ck.take(st, pc, a, b, target, fall, t, f, okT, okF, apply)
+}
+
+// take follows the outcomes of a comparison of a and b that are possible
+// (okT, okF): both fork the state, each side refined by apply with its
+// bounds (t, f); one continues on st. It returns the step's next pc, fork
+// and fork pc; no possible outcome ends the path.
+func (ck *checker) take(st *state, pc int, a, b value, target, fall int, t, f [2]Scalar, okT, okF bool,
+	apply func(*state, [2]Scalar)) (int, *state, int, *Error) {
 	switch {
 	case okT && okF:
 		fork := ck.fork(st)

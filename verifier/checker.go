@@ -31,12 +31,11 @@ type checker struct {
 	merged       bool
 	ran          []bool // merged: prune points run at least once
 
-	prog     *structure.Program
-	second   []bool // pc is the second slot of an LD_IMM64
-	prune    []bool // pc is a jump target or a branch's fall-through
-	loopHead []bool // pc is the target of a backward jump
-	loopEnd  []int  // loop head pc -> the last pc that jumps back to it
-	subOf    []int  // pc -> index in subs
+	prog     *structure.Program // the validated structure (structure.go)
+	prune    []bool             // pc is a jump target or a branch's fall-through
+	loopHead []bool             // pc is the target of a backward jump
+	loopEnd  []int              // loop head pc -> the last pc that jumps back to it
+	subOf    []int              // pc -> index in subs
 	subs     []subprog
 	live     []regSet // registers live at entry of pc
 
@@ -65,8 +64,8 @@ type checker struct {
 	written []bool
 
 	stackTotal int
-	// ctxUse holds the context accesses proven, by offset
-	ctxUse map[int]*CtxAccess
+	// ctxUse holds the context accesses proven
+	ctxUse []CtxAccess
 }
 
 // visited is a state stored at a prune point. While its exploration is
@@ -113,7 +112,6 @@ func (ck *checker) prepare() *Error {
 	if max := orDefault(ck.cfg.MaxInsns, DefaultMaxInsns); n > max {
 		return ck.errorf(TooManyInstructions, max, "the program has %d instructions; at most %d are allowed", n, max)
 	}
-	ck.second = make([]bool, n)
 	ck.prune = make([]bool, n)
 	ck.loopHead = make([]bool, n)
 	ck.loopEnd = make([]int, n)
@@ -128,8 +126,8 @@ func (ck *checker) prepare() *Error {
 // prepared structure with ck (read-only) and owns everything else.
 func (ck *checker) forPass(pass int) *checker {
 	p := newChecker(ck.cfg, ck.insns, ck.info)
-	p.prog, p.second, p.prune, p.loopHead, p.loopEnd, p.subOf, p.live =
-		ck.prog, ck.second, ck.prune, ck.loopHead, ck.loopEnd, ck.subOf, ck.live
+	p.prog, p.prune, p.loopHead, p.loopEnd, p.subOf, p.live =
+		ck.prog, ck.prune, ck.loopHead, ck.loopEnd, ck.subOf, ck.live
 	p.subs = make([]subprog, len(ck.subs))
 	copy(p.subs, ck.subs) // the walk records each function's stack depth
 	p.merged = pass == 0
@@ -354,7 +352,7 @@ func (ck *checker) clean(st *state, pc int) *state {
 // loopJump returns a pc that jumps back to head, for messages.
 func (ck *checker) loopJump(head int) int {
 	for pc := len(ck.insns) - 1; pc >= head; pc-- {
-		if t, ok := ck.jumpTarget(pc); ok && t == head && !ck.second[pc] {
+		if t, ok := ck.jumpTarget(pc); ok && t == head && !ck.prog.IsSecond(pc) {
 			return pc
 		}
 	}

@@ -64,14 +64,14 @@ func (ck *checker) liveness() {
 	use := make([]regSet, n)
 	def := make([]regSet, n)
 	for pc := 0; pc < n; pc++ {
-		if !ck.second[pc] {
+		if !ck.prog.IsSecond(pc) {
 			use[pc], def[pc] = ck.usesDefs(ck.insns[pc])
 		}
 	}
 	for changed := true; changed; {
 		changed = false
 		for pc := n - 1; pc >= 0; pc-- {
-			if ck.second[pc] {
+			if ck.prog.IsSecond(pc) {
 				continue
 			}
 			ins := ck.insns[pc]

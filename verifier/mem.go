@@ -3,7 +3,7 @@ package verifier
 import (
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/hook"
@@ -216,26 +216,22 @@ func (ck *checker) accessCtx(st *state, pc int, reg asm.Register, o Scalar, size
 
 // noteCtx records a proven context access for Result.Context.
 func (ck *checker) noteCtx(name string, off, size int, mode accessMode) {
-	if ck.ctxUse == nil {
-		ck.ctxUse = map[int]*CtxAccess{}
+	i := 0
+	for i < len(ck.ctxUse) && ck.ctxUse[i].Offset != off {
+		i++
 	}
-	a := ck.ctxUse[off]
-	if a == nil {
-		a = &CtxAccess{Field: name, Offset: off, Size: size}
-		ck.ctxUse[off] = a
+	if i == len(ck.ctxUse) {
+		ck.ctxUse = append(ck.ctxUse, CtxAccess{Field: name, Offset: off, Size: size})
 	}
+	a := &ck.ctxUse[i]
 	a.Read = a.Read || mode == accRead
 	a.Write = a.Write || mode == accWrite
 }
 
 // ctxAccesses returns the recorded context accesses by offset.
 func (ck *checker) ctxAccesses() []CtxAccess {
-	out := make([]CtxAccess, 0, len(ck.ctxUse))
-	for _, a := range ck.ctxUse {
-		out = append(out, *a)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
-	return out
+	slices.SortFunc(ck.ctxUse, func(a, b CtxAccess) int { return a.Offset - b.Offset })
+	return ck.ctxUse
 }
 
 // mapSrc is the label of data loaded from map mi: local when programs of

@@ -35,7 +35,6 @@ func (ck *checker) structure() *Error {
 	}
 	for pc := 0; pc < n; pc++ {
 		k := p.Kind(pc)
-		ck.second[pc] = k == structure.Second
 		switch {
 		case k.IsJump():
 			t := p.Target(pc)
@@ -108,7 +107,7 @@ func (ck *checker) reachable() *Error {
 		}
 	}
 	for pc := 0; pc < n; pc++ {
-		if !seen[pc] && !ck.second[pc] {
+		if !seen[pc] && !ck.prog.IsSecond(pc) {
 			return ck.errorf(UnreachableCode, pc, "no path from the entry reaches this instruction")
 		}
 	}

@@ -287,7 +287,7 @@ func (ck *checker) subPostDominators(start, end int, ipdom []int) {
 	for i := 0; i < n; i++ {
 		s1[i], s2[i] = -1, -1
 		pc := start + i
-		if ck.second[pc] {
+		if ck.prog.IsSecond(pc) {
 			continue
 		}
 		ins := ck.insns[pc]
