@@ -44,6 +44,9 @@ const (
 	HammerEmptyUS     = "NCCLBPF_HAMMER_EMPTY_US"
 	HammerSeconds     = "NCCLBPF_HAMMER_SECONDS"
 	TestArch          = "NCCLBPF_TEST_ARCH"
+	NetPlugin         = "NCCLBPF_NET_PLUGIN"
+	NetRequests       = "NCCLBPF_NET_REQUESTS"
+	NetBenchN         = "NCCLBPF_NET_BENCH_N"
 	Aarch64CC         = "NCCLBPF_AARCH64_CC"
 	Aarch64Sysroot    = "NCCLBPF_AARCH64_SYSROOT"
 	QemuAarch64       = "NCCLBPF_QEMU_AARCH64"
@@ -115,6 +118,11 @@ var Vars = []Var{
 	{Watch, Plugin, "`off`",
 		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else is off, with a warning",
 		"reloads the policy file named by NCCLBPF_POLICY when it changes"},
+	{NetPlugin, Plugin, "unset (the net side fails its init, NCCL uses its next transport)",
+		"a name resolved as NCCL resolves `NCCL_NET_PLUGIN` (the name, then `libnccl-net-NAME.so`) or a path",
+		"the net plugin the library's net side wraps (docs/nccl-net-abi.md)"},
+	{NetRequests, Plugin, "`16384`", "a power of two from 64 to 2^24 (anything else: the default); read once, at the first net init",
+		"entries of the net side's table of outstanding requests"},
 	{WatchInterval, Plugin, "`1s`",
 		"a Go duration within 10ms..24h; anything else is 1s, with a warning",
 		"how often the watched policy file is checked"},
@@ -151,6 +159,7 @@ var Vars = []Var{
 	{SyncRanks, Tests, "`4`", "a number", "ranks of the at-seq reload hammer"},
 	{HammerEmptyUS, Tests, "`0`", "microseconds", "empties the tuner slot that long before each publish: a deliberate bug the mutation test expects the hammer to catch"},
 	{HammerSeconds, Tests, "1.5s of hammering", "seconds", "how long the native map hammer runs"},
+	{NetBenchN, Tests, "`20000`", "a number", "isend+test pairs per round of the net wrapper's cost test"},
 	{TestArch, Tests, "this machine's", "`arm64`", "the plugin tests cross-build the library and hosts for linux/arm64 and run them under qemu-aarch64 (set by internal/cross)"},
 	{Aarch64CC, Tests, "`aarch64-linux-gnu-gcc`", "a C compiler", "the cross compiler of the arm64 builds"},
 	{Aarch64Sysroot, Tests, "`/usr/aarch64-linux-gnu`", "a directory", "the arm64 libraries qemu-aarch64 runs the cross-built programs with"},

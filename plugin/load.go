@@ -174,8 +174,8 @@ func publishWith(b *bundle.Bundle, setTuner func(tuner, chunk uintptr) error) (s
 	return strings.Join(parts, ", "), nil
 }
 
-// publishProfiler points every profiler slot at b's program for its hook (0
-// where b has none) and refreshes NCCL's activation mask; it returns the
+// publishProfiler points every profiler slot, and every net slot
+// (publishNet), at b's program for its hook (0 where b has none) and refreshes NCCL's activation mask; it returns the
 // "hook=program" parts of every program of b. Each slot is written once,
 // straight from the old entry to the new one: an event that completes
 // during a reload runs either policy's program, never none (emptying all
@@ -196,5 +196,6 @@ func publishProfiler(b *bundle.Bundle) []string {
 		C.ncclbpf_prof_publish(C.int(id), entries[id])
 	}
 	C.ncclbpf_prof_refresh_mask()
+	publishNet(b)
 	return parts
 }

@@ -394,7 +394,7 @@ func retire(old, b *bundle.Bundle) time.Duration {
 	}
 	t := time.Now()
 	r1 := C.ncclbpf_slot_synchronize()
-	r2 := C.ncclbpf_prof_synchronize()
+	r2 := profSync()
 	d := time.Since(t)
 	stateMu.Lock()
 	rstats.LastGrace = d

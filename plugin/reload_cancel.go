@@ -83,6 +83,7 @@ func withdraw(old, b *bundle.Bundle, act *activation) {
 			C.ncclbpf_prof_publish(C.int(id), 0)
 		}
 		C.ncclbpf_prof_refresh_mask()
+		publishNet(nil)
 	}
 	current = old
 	mu.Unlock()
@@ -90,7 +91,7 @@ func withdraw(old, b *bundle.Bundle, act *activation) {
 	running, previous, pending = act.oldRunning, act.oldPrevious, nil
 	rstats.LastActivated = fmt.Sprintf("seq %d withdrawn at %s (cancelled)", act.AtSeq, time.Now().UTC().Format(time.RFC3339))
 	stateMu.Unlock()
-	if C.ncclbpf_slot_synchronize() != 0 || C.ncclbpf_prof_synchronize() != 0 {
+	if C.ncclbpf_slot_synchronize() != 0 || profSync() != 0 {
 		stateMu.Lock()
 		kept = append(kept, b)
 		rstats.Leaked++

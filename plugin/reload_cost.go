@@ -98,7 +98,7 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 	// The trampolines are static code: nothing to free; the grace period
 	// only makes the counts final.
 	C.ncclbpf_slot_synchronize()
-	C.ncclbpf_prof_synchronize()
+	profSync()
 	perNS := float64(c1-c0) / float64(el.Nanoseconds())
 	out := []control.HookCost{}
 	for _, w := range ws {

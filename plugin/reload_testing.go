@@ -142,12 +142,13 @@ func ncclbpfTestingUnload() C.int {
 	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
 		C.ncclbpf_prof_publish(C.int(id), 0)
 	}
+	publishNet(nil)
 	current = nil
 	mu.Unlock()
 	if old == nil {
 		return 0
 	}
-	if C.ncclbpf_slot_synchronize() != 0 || C.ncclbpf_prof_synchronize() != 0 {
+	if C.ncclbpf_slot_synchronize() != 0 || profSync() != 0 {
 		return -1
 	}
 	old.Close()
@@ -228,7 +229,7 @@ func swapBundles(pathA, pathB string, n int64) (string, int) {
 			return fmt.Sprintf("swap %d: %v", i, err), -1
 		}
 		g := time.Now()
-		if C.ncclbpf_slot_synchronize() != 0 || C.ncclbpf_prof_synchronize() != 0 {
+		if C.ncclbpf_slot_synchronize() != 0 || profSync() != 0 {
 			return "swap: no grace period possible (membarrier)", -1
 		}
 		grace += time.Since(g)
@@ -237,7 +238,7 @@ func swapBundles(pathA, pathB string, n int64) (string, int) {
 	if n == 0 {
 		publishBundle(bs[0])
 		C.ncclbpf_slot_synchronize()
-		C.ncclbpf_prof_synchronize()
+		profSync()
 	}
 	// Both prebuilt bundles borrowed old's maps; the one running takes them
 	// over, the other and old are freed (no slot points at them any more).

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ncclbpf_net.h: the network hooks of ncclbpf, for policy authors and for the host side.
+ *
+ * libncclbpf.so exports NCCL's net plugin ABI (ncclNetPlugin_v10, _v11, _v12) and wraps the net
+ * plugin the job already uses (NCCLBPF_NET_PLUGIN). Every call goes to that plugin unchanged; the
+ * wrapper only watches. Programs attach by section name:
+ *
+ *     SEC("net/conn")      a connection was set up: listen, connect or accept returned one
+ *     SEC("net/send_end")  an isend completed (the test call that reported it done)
+ *     SEC("net/recv_end")  an irecv completed
+ *
+ * Each receives a read-only struct ncclbpf_net_ctx (r1), must return 0, and may call the map
+ * helpers, bpf_ktime_get_ns, bpf_get_prandom_u32, the ring buffer helpers and bpf_printk. Maps
+ * defined in the same object are the same maps that the bundle's tuner and profiler programs see.
+ * A program cannot change what the transport does.
+ *
+ * Peers. The net ABI does not tell a plugin which rank is at the other end. peer_key identifies the
+ * remote endpoint as well as the plugin can see it: on the sending side (connect) it is a 64-bit
+ * hash of the connection handle the remote listener published (the same for every connection to that
+ * listener, and the listening side computes the same value for its own handle); on the receiving side
+ * (accept) it is the hash of the listener's handle that accepted. conn_id numbers the connections of
+ * this process from 1.
+ *
+ * Times are host CLOCK_MONOTONIC nanoseconds. The wrapper reads a cycle counter at isend/irecv and at
+ * the test call that reported completion and converts it with a factor calibrated at init; the
+ * duration includes the time until NCCL polled (the same latency NCCL sees).
+ *
+ * Rank consistency: every field is [uniform] or [local]; everything the network measures is [local].
+ * The structure has no pointers; its offsets are checked by a test against hook/net.go.
+ */
+#ifndef NCCLBPF_NET_H
+#define NCCLBPF_NET_H
+
+#if defined(__bpf__)
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+#else
+#include <linux/types.h>
+#endif
+
+/* ctx->event: which hook runs. */
+#define NCCLBPF_NET_CONN     1
+#define NCCLBPF_NET_SEND_END 2
+#define NCCLBPF_NET_RECV_END 3
+#define NCCLBPF_NET_NUM_HOOKS 4 /* hook ids are 1..3 */
+
+/* ctx->kind for net/conn */
+#define NCCLBPF_NET_KIND_LISTEN  1
+#define NCCLBPF_NET_KIND_CONNECT 2
+#define NCCLBPF_NET_KIND_ACCEPT  3
+
+/* ctx->flags */
+#define NCCLBPF_NET_F_ERROR    0x1 /* test returned an error: the request failed */
+#define NCCLBPF_NET_F_UNTIMED  0x2 /* the request table was full at isend/irecv: start_ns unknown */
+
+struct ncclbpf_net_ctx {
+	__u64 comm_id;     /*   0 [uniform] NCCL's communicator hash (net ABI v11+, from init); 0 on v10 */
+	__u64 peer_key;    /*   8 [local]   the remote endpoint, see above */
+	__u64 conn_id;     /*  16 [local]   this process's connection number, from 1 */
+	__u64 bytes;       /*  24 [local]   send: bytes sent; recv: bytes received (sum over the grouped
+	                    *      receives as test reported them) */
+	__u64 posted_bytes;/*  32 [local]   send: size given to isend; recv: sum of the sizes posted */
+	__u64 start_ns;    /*  40 [local]   isend/irecv returned the request (0 for net/conn) */
+	__u64 end_ns;      /*  48 [local]   test reported it done (net/conn: the call returned) */
+	__u64 duration_ns; /*  56 [local]   end_ns - start_ns (0 when untimed) */
+	__u64 local_seq;   /*  64 [local]   events of this hook so far in this process, from 0 */
+	__s32 tag;         /*  72 [local]   the tag of the isend (first tag of the irecv); -1 for net/conn */
+	__s32 n;           /*  76 [local]   grouped receives of the irecv (1 for isend, 0 for net/conn) */
+	__s32 dev;         /*  80 [local]   the net device index NCCL passed */
+	__s32 kind;        /*  84 [local]   NCCLBPF_NET_KIND_* for net/conn; 0 otherwise */
+	__u32 event;       /*  88 [uniform] NCCLBPF_NET_* hook id */
+	__u32 flags;       /*  92 [local]   NCCLBPF_NET_F_* */
+	__u32 abi_version; /*  96 [uniform if all ranks run the same NCCL] net ABI 10..12 */
+	__u32 reserved;    /* 100 [uniform] always 0 */
+};
+
+#endif /* NCCLBPF_NET_H */

@@ -1,0 +1,375 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The net wrapper is tested the way NCCL's proxy thread drives it:
+// testhost/net_host.c runs two processes that connect to each other through
+// libncclbpf.so's ncclNetPlugin_vN, which passes every call to
+// testhost/tcpnet.c (a small TCP net plugin), and checks every byte.
+
+var (
+	netOnce sync.Once
+	netErr  error
+	netArt  struct{ host, tcp11, tcp10 string }
+)
+
+func netArtifacts(t *testing.T) {
+	t.Helper()
+	artifacts(t)
+	netOnce.Do(func() {
+		netArt.host = filepath.Join(art.dir, "net_host")
+		netArt.tcp11 = filepath.Join(art.dir, "libnccl-net-tcpnet.so")
+		netArt.tcp10 = filepath.Join(art.dir, "libtcpnet10.so")
+		cflags := []string{"-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"}
+		netErr = buildSteps(repoRoot(t), [][]string{
+			append(append([]string{"gcc"}, cflags...), "-pthread", "-o", netArt.host, "testhost/net_host.c", "-ldl"),
+			append(append([]string{"gcc"}, cflags...), "-shared", "-fPIC", "-o", netArt.tcp11, "testhost/tcpnet.c"),
+			append(append([]string{"gcc"}, cflags...), "-DTCPNET_V10", "-shared", "-fPIC", "-o", netArt.tcp10, "testhost/tcpnet.c"),
+		})
+	})
+	if netErr != nil {
+		t.Fatalf("building the net host and plugin: %v", netErr)
+	}
+}
+
+// netHost runs net_host with args and env and returns its "rN key value"
+// lines by rank, and its stderr.
+func netHost(t *testing.T, env []string, args ...string) ([2]map[string]string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, netArt.host, args...)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cleanEnv(), append([]string{"NCCLBPF_CONTROL=0"}, env...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("net_host %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	var res [2]map[string]string
+	res[0], res[1] = map[string]string{}, map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || (f[0] != "r0" && f[0] != "r1") {
+			continue
+		}
+		res[f[0][1]-'0'][f[1]] = strings.Join(f[2:], " ")
+	}
+	return res, stderr.String()
+}
+
+func num(t *testing.T, m map[string]string, key string) uint64 {
+	t.Helper()
+	v, ok := m[key]
+	if !ok {
+		t.Fatalf("net_host printed no %q (have %v)", key, m)
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s = %q: %v", key, v, err)
+	}
+	return n
+}
+
+// checkTransfer requires every message of both directions delivered intact
+// and counted once by the host.
+func checkTransfer(t *testing.T, r [2]map[string]string, msgs uint64) {
+	t.Helper()
+	for rank := 0; rank < 2; rank++ {
+		if num(t, r[rank], "init") != 0 {
+			t.Fatalf("rank %d: init failed", rank)
+		}
+		if b := num(t, r[rank], "bad"); b != 0 {
+			t.Errorf("rank %d: %d messages arrived with a wrong size or content", rank, b)
+		}
+		if s, v := num(t, r[rank], "sends"), num(t, r[rank], "recvs"); s != msgs || v != msgs {
+			t.Errorf("rank %d: %d sends and %d receives completed, want %d each", rank, s, v, msgs)
+		}
+	}
+	if a, b := num(t, r[0], "sent_bytes"), num(t, r[1], "recv_bytes"); a != b {
+		t.Errorf("rank 0 sent %d bytes, rank 1 received %d", a, b)
+	}
+	if a, b := num(t, r[1], "sent_bytes"), num(t, r[0], "recv_bytes"); a != b {
+		t.Errorf("rank 1 sent %d bytes, rank 0 received %d", a, b)
+	}
+}
+
+// checkCounted requires the wrapper and the counting policy to have seen
+// every completion exactly once, and nothing left in the request table.
+func checkCounted(t *testing.T, r [2]map[string]string, msgs, conns uint64) {
+	t.Helper()
+	for rank := 0; rank < 2; rank++ {
+		m := r[rank]
+		for _, k := range []string{"w_sends", "w_recvs", "w_calls_send", "w_calls_recv", "m_sends", "m_recvs"} {
+			if v := num(t, m, k); v != msgs {
+				t.Errorf("rank %d: %s = %d, want %d", rank, k, v, msgs)
+			}
+		}
+		if a, b := num(t, m, "m_sent_bytes"), num(t, m, "sent_bytes"); a != b {
+			t.Errorf("rank %d: the policy counted %d bytes sent, the host %d", rank, a, b)
+		}
+		if a, b := num(t, m, "m_recv_bytes"), num(t, m, "recv_bytes"); a != b {
+			t.Errorf("rank %d: the policy counted %d bytes received, the host %d", rank, a, b)
+		}
+		if v := num(t, m, "m_conns"); v != conns {
+			t.Errorf("rank %d: the policy saw %d connections, want %d", rank, v, conns)
+		}
+		if num(t, m, "w_untracked") != 0 || num(t, m, "w_inflight") != 0 {
+			t.Errorf("rank %d: %s untracked, %s left in the request table", rank, m["w_untracked"], m["w_inflight"])
+		}
+	}
+}
+
+func TestNetPluginSymbols(t *testing.T) {
+	artifacts(t)
+	out, err := exec.Command("nm", "-D", "--defined-only", art.lib).Output()
+	if err != nil {
+		t.Fatalf("nm: %v", err)
+	}
+	for _, v := range []int{10, 11, 12} {
+		sym := fmt.Sprintf("ncclNetPlugin_v%d", v)
+		found := false
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) == 3 && f[2] == sym && (f[1] == "D" || f[1] == "R") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s is not exported as a data symbol", sym)
+		}
+	}
+}
+
+// TestNetTransfer moves checked data through the inner plugin directly,
+// through the wrapper without a policy, and through the wrapper with the
+// counting policy for every pairing of the ABI NCCL asks for and the one the
+// inner plugin exports.
+func TestNetTransfer(t *testing.T) {
+	netArtifacts(t)
+	const ch, msgs, win = 3, 400, 8
+	args := func(lib string, v int) []string {
+		return []string{"transfer", lib, strconv.Itoa(v), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win)}
+	}
+	t.Run("direct", func(t *testing.T) {
+		r, _ := netHost(t, nil, args(netArt.tcp11, 11)...)
+		checkTransfer(t, r, ch*msgs)
+	})
+	t.Run("wrapped-no-policy", func(t *testing.T) {
+		r, _ := netHost(t, []string{"NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11}, args(art.lib, 11)...)
+		checkTransfer(t, r, ch*msgs)
+		for rank := 0; rank < 2; rank++ {
+			if r[rank]["w_inner"] != "11" || r[rank]["w_outer"] != "11" || r[rank]["w_calls_send"] != "0" {
+				t.Errorf("rank %d: %v", rank, r[rank])
+			}
+		}
+	})
+	for _, c := range []struct {
+		outer int
+		inner string
+		iv    string
+	}{{10, netArt.tcp11, "11"}, {11, netArt.tcp11, "11"}, {12, netArt.tcp11, "11"}, {10, netArt.tcp10, "10"}, {11, netArt.tcp10, "10"}, {12, netArt.tcp10, "10"}} {
+		c := c
+		t.Run(fmt.Sprintf("v%d-over-v%s", c.outer, c.iv), func(t *testing.T) {
+			r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + c.inner}, args(art.lib, c.outer)...)
+			checkTransfer(t, r, ch*msgs)
+			// each process: ch listens, ch connects, ch accepts
+			checkCounted(t, r, ch*msgs, 3*ch)
+			for rank := 0; rank < 2; rank++ {
+				if r[rank]["w_inner"] != c.iv || r[rank]["w_outer"] != strconv.Itoa(c.outer) {
+					t.Errorf("rank %d: wrapper reports outer v%s inner v%s", rank, r[rank]["w_outer"], r[rank]["w_inner"])
+				}
+				if !strings.HasPrefix(r[rank]["device"], "tcpnet0 speed 10000 ptr 1") {
+					t.Errorf("rank %d: device properties not passed through: %q", rank, r[rank]["device"])
+				}
+			}
+		})
+	}
+}
+
+// TestNetReload reloads the policy again and again (alternating two
+// objects that define the same counting map) while the data moves: no byte
+// is lost or corrupted, and the maps count every completion exactly once.
+func TestNetReload(t *testing.T) {
+	netArtifacts(t)
+	const ch, msgs, win = 4, 1500, 16
+	r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+		"transfer", art.lib, "11", strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win),
+		"testhost/net_count_a.bpf.o", "testhost/net_count_b.bpf.o", "40")
+	checkTransfer(t, r, ch*msgs)
+	checkCounted(t, r, ch*msgs, 3*ch)
+	for rank := 0; rank < 2; rank++ {
+		if num(t, r[rank], "reloads_ok") < 2 {
+			t.Errorf("rank %d: only %s reloads happened during the transfer", rank, r[rank]["reloads_ok"])
+		}
+	}
+}
+
+// TestNetFallback: without a usable inner plugin the wrapper's init fails
+// with one warning per process, so that NCCL moves on to its next transport.
+func TestNetFallback(t *testing.T) {
+	netArtifacts(t)
+	for _, c := range []struct {
+		name string
+		env  []string
+		warn string
+	}{
+		{"unset", nil, "NCCLBPF_NET_PLUGIN is not set"},
+		{"missing", []string{"NCCLBPF_NET_PLUGIN=nosuch"}, "libnccl-net-nosuch.so"},
+		{"itself", []string{"NCCLBPF_NET_PLUGIN=" + art.lib}, "is libncclbpf itself"},
+		{"not-a-net-plugin", []string{"NCCLBPF_NET_PLUGIN=" + art.native}, "exports none of"},
+		{"init-fails", []string{"NCCLBPF_NET_PLUGIN=" + netArt.tcp11, "TCPNET_FAIL_INIT=1"}, "init failed"},
+	} {
+		c := c
+		t.Run(c.name, func(t *testing.T) {
+			r, stderr := netHost(t, append([]string{"NCCLBPF_POLICY=none"}, c.env...), "transfer", art.lib, "11", "1", "10", "1")
+			for rank := 0; rank < 2; rank++ {
+				if r[rank]["init"] == "0" || r[rank]["init"] == "" {
+					t.Errorf("rank %d: init returned %q, want an error", rank, r[rank]["init"])
+				}
+			}
+			warns := strings.Count(stderr, "NCCL WARN")
+			if warns != 2 || strings.Count(stderr, c.warn) != 2 {
+				t.Errorf("want one warning per process mentioning %q, got:\n%s", c.warn, stderr)
+			}
+		})
+	}
+}
+
+// TestNetSlowPeer runs the example policy policies/net_peers over a job
+// with one slow link (the third connection of each process holds every
+// send 3 ms): the policy names that connection's peer as the slow one.
+func TestNetSlowPeer(t *testing.T) {
+	netArtifacts(t)
+	const ch = 4
+	r, _ := netHost(t, []string{"NCCLBPF_POLICY=policies/net_peers/net_peers.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11,
+		"TCPNET_SLOW_CONN=3", "TCPNET_SLOW_US=3000"}, "transfer", art.lib, "11", strconv.Itoa(ch), "80", "2")
+	checkTransfer(t, r, ch*80)
+	// Connection ids: rank 0 listens (1..4), connects (5..8), accepts; rank
+	// 1 listens, accepts (5..8), connects (9..12).
+	want := [2]uint64{ch + 3, 2*ch + 3}
+	for rank := 0; rank < 2; rank++ {
+		if got := num(t, r[rank], "slow_conn"); got != want[rank] {
+			t.Errorf("rank %d: slow connection %d, want %d (%v)", rank, got, want[rank], r[rank])
+		}
+		if e, all := num(t, r[rank], "slow_ewma_ns"), num(t, r[rank], "all_ewma_ns"); e < 2_000_000 || e < 2*all {
+			t.Errorf("rank %d: slow peer EWMA %d ns against %d ns typical", rank, e, all)
+		}
+	}
+}
+
+// TestNetBench runs the cost comparison of BENCHMARKS.md ("Net wrapper")
+// at a small size: an isend + test pair through the inner plugin directly
+// and through the wrapper, without a program and with the counting
+// policy. NCCLBPF_NET_BENCH_N sets the pairs per round (the published
+// figures use 2000000).
+func TestNetBench(t *testing.T) {
+	netArtifacts(t)
+	n := "20000"
+	if v := os.Getenv("NCCLBPF_NET_BENCH_N"); v != "" {
+		n = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, netArt.host, "bench", art.lib, netArt.tcp11, n)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "TCPNET_NULL=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
+		"NCCLBPF_POLICY=testhost/net_count_a.bpf.o")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("net_host bench: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "bench" {
+			got[f[1]] = f[2]
+		}
+	}
+	// The counting policy ran once per pair of the last round (each round
+	// reloads it, with fresh maps).
+	if got["m_sends"] != n {
+		t.Errorf("the counting policy saw %q sends in the last round, want %s\n%s", got["m_sends"], n, out)
+	}
+	for _, k := range []string{"direct_ns", "wrapper_noprog_ns", "wrapper_count_ns", "added_count_ns"} {
+		if _, err := strconv.ParseFloat(got[k], 64); err != nil {
+			t.Errorf("no %s in the output:\n%s", k, out)
+		}
+	}
+	t.Logf("%s", out)
+}
+
+// TestNetMapDump: the slow peer as an operator sees it, with `ncclbpf map
+// dump` over the control socket of a process running policies/net_peers.
+func TestNetMapDump(t *testing.T) {
+	netArtifacts(t)
+	_, _ = lockstepTools(t) // builds the CLI
+	dir := filepath.Join(t.TempDir(), "ctl")
+	cmd := exec.Command(netArt.host, "transfer", art.lib, "11", "4", "80", "2")
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir, "NET_HOST_HOLD=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
+		"NCCLBPF_POLICY=policies/net_peers/net_peers.bpf.o", "TCPNET_SLOW_CONN=3", "TCPNET_SLOW_US=3000")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() }()
+	pid := ""
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	for sc := bufio.NewScanner(out); sc.Scan(); {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "r0" && f[1] == "hold" {
+			pid = f[2]
+			break
+		}
+	}
+	if pid == "" {
+		t.Fatal("the host ended without holding for the CLI")
+	}
+	slow, code := cli(t, "map", "dump", "--dir", dir, pid, "net_slow")
+	if code != 0 || !strings.Contains(slow, "  2: 7\n") {
+		t.Errorf("map dump net_slow (want connection 7 in entry 2): exit %d\n%s", code, slow)
+	}
+	peers, code := cli(t, "map", "dump", "--dir", dir, pid, "net_peers")
+	if code != 0 || !strings.Contains(peers, "8/4096 entries") || !strings.Contains(peers, "conn_id:7 ") {
+		t.Errorf("map dump net_peers (want 8 peers and directions, connection 7 among them): exit %d\n%s", code, peers)
+	}
+	t.Logf("%s%s", slow, peers)
+}
+
+// TestNetDataIsRankLocal: a tuner program deciding from a map that a net
+// program fills with measured latencies is refused as rank-divergent, and
+// the plugin keeps NCCL's defaults on the net side too (init still fails
+// cleanly only for want of an inner plugin, not because of the policy).
+func TestNetDataIsRankLocal(t *testing.T) {
+	netArtifacts(t)
+	out, code := cli(t, "verify", filepath.Join(repoRoot(t), "testhost/net_tuner_divergent.bpf.o"))
+	if code == 0 || !strings.Contains(out, "E033") || !strings.Contains(out, "net_lat") {
+		t.Errorf("verify accepted a tuner decision taken from net measurements (exit %d):\n%s", code, out)
+	}
+	r, stderr := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_tuner_divergent.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+		"transfer", art.lib, "11", "2", "100", "4")
+	checkTransfer(t, r, 200)
+	if !strings.Contains(stderr, "E033") {
+		t.Errorf("the refused policy was not reported:\n%s", stderr)
+	}
+}

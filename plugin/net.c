@@ -1,0 +1,823 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net.c: the net side of libncclbpf.so, a watching wrapper around the job's own net plugin.
+ *
+ * NCCL finds ncclNetPlugin_v12/_v11/_v10 here (NCCL_NET_PLUGIN names this library). The plugin that
+ * really moves the bytes is named by NCCLBPF_NET_PLUGIN (resolved as NCCL resolves NCCL_NET_PLUGIN:
+ * the name itself, then libnccl-net-NAME.so, or a path) and loaded when this library is. Every call
+ * goes to it with the caller's arguments; comms, requests, memory handles and device handles that NCCL
+ * holds are the inner plugin's own. When no inner plugin is configured or it fails to load or init,
+ * init fails with one warning and NCCL moves on to its next net transport.
+ *
+ * Watching costs the data path (isend, irecv, test) no lock, no allocation and no Go:
+ *
+ *  - a request is recorded in a fixed-size open-addressing table keyed by the inner request pointer:
+ *    isend/irecv claim a free entry among NBN_PROBE consecutive ones with one compare-and-swap; test
+ *    finds it before calling the inner test (the request cannot be recycled while it is pending) and
+ *    frees it with one store once the inner test reported it done;
+ *  - connections (send and receive comms) are recorded in a second table written by listen/connect/
+ *    accept/close (under a mutex: not the data path) and read without a lock;
+ *  - times are cycle counter readings converted with a factor calibrated when the library loads;
+ *  - programs run through one slot per hook with the grace-period protocol of the profiler's slots:
+ *    an odd/even word per calling thread (a static table of records, claimed on a thread's first call).
+ *
+ * Environment: NCCLBPF_NET_PLUGIN (the inner plugin), NCCLBPF_NET_REQUESTS (entries of the request
+ * table, a power of two, default 16384; read once at load).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "../include/ncclbpf_net.h"
+#include "net.h"
+#include "net_abi.h"
+#include "shim.h"
+
+#define NBN_EXPORT __attribute__((visibility("default")))
+#define NBN_PROBE 16
+#define NBN_CONN_N 4096 /* connections live at once (NCCL: a few per peer and channel) */
+#define NBN_LOG_WARN 2
+#define NBN_LOG_INFO 3
+#define NBN_SUBSYS (0x1 | 0x10) /* NCCL_INIT | NCCL_NET */
+
+typedef uint64_t (*nbn_prog_fn)(void *ctx);
+
+/* ------------------------------------------------------------------------------------------------
+ * Clock: cycle counter, converted to CLOCK_MONOTONIC ns with base + (tsc - tsc0) * mult >> 32. */
+
+static uint64_t g_tsc0, g_ns0, g_mult; /* g_mult == 0: use clock_gettime */
+
+static inline uint64_t mono_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t nbn_ticks(void) {
+#if defined(__x86_64__)
+	return __rdtsc();
+#else
+	return mono_ns();
+#endif
+}
+
+static inline uint64_t nbn_ticks_ns(uint64_t t) {
+	if (!g_mult) return t;
+	return g_ns0 + (uint64_t)(((unsigned __int128)(t - g_tsc0) * g_mult) >> 32);
+}
+
+static void nbn_calibrate(void) {
+#if defined(__x86_64__)
+	uint64_t n0 = mono_ns(), t0 = __rdtsc();
+	struct timespec d = {0, 5000000};
+	nanosleep(&d, NULL);
+	uint64_t n1 = mono_ns(), t1 = __rdtsc();
+	if (t1 > t0 && n1 > n0) {
+		g_mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
+		g_tsc0 = t1;
+		g_ns0 = n1;
+	}
+#endif
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Slots and per-thread records (the profiler's protocol, profiler.c). */
+
+struct nbn_slot {
+	_Alignas(64) _Atomic(uintptr_t) fn;
+};
+
+/* A record of calls into published code, for grace periods, with counters. Every connection has
+ * one: NCCL drives a net comm from one thread at a time (set-up on the proxy's service thread, then
+ * data on its progress thread), so the owner writes the record with plain stores, the protocol of
+ * the tuner's per-communicator word (slot.c). Events without a connection record (the connection
+ * table was full) use g_shared, with read-modify-writes. */
+struct nbn_rec {
+	_Alignas(64) _Atomic uint64_t active; /* odd while running a program */
+	_Atomic uint64_t calls[NCCLBPF_NET_LAST_HOOK + 1];
+	_Atomic uint64_t seq[NCCLBPF_NET_LAST_HOOK + 1];
+	_Atomic uint64_t sends, recvs, untracked;
+};
+
+static struct nbn_slot g_slots[NCCLBPF_NET_LAST_HOOK + 1];
+static struct nbn_rec g_shared;
+static _Atomic uint64_t g_shared_inflight;
+static _Atomic uint64_t g_conns;
+static _Atomic int g_outer_version; /* net ABI NCCL called init with */
+static int g_membarrier;
+
+static inline void bump(struct nbn_rec *r, _Atomic uint64_t *v, uint64_t n) {
+	if (r == &g_shared)
+		atomic_fetch_add_explicit(v, n, memory_order_relaxed);
+	else
+		atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+int ncclbpf_net_hook_id(const char *name) {
+	static const char *names[] = {NULL, "net/conn", "net/send_end", "net/recv_end"};
+	if (!name) return -1;
+	for (int i = NCCLBPF_NET_FIRST_HOOK; i <= NCCLBPF_NET_LAST_HOOK; i++)
+		if (strcmp(name, names[i]) == 0) return i;
+	return -1;
+}
+
+uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn) {
+	if (hook < NCCLBPF_NET_FIRST_HOOK || hook > NCCLBPF_NET_LAST_HOOK) return 0;
+	return atomic_exchange_explicit(&g_slots[hook].fn, fn, memory_order_acq_rel);
+}
+
+static int nbn_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
+static pthread_once_t g_membarrier_once = PTHREAD_ONCE_INIT;
+static void nbn_register(void) {
+	g_membarrier = nbn_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 ? 1 : -1;
+}
+
+static void conn_wait_all(void); /* below: waits for every connection record's word */
+
+int ncclbpf_net_synchronize(void) {
+	pthread_once(&g_membarrier_once, nbn_register);
+	if (g_membarrier != 1 || nbn_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return -1;
+	conn_wait_all();
+	while (atomic_load(&g_shared_inflight) != 0) sched_yield();
+	return 0;
+}
+
+/* run calls hook's program, if any, on ctx. */
+static inline void run(struct nbn_rec *r, int hook, struct ncclbpf_net_ctx *ctx) {
+	int shared = r == &g_shared;
+	uint64_t a = 0;
+	if (shared) {
+		atomic_fetch_add_explicit(&g_shared_inflight, 1, memory_order_relaxed);
+	} else {
+		a = atomic_load_explicit(&r->active, memory_order_relaxed);
+		atomic_store_explicit(&r->active, a + 1, memory_order_relaxed);
+	}
+	atomic_signal_fence(memory_order_seq_cst); /* membarrier provides the hardware fence */
+	uintptr_t fn = atomic_load_explicit(&g_slots[hook].fn, memory_order_acquire);
+	if (fn) {
+		ctx->local_seq = atomic_load_explicit(&r->seq[hook], memory_order_relaxed);
+		bump(r, &r->seq[hook], 1);
+		((nbn_prog_fn)fn)(ctx);
+		bump(r, &r->calls[hook], 1);
+	}
+	if (shared)
+		atomic_fetch_sub_explicit(&g_shared_inflight, 1, memory_order_release);
+	else
+		atomic_store_explicit(&r->active, a + 2, memory_order_release);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Connections. */
+
+struct nbn_conn {
+	struct nbn_rec rec;
+	uint64_t comm_id, peer_key, conn_id;
+	int32_t dev, kind;
+};
+static struct nbn_conn g_conn[NBN_CONN_N];
+/* the keys apart from the records: a lookup that misses reads two cache lines */
+static _Atomic(uintptr_t) g_conn_key[NBN_CONN_N]; /* the inner comm pointer; 0 free */
+static pthread_mutex_t g_conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nbn_rec g_retired; /* counters of closed connections, under g_conn_lock */
+
+static void conn_wait_all(void) {
+	pthread_mutex_lock(&g_conn_lock);
+	for (int i = 0; i < NBN_CONN_N; i++)
+		if (atomic_load_explicit(&g_conn_key[i], memory_order_acquire)) {
+			_Atomic uint64_t *w = &g_conn[i].rec.active;
+			uint64_t v = atomic_load_explicit(w, memory_order_acquire);
+			if (!(v & 1)) continue;
+			for (int spins = 0; atomic_load_explicit(w, memory_order_acquire) == v; spins++) {
+				if (spins < 1000)
+					sched_yield();
+				else
+					nanosleep(&(struct timespec){0, 50000}, NULL);
+			}
+		}
+	pthread_mutex_unlock(&g_conn_lock);
+}
+
+static void rec_add(struct nbn_rec *to, struct nbn_rec *from) {
+#define A(f) atomic_store_explicit(&to->f, atomic_load_explicit(&to->f, memory_order_relaxed) + atomic_load_explicit(&from->f, memory_order_relaxed), memory_order_relaxed)
+	for (int h = 0; h <= NCCLBPF_NET_LAST_HOOK; h++) {
+		A(calls[h]);
+	}
+	A(sends);
+	A(recvs);
+	A(untracked);
+#undef A
+}
+
+static inline uint64_t mix64(uint64_t x) {
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t hash_handle(const void *h) {
+	const unsigned char *p = h;
+	uint64_t x = 0xcbf29ce484222325ull; /* FNV-1a over the handle's bytes */
+	for (int i = 0; i < NBN_HANDLE_MAXSIZE; i++) x = (x ^ p[i]) * 0x100000001b3ull;
+	return x;
+}
+
+static inline struct nbn_conn *conn_find(void *comm) {
+	uintptr_t k = (uintptr_t)comm;
+	size_t i = mix64(k) & (NBN_CONN_N - 1);
+	for (int p = 0; p < NBN_PROBE; p++, i = (i + 1) & (NBN_CONN_N - 1))
+		if (atomic_load_explicit(&g_conn_key[i], memory_order_acquire) == k) return &g_conn[i];
+	return NULL;
+}
+
+/* conn_add records comm (control path). Returns the record, or NULL when the window is full. */
+static struct nbn_conn *conn_add(void *comm, uint64_t comm_id, uint64_t peer_key, int dev, int kind) {
+	uintptr_t k = (uintptr_t)comm;
+	struct nbn_conn *c = NULL;
+	pthread_mutex_lock(&g_conn_lock);
+	size_t i = mix64(k) & (NBN_CONN_N - 1);
+	for (int p = 0; p < NBN_PROBE; p++, i = (i + 1) & (NBN_CONN_N - 1)) {
+		if (atomic_load_explicit(&g_conn_key[i], memory_order_relaxed) == 0) {
+			c = &g_conn[i];
+			memset(&c->rec, 0, sizeof c->rec);
+			c->comm_id = comm_id;
+			c->peer_key = peer_key;
+			c->conn_id = atomic_fetch_add(&g_conns, 1) + 1;
+			c->dev = dev;
+			c->kind = kind;
+			atomic_store_explicit(&g_conn_key[c - g_conn], k, memory_order_release);
+			break;
+		}
+	}
+	if (!c) atomic_fetch_add(&g_conns, 1);
+	pthread_mutex_unlock(&g_conn_lock);
+	return c;
+}
+
+static void conn_del(void *comm) {
+	pthread_mutex_lock(&g_conn_lock);
+	struct nbn_conn *c = conn_find(comm);
+	if (c) {
+		rec_add(&g_retired, &c->rec);
+		atomic_store_explicit(&g_conn_key[c - g_conn], 0, memory_order_release);
+	}
+	pthread_mutex_unlock(&g_conn_lock);
+}
+
+static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, uint64_t peer_key) {
+	if (!atomic_load_explicit(&g_slots[NCCLBPF_NET_CONN].fn, memory_order_relaxed)) return;
+	struct ncclbpf_net_ctx ctx = {0};
+	ctx.comm_id = c ? c->comm_id : comm_id;
+	ctx.peer_key = c ? c->peer_key : peer_key;
+	ctx.conn_id = c ? c->conn_id : 0;
+	ctx.end_ns = nbn_ticks_ns(nbn_ticks());
+	ctx.tag = -1;
+	ctx.dev = dev;
+	ctx.kind = kind;
+	ctx.event = NCCLBPF_NET_CONN;
+	ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
+	run(c ? &c->rec : &g_shared, NCCLBPF_NET_CONN, &ctx);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Requests. */
+
+struct nbn_req {
+	uint64_t start;         /* ticks at isend/irecv */
+	uint64_t posted;
+	struct nbn_conn *conn;
+	int32_t tag, n, is_send;
+	int32_t pad;
+};
+static struct nbn_req *g_req;
+static _Atomic(uintptr_t) *g_req_key; /* the inner request pointer; 0 free */
+static _Atomic int g_req_live; /* set at the first record: until then test looks nothing up */
+static size_t g_req_mask;
+
+static inline void req_add(void *req, struct nbn_conn *c, uint64_t posted, int tag, int n, int is_send,
+                           uint64_t start) {
+	uintptr_t k = (uintptr_t)req;
+	size_t i = mix64(k) & g_req_mask;
+	for (int p = 0; p < NBN_PROBE; p++, i = (i + 1) & g_req_mask) {
+		struct nbn_req *e = &g_req[i];
+		uintptr_t z = 0;
+		if (atomic_load_explicit(&g_req_key[e - g_req], memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong_explicit(&g_req_key[e - g_req], &z, k, memory_order_acquire, memory_order_relaxed)) {
+			e->start = start;
+			e->posted = posted;
+			e->conn = c;
+			e->tag = tag;
+			e->n = n;
+			e->is_send = is_send;
+			if (!atomic_load_explicit(&g_req_live, memory_order_relaxed))
+				atomic_store_explicit(&g_req_live, 1, memory_order_relaxed);
+			return;
+		}
+	}
+	struct nbn_rec *r = c ? &c->rec : &g_shared;
+	bump(r, &r->untracked, 1);
+}
+
+static inline struct nbn_req *req_find(void *req) {
+	uintptr_t k = (uintptr_t)req;
+	size_t i = mix64(k) & g_req_mask;
+	for (int p = 0; p < NBN_PROBE; p++, i = (i + 1) & g_req_mask)
+		if (atomic_load_explicit(&g_req_key[i], memory_order_relaxed) == k) return &g_req[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The inner plugin. */
+
+static union {
+	struct nbn_net_v10 v10;
+	struct nbn_net_v11 v11;
+} g_in;
+static int g_in_version; /* 10, 11 or 12; 0 none */
+static int g_in_status = 2; /* 0 loaded, 1 not configured, -1 failed, 2 not yet */
+static char g_in_msg[512];
+static void *g_in_dl;
+static _Atomic int g_warned;
+/* outer v10 over an inner v11/v12: one process-wide inner context, made by the first init */
+static void *g_in_ctx10;
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_in_inited10; /* inner v10 init done (outer v11/v12 calls it once per process) */
+
+extern struct nbn_net_v10 ncclNetPlugin_v10;
+extern struct nbn_net_v11 ncclNetPlugin_v11, ncclNetPlugin_v12;
+
+/* open_inner resolves name as NCCL resolves NCCL_NET_PLUGIN: the name as given, then, for a bare
+ * name (no '/', not lib*.so), libnccl-net-NAME.so. */
+static void *open_inner(const char *name, char *err, size_t n) {
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (h) return h;
+	snprintf(err, n, "%s", dlerror());
+	size_t len = strlen(name);
+	int is_lib = strncmp(name, "lib", 3) == 0 || (len >= 3 && strcmp(name + len - 3, ".so") == 0);
+	if (strchr(name, '/') || is_lib) return NULL;
+	char alt[300];
+	snprintf(alt, sizeof alt, "libnccl-net-%s.so", name);
+	h = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
+	if (!h) snprintf(err, n, "%s", dlerror());
+	return h;
+}
+
+static void load_inner(void) {
+	const char *name = getenv("NCCLBPF_NET_PLUGIN");
+	if (!name || !*name) {
+		g_in_status = 1;
+		snprintf(g_in_msg, sizeof g_in_msg,
+		         "ncclbpf: net: NCCLBPF_NET_PLUGIN is not set: no net plugin to wrap; NCCL uses its next net transport");
+		return;
+	}
+	char err[256] = "";
+	void *h = open_inner(name, err, sizeof err);
+	if (!h) {
+		g_in_status = -1;
+		snprintf(g_in_msg, sizeof g_in_msg,
+		         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s: cannot load it (%s); NCCL uses its next net transport", name, err);
+		return;
+	}
+	static const char *syms[] = {"ncclNetPlugin_v12", "ncclNetPlugin_v11", "ncclNetPlugin_v10"};
+	static const int vers[] = {12, 11, 10};
+	for (int i = 0; i < 3; i++) {
+		void *t = dlsym(h, syms[i]);
+		if (!t) continue;
+		if (t == (void *)&ncclNetPlugin_v12 || t == (void *)&ncclNetPlugin_v11 || t == (void *)&ncclNetPlugin_v10) {
+			g_in_status = -1;
+			snprintf(g_in_msg, sizeof g_in_msg,
+			         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s is libncclbpf itself; name the plugin it should wrap", name);
+			dlclose(h);
+			return;
+		}
+		if (vers[i] == 10)
+			memcpy(&g_in.v10, t, sizeof g_in.v10);
+		else
+			memcpy(&g_in.v11, t, sizeof g_in.v11);
+		g_in_version = vers[i];
+		break;
+	}
+	if (!g_in_version) {
+		g_in_status = -1;
+		snprintf(g_in_msg, sizeof g_in_msg,
+		         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s exports none of ncclNetPlugin_v12/_v11/_v10; NCCL uses its next "
+		         "net transport", name);
+		dlclose(h);
+		return;
+	}
+	g_in_dl = h;
+	g_in_status = 0;
+	/* NCCL selects a net plugin by this name (NCCL_NET, the communicator's netName): present the
+	 * wrapped plugin's. */
+	if (g_in.v10.name) ncclNetPlugin_v10.name = ncclNetPlugin_v11.name = ncclNetPlugin_v12.name = g_in.v10.name;
+	snprintf(g_in_msg, sizeof g_in_msg, "ncclbpf: net: wrapping %s (net ABI v%d, \"%s\")", name, g_in_version,
+	         g_in.v10.name ? g_in.v10.name : "");
+	/* Optional members the inner plugin lacks are absent from ours too (NCCL tests them for NULL when
+	 * it reads the table, before init). */
+	struct nbn_net_v10 *o10 = &ncclNetPlugin_v10;
+	struct nbn_net_v11 *o11[] = {&ncclNetPlugin_v11, &ncclNetPlugin_v12};
+#define MIRROR(m)                                                                                                    \
+	if (!g_in.v10.m) {                                                                                           \
+		o10->m = NULL;                                                                                       \
+		o11[0]->m = NULL;                                                                                    \
+		o11[1]->m = NULL;                                                                                    \
+	}
+	MIRROR(regMrDmaBuf)
+	MIRROR(getDeviceMr)
+	MIRROR(irecvConsumed)
+	MIRROR(makeVDevice)
+	MIRROR(iflush)
+#undef MIRROR
+	if (g_in_version >= 11 && !g_in.v11.setNetAttr) ncclNetPlugin_v11.setNetAttr = ncclNetPlugin_v12.setNetAttr = NULL;
+}
+
+static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
+static void load_once(void) { load_inner(); }
+
+/* The clock's calibration (5 ms) and the request table are made by the first net init, not when the
+ * library loads: a job that uses only the tuner or profiler pays for neither. */
+static pthread_once_t g_first_init_once = PTHREAD_ONCE_INIT;
+static int g_table_ok;
+static size_t g_table_n;
+static void first_init(void) {
+	nbn_calibrate();
+	size_t reqs = 16384;
+	const char *rq = getenv("NCCLBPF_NET_REQUESTS");
+	if (rq && *rq) {
+		char *end;
+		unsigned long v = strtoul(rq, &end, 10);
+		if (*end == 0 && v >= 64 && v <= (1ul << 24) && (v & (v - 1)) == 0) reqs = v;
+	}
+	g_table_n = reqs;
+	struct nbn_req *r = calloc(reqs, sizeof *r);
+	_Atomic(uintptr_t) *k = calloc(reqs, sizeof *k);
+	if (!r || !k) {
+		free(r);
+		free(k);
+		return;
+	}
+	g_req = r;
+	g_req_key = k;
+	g_req_mask = reqs - 1;
+	g_table_ok = 1;
+}
+
+__attribute__((constructor)) static void nbn_ctor(void) { pthread_once(&g_load_once, load_once); }
+
+/* tuner.c: loads the policy if needed and reports the outcome through log, once per process (the
+ * net plugin may be the only one NCCL loads from this library). */
+void ncclbpf_report_load(nbn_logger_t log);
+
+/* init_common runs at every init: it reports a missing inner plugin once (WARN) and loads the policy,
+ * reporting its outcome. */
+static int init_common(int outer, nbn_logger_t log) {
+	pthread_once(&g_load_once, load_once);
+	int expect = 0;
+	atomic_compare_exchange_strong(&g_outer_version, &expect, outer);
+	if (log)
+		ncclbpf_report_load(log);
+	else
+		ncclbpf_ensure_loaded();
+	if (g_in_status != 0) {
+		if (atomic_exchange(&g_warned, 1) == 0 && log) log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__, "%s", g_in_msg);
+		return -1;
+	}
+	pthread_once(&g_first_init_once, first_init);
+	if (!g_table_ok) {
+		if (atomic_exchange(&g_warned, 1) == 0 && log)
+			log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__,
+			    "ncclbpf: net: cannot allocate the request table (%zu entries); NCCL uses its next net transport",
+			    g_table_n);
+		return -1;
+	}
+	if (atomic_exchange(&g_warned, 1) == 0 && log) log(NBN_LOG_INFO, NBN_SUBSYS, __FILE__, __LINE__, "%s", g_in_msg);
+	return 0;
+}
+
+static void init_failed(nbn_logger_t log, int rc) {
+	if (log)
+		log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__,
+		    "ncclbpf: net: the wrapped plugin's init failed (error %d); NCCL uses its next net transport", rc);
+}
+
+/* Per-communicator context of the v11/v12 ABI. */
+struct nbn_ctx {
+	void *inner;                   /* the inner plugin's context (inner v11+) */
+	uint64_t comm_id;
+	struct nbn_comm_config config; /* for an inner v10's connect */
+};
+
+/* ------------------------------------------------------------------------------------------------
+ * Exported functions: set-up. */
+
+static nbn_result_t w_init_v11(void **ctx, uint64_t commId, struct nbn_comm_config *config, nbn_logger_t log,
+                               nbn_prof_cb_t prof, int outer) {
+	if (init_common(outer, log) != 0) return NBN_INTERNAL_ERROR;
+	struct nbn_ctx *w = calloc(1, sizeof *w);
+	if (!w) return NBN_SYSTEM_ERROR;
+	w->comm_id = commId;
+	w->config.trafficClass = config ? config->trafficClass : -1;
+	nbn_result_t rc;
+	if (g_in_version >= 11) {
+		rc = g_in.v11.init(&w->inner, commId, config, log, prof);
+	} else {
+		pthread_mutex_lock(&g_init_lock);
+		rc = g_in_inited10 ? NBN_SUCCESS : g_in.v10.init(log, prof);
+		if (rc == NBN_SUCCESS) g_in_inited10 = 1;
+		pthread_mutex_unlock(&g_init_lock);
+	}
+	if (rc != NBN_SUCCESS) {
+		init_failed(log, rc);
+		free(w);
+		return rc;
+	}
+	*ctx = w;
+	return NBN_SUCCESS;
+}
+static nbn_result_t w_init_v11o(void **ctx, uint64_t commId, struct nbn_comm_config *config, nbn_logger_t log,
+                                nbn_prof_cb_t prof) {
+	return w_init_v11(ctx, commId, config, log, prof, 11);
+}
+static nbn_result_t w_init_v12o(void **ctx, uint64_t commId, struct nbn_comm_config *config, nbn_logger_t log,
+                                nbn_prof_cb_t prof) {
+	return w_init_v11(ctx, commId, config, log, prof, 12);
+}
+
+static nbn_result_t w_init_v10(nbn_logger_t log, nbn_prof_cb_t prof) {
+	if (init_common(10, log) != 0) return NBN_INTERNAL_ERROR;
+	nbn_result_t rc = NBN_SUCCESS;
+	pthread_mutex_lock(&g_init_lock);
+	if (g_in_version >= 11) {
+		if (!g_in_ctx10) {
+			struct nbn_comm_config cfg = {-1};
+			rc = g_in.v11.init(&g_in_ctx10, 0, &cfg, log, prof);
+		}
+	} else if (!g_in_inited10) {
+		rc = g_in.v10.init(log, prof);
+		if (rc == NBN_SUCCESS) g_in_inited10 = 1;
+	}
+	pthread_mutex_unlock(&g_init_lock);
+	if (rc != NBN_SUCCESS) init_failed(log, rc);
+	return rc;
+}
+
+static nbn_result_t w_finalize(void *ctx) {
+	struct nbn_ctx *w = ctx;
+	nbn_result_t rc = NBN_SUCCESS;
+	if (!w) return NBN_SUCCESS;
+	if (g_in_version >= 11 && g_in.v11.finalize) rc = g_in.v11.finalize(w->inner);
+	free(w);
+	return rc;
+}
+
+static nbn_result_t w_set_net_attr(void *ctx, struct nbn_net_attr *attr) {
+	struct nbn_ctx *w = ctx;
+	if (g_in_version >= 11 && g_in.v11.setNetAttr) return g_in.v11.setNetAttr(w ? w->inner : NULL, attr);
+	return NBN_SUCCESS;
+}
+
+static nbn_result_t w_devices(int *ndev) { return g_in.v10.devices(ndev); }
+
+/* Properties: the prefix every version shares is filled by the inner plugin; fields its version
+ * lacks get the values NCCL's own adapters give them. */
+#define PROPS_V10 offsetof(struct nbn_props, maxMultiRequestSize)
+#define PROPS_V11 ((offsetof(struct nbn_props, railId) + 7) & ~(size_t)7)
+#define PROPS_V12 sizeof(struct nbn_props)
+static nbn_result_t props(int dev, void *out, size_t outer_size) {
+	int same = (g_in_version == 10 && outer_size == PROPS_V10) || (g_in_version == 11 && outer_size == PROPS_V11) ||
+	           (g_in_version == 12 && outer_size == PROPS_V12);
+	if (same) return g_in.v10.getProperties(dev, out); /* the caller's structure, unchanged */
+	struct nbn_props p;
+	memset(&p, 0, sizeof p);
+	p.maxMultiRequestSize = 1;
+	p.railId = p.planeId = -1;
+	nbn_result_t rc = g_in.v10.getProperties(dev, &p);
+	memcpy(out, &p, outer_size);
+	return rc;
+}
+static nbn_result_t w_props_v10(int dev, void *p) { return props(dev, p, PROPS_V10); }
+static nbn_result_t w_props_v11(int dev, void *p) { return props(dev, p, PROPS_V11); }
+static nbn_result_t w_props_v12(int dev, void *p) { return props(dev, p, PROPS_V12); }
+
+static nbn_result_t listen_common(void *ictx, uint64_t comm_id, int dev, void *handle, void **listenComm) {
+	nbn_result_t rc = g_in_version >= 11 ? ((nbn_listen_v11_t)g_in.v11.listen_)(ictx, dev, handle, listenComm)
+	                                     : ((nbn_listen_v10_t)g_in.v10.listen_)(dev, handle, listenComm);
+	if (rc == NBN_SUCCESS && *listenComm) {
+		uint64_t key = hash_handle(handle);
+		struct nbn_conn *c = conn_add(*listenComm, comm_id, key, dev, NCCLBPF_NET_KIND_LISTEN);
+		conn_event(c, dev, NCCLBPF_NET_KIND_LISTEN, comm_id, key);
+	}
+	return rc;
+}
+static nbn_result_t w_listen_v11(void *ctx, int dev, void *handle, void **listenComm) {
+	struct nbn_ctx *w = ctx;
+	return listen_common(w ? w->inner : NULL, w ? w->comm_id : 0, dev, handle, listenComm);
+}
+static nbn_result_t w_listen_v10(int dev, void *handle, void **listenComm) {
+	return listen_common(g_in_ctx10, 0, dev, handle, listenComm);
+}
+
+static nbn_result_t connect_common(void *ictx, struct nbn_comm_config *cfg, uint64_t comm_id, int dev, void *handle,
+                                   void **sendComm, struct nbn_dev_handle **sendDevComm) {
+	nbn_result_t rc = g_in_version >= 11
+	                      ? ((nbn_connect_v11_t)g_in.v11.connect_)(ictx, dev, handle, sendComm, sendDevComm)
+	                      : ((nbn_connect_v10_t)g_in.v10.connect_)(dev, cfg, handle, sendComm, sendDevComm);
+	if (rc == NBN_SUCCESS && *sendComm) {
+		uint64_t key = hash_handle(handle);
+		struct nbn_conn *c = conn_add(*sendComm, comm_id, key, dev, NCCLBPF_NET_KIND_CONNECT);
+		conn_event(c, dev, NCCLBPF_NET_KIND_CONNECT, comm_id, key);
+	}
+	return rc;
+}
+static nbn_result_t w_connect_v11(void *ctx, int dev, void *handle, void **sendComm,
+                                  struct nbn_dev_handle **sendDevComm) {
+	struct nbn_ctx *w = ctx;
+	return connect_common(w ? w->inner : NULL, w ? &w->config : NULL, w ? w->comm_id : 0, dev, handle, sendComm,
+	                      sendDevComm);
+}
+static nbn_result_t w_connect_v10(int dev, struct nbn_comm_config *cfg, void *handle, void **sendComm,
+                                  struct nbn_dev_handle **sendDevComm) {
+	return connect_common(g_in_ctx10, cfg, 0, dev, handle, sendComm, sendDevComm);
+}
+
+static nbn_result_t w_accept(void *listenComm, void **recvComm, struct nbn_dev_handle **recvDevComm) {
+	nbn_result_t rc = g_in.v10.accept(listenComm, recvComm, recvDevComm);
+	if (rc == NBN_SUCCESS && *recvComm) {
+		struct nbn_conn *l = conn_find(listenComm);
+		uint64_t comm_id = l ? l->comm_id : 0, key = l ? l->peer_key : 0;
+		int dev = l ? l->dev : -1;
+		struct nbn_conn *c = conn_add(*recvComm, comm_id, key, dev, NCCLBPF_NET_KIND_ACCEPT);
+		conn_event(c, dev, NCCLBPF_NET_KIND_ACCEPT, comm_id, key);
+	}
+	return rc;
+}
+
+static nbn_result_t w_regMr(void *comm, void *data, size_t size, int type, void **mhandle) {
+	return g_in.v10.regMr(comm, data, size, type, mhandle);
+}
+static nbn_result_t w_regMrDmaBuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+                                  void **mhandle) {
+	return g_in.v10.regMrDmaBuf(comm, data, size, type, offset, fd, mhandle);
+}
+static nbn_result_t w_deregMr(void *comm, void *mhandle) { return g_in.v10.deregMr(comm, mhandle); }
+
+/* ------------------------------------------------------------------------------------------------
+ * The data path. */
+
+/* Requests are recorded only while a program watches their completion: without one, the data path
+ * costs two slot loads. A request posted before a program was published completes unseen. */
+static inline int watching(int hook) {
+	return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed) != 0;
+}
+
+static nbn_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
+                            void **request) {
+	nbn_result_t rc = g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
+	if (rc == NBN_SUCCESS && *request && watching(NCCLBPF_NET_SEND_END))
+		req_add(*request, conn_find(sendComm), size, tag, 1, 1, nbn_ticks());
+	return rc;
+}
+
+static nbn_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
+                            void **phandles, void **request) {
+	nbn_result_t rc = g_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
+	if (rc == NBN_SUCCESS && *request && watching(NCCLBPF_NET_RECV_END)) {
+		uint64_t posted = 0;
+		for (int i = 0; i < n; i++) posted += sizes ? sizes[i] : 0;
+		req_add(*request, conn_find(recvComm), posted, (n > 0 && tags) ? tags[0] : -1, n, 0, nbn_ticks());
+	}
+	return rc;
+}
+
+static nbn_result_t w_iflush(void *recvComm, int n, void *data[], int *sizes, void **mhandles, void **request) {
+	return g_in.v10.iflush(recvComm, n, data, sizes, mhandles, request);
+}
+
+static nbn_result_t w_test(void *request, int *done, int *sizes) {
+	/* Found before the inner test: the request cannot be recycled while it is pending. */
+	struct nbn_req *e = g_req_live ? req_find(request) : NULL;
+	nbn_result_t rc = g_in.v10.test(request, done, sizes);
+	if (__builtin_expect(!e, 1) || (rc == NBN_SUCCESS && !*done)) return rc;
+	/* done, or failed: the request is finished either way */
+	uint64_t end = nbn_ticks();
+	struct nbn_conn *c = e->conn;
+	struct nbn_rec *r = c ? &c->rec : &g_shared;
+	int hook = e->is_send ? NCCLBPF_NET_SEND_END : NCCLBPF_NET_RECV_END;
+	bump(r, e->is_send ? &r->sends : &r->recvs, 1);
+	if (watching(hook)) {
+		struct ncclbpf_net_ctx ctx;
+		ctx.comm_id = c ? c->comm_id : 0;
+		ctx.peer_key = c ? c->peer_key : 0;
+		ctx.conn_id = c ? c->conn_id : 0;
+		uint64_t bytes = e->posted;
+		if (rc == NBN_SUCCESS && sizes) {
+			bytes = 0;
+			for (int i = 0; i < e->n; i++) bytes += (uint64_t)(sizes[i] > 0 ? sizes[i] : 0);
+		}
+		ctx.bytes = bytes;
+		ctx.posted_bytes = e->posted;
+		ctx.start_ns = nbn_ticks_ns(e->start);
+		ctx.end_ns = nbn_ticks_ns(end);
+		ctx.duration_ns = ctx.end_ns - ctx.start_ns;
+		ctx.local_seq = 0;
+		ctx.tag = e->tag;
+		ctx.n = e->n;
+		ctx.dev = c ? c->dev : -1;
+		ctx.kind = 0;
+		ctx.event = (uint32_t)hook;
+		ctx.flags = rc == NBN_SUCCESS ? 0 : NCCLBPF_NET_F_ERROR;
+		ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
+		ctx.reserved = 0;
+		run(r, hook, &ctx);
+	}
+	atomic_store_explicit(&g_req_key[e - g_req], 0, memory_order_release);
+	return rc;
+}
+
+static nbn_result_t w_closeSend(void *sendComm) {
+	conn_del(sendComm);
+	return g_in.v10.closeSend(sendComm);
+}
+static nbn_result_t w_closeRecv(void *recvComm) {
+	conn_del(recvComm);
+	return g_in.v10.closeRecv(recvComm);
+}
+static nbn_result_t w_closeListen(void *listenComm) {
+	conn_del(listenComm);
+	return g_in.v10.closeListen(listenComm);
+}
+static nbn_result_t w_getDeviceMr(void *comm, void *mhandle, void **dptr) {
+	return g_in.v10.getDeviceMr(comm, mhandle, dptr);
+}
+static nbn_result_t w_irecvConsumed(void *recvComm, int n, void *request) {
+	return g_in.v10.irecvConsumed(recvComm, n, request);
+}
+static nbn_result_t w_makeVDevice(int *d, struct nbn_vprops *p) { return g_in.v10.makeVDevice(d, p); }
+
+/* ------------------------------------------------------------------------------------------------
+ * The exported tables. Not const: optional members the inner plugin lacks are cleared at load. */
+
+#define COMMON(props_fn, listen_fn, connect_fn)                                                                     \
+	.devices = w_devices, .getProperties = props_fn, .listen_ = (void *)listen_fn, .connect_ = (void *)connect_fn, \
+	.accept = w_accept, .regMr = w_regMr, .regMrDmaBuf = w_regMrDmaBuf, .deregMr = w_deregMr, .isend = w_isend,  \
+	.irecv = w_irecv, .iflush = w_iflush, .test = w_test, .closeSend = w_closeSend, .closeRecv = w_closeRecv,     \
+	.closeListen = w_closeListen, .getDeviceMr = w_getDeviceMr, .irecvConsumed = w_irecvConsumed,                \
+	.makeVDevice = w_makeVDevice
+
+NBN_EXPORT struct nbn_net_v10 ncclNetPlugin_v10 = {
+    .name = "ncclbpf", .init = w_init_v10, COMMON(w_props_v10, w_listen_v10, w_connect_v10)};
+NBN_EXPORT struct nbn_net_v11 ncclNetPlugin_v11 = {.name = "ncclbpf",
+                                                   .init = w_init_v11o,
+                                                   COMMON(w_props_v11, w_listen_v11, w_connect_v11),
+                                                   .finalize = w_finalize,
+                                                   .setNetAttr = w_set_net_attr};
+NBN_EXPORT struct nbn_net_v11 ncclNetPlugin_v12 = {.name = "ncclbpf",
+                                                   .init = w_init_v12o,
+                                                   COMMON(w_props_v12, w_listen_v11, w_connect_v11),
+                                                   .finalize = w_finalize,
+                                                   .setNetAttr = w_set_net_attr};
+
+/* ------------------------------------------------------------------------------------------------
+ * Statistics. */
+
+void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out) {
+	struct ncclbpf_net_stats s;
+	struct nbn_rec sum;
+	memset(&s, 0, sizeof s);
+	memset(&sum, 0, sizeof sum);
+	pthread_mutex_lock(&g_conn_lock);
+	rec_add(&sum, &g_retired);
+	for (int i = 0; i < NBN_CONN_N; i++)
+		if (atomic_load_explicit(&g_conn_key[i], memory_order_acquire)) rec_add(&sum, &g_conn[i].rec);
+	pthread_mutex_unlock(&g_conn_lock);
+	rec_add(&sum, &g_shared);
+	for (int h = 0; h <= NCCLBPF_NET_LAST_HOOK; h++) s.calls[h] = sum.calls[h];
+	s.sends = sum.sends;
+	s.recvs = sum.recvs;
+	s.untracked = sum.untracked;
+	s.conns = atomic_load(&g_conns);
+	if (g_req)
+		for (size_t i = 0; i <= g_req_mask; i++)
+			if (atomic_load_explicit(&g_req_key[i], memory_order_relaxed)) s.inflight++;
+	s.outer_version = atomic_load(&g_outer_version);
+	s.inner_version = g_in_version;
+	s.inner_status = g_in_status;
+	*out = s;
+}
+
+const char *ncclbpf_net_inner_message(void) { return g_in_msg; }

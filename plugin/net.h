@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net.h: the net side of libncclbpf.so as the Go control plane and the test hosts see it.
+ *
+ * The shim (net.c) exports ncclNetPlugin_v10, _v11 and _v12 and passes every call to the net plugin
+ * named by NCCLBPF_NET_PLUGIN. Programs of the hooks net/conn, net/send_end and net/recv_end run
+ * through one slot per hook, published and retired like the profiler's (profiler.h):
+ *
+ *     for each net hook h:  old[h] = ncclbpf_net_publish(h, entry_or_0);
+ *     ncclbpf_net_synchronize() == 0           // => the old code may be unmapped
+ */
+#ifndef NCCLBPF_PLUGIN_NET_H
+#define NCCLBPF_PLUGIN_NET_H
+
+#include <stdint.h>
+
+/* Hook ids: NCCLBPF_NET_CONN (1) .. NCCLBPF_NET_RECV_END (3) of include/ncclbpf_net.h. */
+#define NCCLBPF_NET_FIRST_HOOK 1
+#define NCCLBPF_NET_LAST_HOOK 3
+
+/* ncclbpf_net_hook_id returns the id of a hook name ("net/conn", ...) or -1. */
+int ncclbpf_net_hook_id(const char *name);
+
+/* ncclbpf_net_publish makes fn (0: none) the code hook runs from the next event on and returns the
+ * previous entry (0 if none or hook out of range). */
+uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn);
+
+/* ncclbpf_net_synchronize waits until no thread still runs net code published before the call.
+ * Returns 0 when that is guaranteed, -1 when it cannot be (no membarrier). */
+int ncclbpf_net_synchronize(void);
+
+/* Counters, process-wide (summed over the calling threads; not for the hot path). */
+struct ncclbpf_net_stats {
+	uint64_t calls[NCCLBPF_NET_LAST_HOOK + 1]; /* program runs per hook id */
+	uint64_t sends, recvs;                     /* completions seen by test */
+	uint64_t untracked;   /* requests the table could not hold: completed without a record */
+	uint64_t conns;       /* connections set up (listen, connect, accept) */
+	uint64_t inflight;    /* requests in the table now */
+	int outer_version;    /* net ABI NCCL uses (0: no init yet) */
+	int inner_version;    /* net ABI of the wrapped plugin (0: none loaded) */
+	int inner_status;     /* 0 loaded, 1 not configured, -1 failed */
+	int reserved;
+};
+void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out);
+
+/* ncclbpf_net_inner_message describes the wrapped plugin's load ("" before any attempt). */
+const char *ncclbpf_net_inner_message(void);
+
+#endif /* NCCLBPF_PLUGIN_NET_H */
