@@ -249,6 +249,33 @@ func TestNetFallback(t *testing.T) {
 	}
 }
 
+// TestNetTiming: a request is timed (two cycle-counter reads) only for a
+// program that reads start_ns, end_ns or duration_ns, as the verifier lists
+// the context fields each program reads. A program that reads only flags sees
+// every send untimed; one that reads duration_ns sees every send timed.
+func TestNetTiming(t *testing.T) {
+	netArtifacts(t)
+	const ch, msgs = 2, 100
+	for _, c := range []struct {
+		obj            string
+		untimed, timed uint64
+	}{
+		{"testhost/net_timing_flags.bpf.o", ch * msgs, 0},
+		{"testhost/net_timing_times.bpf.o", 0, ch * msgs},
+	} {
+		r, _ := netHost(t, []string{"NCCLBPF_POLICY=" + c.obj, "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+			"transfer", art.lib, "11", strconv.Itoa(ch), strconv.Itoa(msgs), "4")
+		checkTransfer(t, r, ch*msgs)
+		for rank := 0; rank < 2; rank++ {
+			m := r[rank]
+			if s, u, d := num(t, m, "m_sends"), num(t, m, "m_untimed"), num(t, m, "m_timed"); s != ch*msgs || u != c.untimed || d != c.timed {
+				t.Errorf("%s, rank %d: %d sends, %d untimed, %d with a duration; want %d, %d, %d",
+					c.obj, rank, s, u, d, ch*msgs, c.untimed, c.timed)
+			}
+		}
+	}
+}
+
 // TestNetSlowPeer runs the example policy policies/net_peers over a job
 // with one slow link (the third connection of each process holds every
 // send 3 ms): the policy names that connection's peer as the slow one.
