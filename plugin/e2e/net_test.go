@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -48,11 +49,17 @@ func netArtifacts(t *testing.T) {
 // lines by rank, and its stderr.
 func netHost(t *testing.T, env []string, args ...string) ([2]map[string]string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, netArt.host, args...)
+	cmd := hostCommand(netArt.host, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cleanEnv(), append([]string{"NCCLBPF_CONTROL=0"}, env...)...)
+	// both ranks are in the process group of net_host: a hang kills them all
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	timer := time.AfterFunc(2*time.Minute, func() {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	defer timer.Stop()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
