@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/jit/amd64/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/jit/arm64/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 

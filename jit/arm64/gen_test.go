@@ -9,7 +9,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/jit/arm64/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
