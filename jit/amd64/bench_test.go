@@ -8,6 +8,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -178,7 +179,7 @@ func BenchmarkRun(b *testing.B) {
 		})
 		b.Run(prog.name+"/jit-native", func(b *testing.B) {
 			b.ResetTimer()
-			xj.runLoop(ctx, b.N)
+			executable.RunLoop(xj.compiled, ctx, b.N)
 		})
 		xi.Close()
 		xj.Close()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/structure"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
@@ -96,11 +97,7 @@ func Compile(p *vm.Program) (*Executable, error) {
 			_ = blk.Free()
 			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 		}
-		mapOff := append([]int32(nil), c.pcOff...)
-		for f := 1; f < len(c.funcStart); f++ {
-			mapOff[c.funcStart[f]] = c.entryOff[f] // the prologue belongs to the entry pc
-		}
-		return &Executable{name: p.Name, block: blk, entry: blk.Addr(), pcOff: mapOff, code: blk.Code()}, nil
+		return &Executable{executable.New(p.Name, "amd64", blk, c.pcOff, c.funcStart, c.entryOff)}, nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -139,11 +140,7 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 		}
 		syncICache(blk.Addr(), len(c.b))
-		mapOff := append([]int32(nil), c.pcOff...)
-		for f := 1; f < len(c.funcStart); f++ {
-			mapOff[c.funcStart[f]] = c.entryOff[f] // the prologue belongs to the entry pc
-		}
-		return &Executable{name: p.Name, block: blk, entry: blk.Addr(), pcOff: mapOff, code: blk.Code()}, nil
+		return &Executable{executable.New(p.Name, "arm64", blk, c.pcOff, c.funcStart, c.entryOff)}, nil
 	}
 }
 
