@@ -30,10 +30,11 @@ func BenchmarkCompile(b *testing.B) {
 	b.Run("emit-only/insns="+strconv.Itoa(len(prog.Insns)), func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c := &compiler{prog: prog, insns: prog.Insns, base: 0x10000000}
-			if err := c.analyze(); err != nil {
+			c, err := newCompiler(prog)
+			if err != nil {
 				b.Fatal(err)
 			}
+			c.base = 0x10000000
 			if err := c.emitProgram(); err != nil {
 				b.Fatal(err)
 			}

@@ -79,20 +79,17 @@ func (c *compiler) exit(outermost bool) {
 
 // call emits a helper call, a BPF-to-BPF call or callx.
 func (c *compiler) call(pc int, ins asm.Instruction) error {
-	switch c.sp.Kind(pc) {
+	switch c.Structure.Kind(pc) {
 	case structure.Callx:
 		c.callx(pc, regMap[ins.Dst])
 		return nil
 	case structure.LocalCall:
-		c.localCall(pc, c.sp.Target(pc))
+		c.localCall(pc, c.Structure.Target(pc))
 		return nil
 	}
-	h, ok := c.prog.Helpers[helpers.ID(ins.Imm)]
-	if !ok {
-		return errAt(pc, ins, "call to unknown helper %d", ins.Imm)
-	}
-	if h.Addr == 0 {
-		return errAt(pc, ins, "helper %d has no address", ins.Imm)
+	h, err := c.Helper(pc)
+	if err != nil {
+		return err
 	}
 	c.helperCall(h)
 	return nil
@@ -123,7 +120,7 @@ func (c *compiler) callAbs(addr uintptr) {
 
 // localCall emits a BPF-to-BPF call to the function starting at target.
 func (c *compiler) localCall(pc, target int) {
-	if c.depthCheck {
+	if c.DepthCheck {
 		// In the frame at depth d (outermost = 1), rsp = r12 - (d-1)*subFrameSize;
 		// a call is allowed while d < MaxCallDepth.
 		c.leaRM(tmp3, frameReg, -int32((MaxCallDepth-2)*subFrameSize))
@@ -137,12 +134,12 @@ func (c *compiler) localCall(pc, target int) {
 // callx calls the helper whose id is in r through the program's helper
 // table; an id without a helper faults (FaultCallx).
 func (c *compiler) callx(pc int, r reg) {
-	if c.tableLen == 0 {
+	if c.TableLen == 0 {
 		c.fault(FaultCallx, pc, c.jmpRel32())
 		return
 	}
 	c.aluRR(opMovMR, true, tmp3, r)
-	c.aluRI(extCmp, true, tmp3, c.tableLen)
+	c.aluRI(extCmp, true, tmp3, c.TableLen)
 	c.fault(FaultCallx, pc, c.jccRel32(ccAE))
 	c.tableRefs = append(c.tableRefs, c.leaRIP(tmp2))
 	c.loadRMIndex8(tmp2, tmp2, tmp3)
@@ -161,7 +158,7 @@ func (c *compiler) fault(kind FaultKind, pc int, at int32) {
 // from r12, so it works at any call depth), the unwind stub, one stub per
 // fault site, the callx thunks and table.
 func (c *compiler) emitCold() {
-	if len(c.unwinds) == 0 && len(c.faults) == 0 && c.tableLen == 0 {
+	if len(c.unwinds) == 0 && len(c.faults) == 0 && c.TableLen == 0 {
 		return // no way out but exit
 	}
 	c.align(16)
@@ -186,12 +183,12 @@ func (c *compiler) emitCold() {
 		c.movRI32(rdx, f.word)
 		c.jmpBack(0, true, retCommon)
 	}
-	if c.tableLen == 0 {
+	if c.TableLen == 0 {
 		return
 	}
 	// Thunks for helpers that unwind on zero: entered with rsp ≡ 8 (mod 16).
-	entries := make([]uint64, c.tableLen)
-	for _, id := range c.helperIDs {
+	entries := make([]uint64, c.TableLen)
+	for _, id := range c.HelperIDs {
 		h := c.prog.Helpers[helpers.ID(id)]
 		if h.Addr == 0 {
 			continue

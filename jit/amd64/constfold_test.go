@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/jit/internal/analysis"
 	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/vm"
@@ -130,12 +131,11 @@ func TestFoldDifferential(t *testing.T) {
 				t.Fatalf("seed %d (frozen %v): interp %#x (%v), jit %#x (%v)\n%s", seed, m.Frozen, ri, erri, rj, errj, asm.Format(insns))
 			}
 			if m.Frozen {
-				c := &compiler{prog: p, insns: insns}
-				if err := c.analyze(); err != nil {
+				a, err := analysis.Analyze(p)
+				if err != nil {
 					t.Fatal(err)
 				}
-				c.foldConstLoads()
-				for _, f := range c.folded {
+				for _, f := range a.Folded {
 					if f {
 						folds++
 					}

@@ -24,12 +24,12 @@ func (c *compiler) jump(pc int, ins asm.Instruction) error {
 	op := ins.Op.JumpOp()
 	switch op {
 	case asm.JumpExit:
-		c.exit(c.funcOf[pc] == 0)
+		c.exit(c.FuncOf[pc] == 0)
 		return nil
 	case asm.JumpCall:
 		return c.call(pc, ins)
 	case asm.JumpA:
-		c.jumpTo(0, true, pc, c.sp.Target(pc))
+		c.jumpTo(0, true, pc, c.Structure.Target(pc))
 		return nil
 	}
 	cc := jumpCC[op>>4]

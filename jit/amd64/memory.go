@@ -6,8 +6,8 @@ import "github.com/ncclbpf/ncclbpf/asm"
 func (c *compiler) load(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	dst, base := regMap[ins.Dst], regMap[ins.Src]
-	if c.folded != nil && c.folded[pc] {
-		c.loadImm(dst, c.foldVal[pc]) // a frozen map's value (see foldConstLoads)
+	if c.Folded != nil && c.Folded[pc] {
+		c.loadImm(dst, c.FoldVal[pc]) // a frozen map's value (see foldConstLoads)
 		return nil
 	}
 	switch ins.Op.Mode() {
@@ -122,31 +122,12 @@ func (c *compiler) fetchLoop(op byte, w bool, base reg, off int32, src reg) {
 }
 
 // ldImm64 emits the two-slot LD_IMM64: a constant, a map handle
-// (PseudoMapFD) or the address of a map value (PseudoMapValue). The
-// validated structure (analyze) guarantees its form and map index.
+// (PseudoMapFD) or the address of a map value (PseudoMapValue), as
+// analysis.Info.LdImm64 resolves it.
 func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
-	v, _ := asm.Imm64(c.insns, pc)
-	maps := c.prog.Maps
-	switch ins.Src {
-	case asm.PseudoMapFD:
-		v = uint64(maps[ins.Imm].Handle)
-	case asm.PseudoMapValue:
-		m := maps[ins.Imm]
-		off := uint32(c.insns[pc+1].Imm)
-		if m.ArrayBase == 0 {
-			return errAt(pc, ins, "map %q has no direct value address", m.Name)
-		}
-		stride := m.ArrayStride
-		if stride == 0 {
-			stride = (m.ValueSize + 7) &^ 7
-		}
-		if size := uint64(stride) * uint64(m.MaxEntries); uint64(off) >= size {
-			return errAt(pc, ins, "offset %d beyond the %d bytes of map %q", off, size, m.Name)
-		}
-		v = uint64(m.ArrayBase) + uint64(off)
-	}
-	if c.dropLd != nil && c.dropLd[pc] {
-		return nil // only folded loads read it (see foldConstLoads)
+	v, drop, err := c.LdImm64(pc)
+	if err != nil || drop {
+		return err // drop: only folded loads read it
 	}
 	c.loadImm(regMap[ins.Dst], v)
 	return nil

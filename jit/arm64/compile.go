@@ -6,13 +6,14 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/jit/internal/analysis"
 	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
 // MaxInstructions is the largest program (in slots) the JIT compiles; fault
 // words carry the pc in 24 bits.
-const MaxInstructions = 1 << 20
+const MaxInstructions = analysis.MaxInstructions
 
 // MaxCallDepth is the number of frames (the main program and the
 // BPF-to-BPF calls nested in it) that may be live at once: the
@@ -93,7 +94,10 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 	if p == nil {
 		return nil, fmt.Errorf("jit: compile: nil program: %w", ErrInvalidProgram)
 	}
-	c := &compiler{prog: p, insns: p.Insns}
+	c, err := newCompiler(p)
+	if err != nil {
+		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
+	}
 	switch o.Atomics {
 	case AtomicsAuto:
 		c.lse = hasLSE()
@@ -103,12 +107,7 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 	default:
 		return nil, fmt.Errorf("jit: program %q: unknown atomics mode %d", p.Name, o.Atomics)
 	}
-	if err := c.analyze(); err != nil {
-		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-	}
-	c.foldConstLoads()
-	c.planFrame()
-	size := 256 + len(c.insns)*maxSlotBytes + int(c.tableLen)*8 + len(c.helperIDs)*48
+	size := 256 + len(c.insns)*maxSlotBytes + int(c.TableLen)*8 + len(c.HelperIDs)*48
 	for attempt := 0; ; attempt++ {
 		blk, err := execmem.Reserve(size, c.nearHint())
 		if err != nil {
@@ -140,7 +139,7 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 		}
 		syncICache(blk.Addr(), len(c.b))
-		return &Executable{executable.New(p.Name, "arm64", blk, c.pcOff, c.funcStart, c.entryOff)}, nil
+		return &Executable{executable.New(p.Name, "arm64", blk, c.pcOff, c.FuncStart, c.entryOff)}, nil
 	}
 }
 
@@ -148,6 +147,17 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 // exclusive-loop atomic with a far offset or a helper call, is under 20
 // instructions).
 const maxSlotBytes = 96
+
+// newCompiler analyses p and plans its outermost frame.
+func newCompiler(p *vm.Program) (*compiler, error) {
+	a, err := analysis.Analyze(p)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiler{Info: a, prog: p, insns: p.Insns}
+	c.planFrame()
+	return c, nil
+}
 
 // nearHint returns an address the code should be placed near (the first
 // helper), so that helper calls can be direct BLs.
@@ -169,18 +179,8 @@ type compiler struct {
 	lse   bool // FEAT_LSE atomics
 	long  bool // conditional branches as b.!cond +8; b target
 
-	// Analysis results (structure.go, constfold.go).
-	second     []bool
-	funcStart  []int32
-	funcOf     []int32
-	depthCheck bool
-	helperIDs  []int32
-	tableLen   int32
-	hasCallx   bool
-	folded     []bool
-	foldVal    []uint64
-	dropLd     []bool
-	frame      mainFrame
+	*analysis.Info           // what the lowering needs to know (jit/internal/analysis)
+	frame          mainFrame // prologue and epilogue of the outermost function
 
 	// Emission state.
 	b        []byte
@@ -245,11 +245,11 @@ func (c *compiler) emitProgram() error {
 	c.faults = c.faults[:0]
 	c.unwinds = false
 	c.pcOff = make([]int32, n+1)
-	c.entryOff = make([]int32, len(c.funcStart))
+	c.entryOff = make([]int32, len(c.FuncStart))
 	c.mainPrologue()
 	for pc := 0; pc < n; pc++ {
-		f := c.funcOf[pc]
-		if f > 0 && int(c.funcStart[f]) == pc {
+		f := c.FuncOf[pc]
+		if f > 0 && int(c.FuncStart[f]) == pc {
 			c.entryOff[f] = c.len()
 			c.subPrologue()
 		}
@@ -271,7 +271,7 @@ func (c *compiler) emitProgram() error {
 		case toPC:
 			to = c.pcOff[fx.target]
 		case toFunc:
-			to = c.entryOff[c.funcOf[fx.target]]
+			to = c.entryOff[c.FuncOf[fx.target]]
 		case toLabel, toAbs64:
 			to = labels[fx.target]
 		}
@@ -430,3 +430,6 @@ func (c *compiler) mov64(rd, rn reg) {
 		c.emit(encRRR(opORR, true, rd, xzr, rn))
 	}
 }
+
+// errAt formats a compile error at pc.
+var errAt = analysis.ErrAt

@@ -3,11 +3,9 @@ package arm64
 import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/structure"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
-
-// zeroOrder lists the registers the interpreter starts at 0.
-var zeroOrder = [...]asm.Register{asm.R0, asm.R3, asm.R4, asm.R5, asm.R6, asm.R7, asm.R8, asm.R9}
 
 // mainFrame describes the prologue and epilogue of the outermost function.
 //
@@ -21,7 +19,7 @@ var zeroOrder = [...]asm.Register{asm.R0, asm.R3, asm.R4, asm.R5, asm.R6, asm.R7
 // when it names r10, x24 when it uses callx (whose unwinding thunks leave
 // from below the frame); registers are stored in pairs (XZR pads an odd
 // count) so sp stays 16-byte aligned. It zeroes only the registers some
-// path may read before writing them (mayReadUninit).
+// path may read before writing them (analysis.Info.MayReadUninit).
 type mainFrame struct {
 	pairs  [][2]reg // stored in this order with STP pre-index, loaded in reverse
 	stack  bool     // 512-byte eBPF stack, r10 (x23) at its top
@@ -29,59 +27,43 @@ type mainFrame struct {
 	zero   []reg
 }
 
-// planFrame decides the outermost frame (after analyze).
+// planFrame decides the outermost frame (after analysis).
 func (c *compiler) planFrame() {
+	use := c.Frame()
 	fr := &c.frame
-	if len(c.funcStart) > 1 {
+	if use.Full {
 		*fr = mainFrame{pairs: [][2]reg{{x29, x30}, {x19, x20}, {x21, x22}, {x23, x24}}, stack: true, anchor: true}
-		for _, r := range zeroOrder {
-			fr.zero = append(fr.zero, regMap[r])
+	} else {
+		*fr = mainFrame{stack: use.UsesStack(), anchor: c.HasCallx}
+		if use.Calls {
+			fr.pairs = append(fr.pairs, [2]reg{x29, x30})
 		}
-		return
-	}
-	var named uint16
-	calls := false
-	for pc, ins := range c.insns {
-		if c.second[pc] {
-			continue
+		var regs []reg
+		for _, s := range [...]struct {
+			x   reg
+			use bool
+		}{
+			{x19, use.Uses(asm.R6)},
+			{x20, use.Uses(asm.R7)},
+			{x21, use.Uses(asm.R8)},
+			{x22, use.Uses(asm.R9)},
+			{x23, fr.stack},
+			{x24, fr.anchor},
+		} {
+			if s.use {
+				regs = append(regs, s.x)
+			}
 		}
-		named |= 1<<ins.Dst | 1<<ins.Src
-		if ins.Op == asm.OpCall || ins.Op == asm.OpCallX {
-			calls = true
-		}
-	}
-	*fr = mainFrame{stack: named&(1<<asm.R10) != 0, anchor: c.hasCallx}
-	if calls {
-		fr.pairs = append(fr.pairs, [2]reg{x29, x30})
-	}
-	var regs []reg
-	for _, s := range [...]struct {
-		x   reg
-		use bool
-	}{
-		{x19, named&(1<<asm.R6) != 0},
-		{x20, named&(1<<asm.R7) != 0},
-		{x21, named&(1<<asm.R8) != 0},
-		{x22, named&(1<<asm.R9) != 0},
-		{x23, fr.stack},
-		{x24, fr.anchor},
-	} {
-		if s.use {
-			regs = append(regs, s.x)
+		for i := 0; i < len(regs); i += 2 {
+			p := [2]reg{regs[i], xzr}
+			if i+1 < len(regs) {
+				p[1] = regs[i+1]
+			}
+			fr.pairs = append(fr.pairs, p)
 		}
 	}
-	for i := 0; i < len(regs); i += 2 {
-		p := [2]reg{regs[i], xzr}
-		if i+1 < len(regs) {
-			p[1] = regs[i+1]
-		}
-		fr.pairs = append(fr.pairs, p)
-	}
-	uninit := c.mayReadUninit()
-	for _, r := range zeroOrder {
-		if uninit&(1<<r) != 0 {
-			fr.zero = append(fr.zero, regMap[r])
-		}
+	for _, r := range use.Zero {
+		fr.zero = append(fr.zero, regMap[r])
 	}
 }
 
@@ -161,27 +143,20 @@ func (c *compiler) exit(outermost bool) {
 
 // call emits a helper call, a BPF-to-BPF call or callx.
 func (c *compiler) call(pc int, ins asm.Instruction) error {
-	switch {
-	case ins.Op == asm.OpCallX:
+	switch c.Structure.Kind(pc) {
+	case structure.Callx:
 		c.callx(pc, regMap[ins.Dst])
 		return nil
-	case ins.Op != asm.OpCall:
-		return errAt(pc, ins, "malformed call")
-	case ins.Src == asm.PseudoCall:
-		c.localCall(pc, pc+1+int(ins.Imm))
-		return nil
-	case ins.Src == asm.PseudoHelper:
-		h, ok := c.prog.Helpers[helpers.ID(ins.Imm)]
-		if !ok {
-			return errAt(pc, ins, "call to unknown helper %d", ins.Imm)
-		}
-		if h.Addr == 0 {
-			return errAt(pc, ins, "helper %d has no address", ins.Imm)
-		}
-		c.helperCall(h)
+	case structure.LocalCall:
+		c.localCall(pc, c.Structure.Target(pc))
 		return nil
 	}
-	return errAt(pc, ins, "call with source %d", ins.Src)
+	h, err := c.Helper(pc)
+	if err != nil {
+		return err
+	}
+	c.helperCall(h)
+	return nil
 }
 
 // helperCall calls a native helper: r1-r5 already are x0-x4 (AAPCS64's
@@ -209,7 +184,7 @@ func (c *compiler) callAbs(addr uintptr) {
 
 // localCall emits a BPF-to-BPF call to the function starting at target.
 func (c *compiler) localCall(pc, target int) {
-	if c.depthCheck {
+	if c.DepthCheck {
 		// In the frame at depth d (outermost = 1), sp = anchor - (d-1)*subFrameSize;
 		// a call is allowed while d < MaxCallDepth.
 		c.loadImm(true, tmp1, uint64((MaxCallDepth-2)*subFrameSize))
@@ -227,11 +202,11 @@ func (c *compiler) localCall(pc, target int) {
 // callx calls the helper whose id is in r through the program's helper
 // table; an id without a helper faults (FaultCallx).
 func (c *compiler) callx(pc int, r reg) {
-	if c.tableLen == 0 {
+	if c.TableLen == 0 {
 		c.fault(condAL, FaultCallx, pc)
 		return
 	}
-	c.loadImm(true, tmp1, uint64(c.tableLen))
+	c.loadImm(true, tmp1, uint64(c.TableLen))
 	c.emit(encRRR(opSUBS, true, xzr, r, tmp1))
 	c.fault(condHS, FaultCallx, pc)
 	c.loadAbs64Label(tabReg, labTable)
@@ -256,7 +231,7 @@ func (c *compiler) fault(cc cond, kind FaultKind, pc int) {
 // callx table. It returns the offsets of the labels.
 func (c *compiler) emitCold() []int32 {
 	labels := make([]int32, labFirstFault+len(c.faults))
-	if !c.unwinds && len(c.faults) == 0 && c.tableLen == 0 {
+	if !c.unwinds && len(c.faults) == 0 && c.TableLen == 0 {
 		return labels // no way out but exit
 	}
 	labels[labRet] = c.len()
@@ -276,11 +251,11 @@ func (c *compiler) emitCold() []int32 {
 		c.loadImm(true, x1, uint64(w))
 		c.branchBack(condAL, labels[labRet])
 	}
-	if c.tableLen == 0 {
+	if c.TableLen == 0 {
 		return labels
 	}
-	entries := make([]uint64, c.tableLen)
-	for _, id := range c.helperIDs {
+	entries := make([]uint64, c.TableLen)
+	for _, id := range c.HelperIDs {
 		h := c.prog.Helpers[helpers.ID(id)]
 		if !h.UnwindOnZero {
 			entries[id] = uint64(h.Addr)

@@ -142,20 +142,20 @@ func TestCompileErrors(t *testing.T) {
 	for _, tc := range []struct{ name, src, msg string }{
 		{"unknown helper", "call 99\nexit", "unknown helper 99"},
 		{"falls off the end", "mov %r0, 1", "falls off the end"},
-		{"falls into a function", "call local f\ncall local g\nexit\nf:\nmov %r0, 2\ng:\nmov %r0, 3\nexit", "falls through into the function at pc 4"},
+		{"falls into a function", "call local f\ncall local g\nexit\nf:\nmov %r0, 2\ng:\nmov %r0, 3\nexit", "falls through into the subprogram at pc 4"},
 		{"writes r10", "mov %r10, 1\nexit", "r10"},
 		{"jump outside", "ja +5\nexit", "outside the program"},
 		{"jump into lddw", "ja +1\nlddw %r0, 1\nexit", "second slot"},
-		{"cross-function jump", "call local f\nja f\nf:\nexit", "another function"},
+		{"cross-function jump", "call local f\nja f\nf:\nexit", "leaves the function"},
 		{"bad width", ".insn 0x00000011000000d4\nexit", "width 17"},
-		{"bad movsx", ".insn 0x00000000000701bc\nexit", "movsx"},
-		{"memsx dw", ".insn 0x0000000000000199\nexit", "8 bytes"},
+		{"bad movsx", ".insn 0x00000000000701bc\nexit", "sign-extension offset 7"},
+		{"memsx dw", ".insn 0x0000000000000199\nexit", "sign-extending load of a double word"},
 		{"atomic byte", ".insn 0x00000000000001d3\nexit", "atomic"},
 		{"bad atomic op", ".insn 0x00000002000001db\nexit", "unknown atomic"},
-		{"legacy ld", ".insn 0x0000000000000020\nexit", "unsupported ld"},
-		{"lddw src 4", ".insn 0x0000000000004118\n.insn 0\nexit", "lddw source 4"},
-		{"map index", "lddw %r1, map(3)\nexit", "map index 3"},
-		{"exit in jmp32", ".insn 0x0000000000000096\nexit", "malformed exit"},
+		{"legacy ld", ".insn 0x0000000000000020\nexit", "unsupported load opcode"},
+		{"lddw src 4", ".insn 0x0000000000004118\n.insn 0\nexit", "unsupported src 4"},
+		{"map index", "lddw %r1, map(3)\nexit", "refers to map 3"},
+		{"exit in jmp32", ".insn 0x0000000000000096\nexit", "exit uses reserved fields"},
 	} {
 		insns, err := asm.Assemble(tc.src)
 		if err != nil {

@@ -198,8 +198,8 @@ func (c *compiler) memOp(bytes int, opc uint32, rt, rn reg, off int32) {
 func (c *compiler) load(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	dst, base := regMap[ins.Dst], regMap[ins.Src]
-	if c.folded != nil && c.folded[pc] {
-		c.loadImm(true, dst, c.foldVal[pc]) // a frozen map's value (see foldConstLoads)
+	if c.Folded != nil && c.Folded[pc] {
+		c.loadImm(true, dst, c.FoldVal[pc]) // a frozen map's value (see foldConstLoads)
 		return nil
 	}
 	switch ins.Op.Mode() {
@@ -345,42 +345,12 @@ func (c *compiler) cmpxchg(w bool, src reg) {
 }
 
 // ldImm64 emits the two-slot LD_IMM64: a constant, a map handle
-// (PseudoMapFD) or the address of a map value (PseudoMapValue).
+// (PseudoMapFD) or the address of a map value (PseudoMapValue), as
+// analysis.Info.LdImm64 resolves it.
 func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
-	if !ins.IsLdImm64() {
-		return errAt(pc, ins, "unsupported ld instruction (legacy packet access?)")
-	}
-	v, _ := asm.Imm64(c.insns, pc)
-	maps := c.prog.Maps
-	switch ins.Src {
-	case 0:
-	case asm.PseudoMapFD:
-		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
-			return errAt(pc, ins, "map index %d outside the %d maps", ins.Imm, len(maps))
-		}
-		v = uint64(maps[ins.Imm].Handle)
-	case asm.PseudoMapValue:
-		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
-			return errAt(pc, ins, "map index %d outside the %d maps", ins.Imm, len(maps))
-		}
-		m := maps[ins.Imm]
-		off := uint32(c.insns[pc+1].Imm)
-		if m.ArrayBase == 0 {
-			return errAt(pc, ins, "map %q has no direct value address", m.Name)
-		}
-		stride := m.ArrayStride
-		if stride == 0 {
-			stride = (m.ValueSize + 7) &^ 7
-		}
-		if size := uint64(stride) * uint64(m.MaxEntries); uint64(off) >= size {
-			return errAt(pc, ins, "offset %d beyond the %d bytes of map %q", off, size, m.Name)
-		}
-		v = uint64(m.ArrayBase) + uint64(off)
-	default:
-		return errAt(pc, ins, "unsupported lddw source %d", ins.Src)
-	}
-	if c.dropLd != nil && c.dropLd[pc] {
-		return nil // only folded loads read it (see foldConstLoads)
+	v, drop, err := c.LdImm64(pc)
+	if err != nil || drop {
+		return err // drop: only folded loads read it
 	}
 	c.loadImm(true, regMap[ins.Dst], v)
 	return nil
@@ -408,32 +378,19 @@ func (c *compiler) jump(pc int, ins asm.Instruction) error {
 	op := ins.Op.JumpOp()
 	switch op {
 	case asm.JumpExit:
-		if !w || ins.Op.Source() != asm.SourceK {
-			return errAt(pc, ins, "malformed exit")
-		}
-		c.exit(c.funcOf[pc] == 0)
+		c.exit(c.FuncOf[pc] == 0)
 		return nil
 	case asm.JumpCall:
-		if !w {
-			return errAt(pc, ins, "call in the jmp32 class")
-		}
 		return c.call(pc, ins)
 	case asm.JumpA:
-		if ins.Op.Source() != asm.SourceK {
-			return errAt(pc, ins, "ja with a register source")
-		}
-		off := int(ins.Off)
-		if !w {
-			off = int(ins.Imm)
-		}
-		c.jumpTo(condAL, pc, pc+1+off)
+		c.jumpTo(condAL, pc, c.Structure.Target(pc))
 		return nil
 	}
 	cc := jumpCC[op>>4]
 	if cc == 0 && op != asm.JumpEq {
 		return errAt(pc, ins, "unknown jump operation %#x", uint8(op))
 	}
-	t := pc + 1 + int(ins.Off)
+	t := c.Structure.Target(pc)
 	if t == pc+1 {
 		return nil // flags are never live across instructions
 	}
