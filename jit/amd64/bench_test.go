@@ -9,6 +9,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
 	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
+	"github.com/ncclbpf/ncclbpf/jit/internal/jittest"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkCompile(b *testing.B) {
 // genSized returns the first generated program with n±10% slots.
 func genSized(n int) *vm.Program {
 	for seed := uint64(1); ; seed++ {
-		p, _ := genProgram(seed, n/4)
+		p, _ := jittest.GenProgram(seed, n/4)
 		if l := len(p.Insns); l*10 >= n*9 && l*10 <= n*11 {
 			return p
 		}

@@ -1,4 +1,4 @@
-package amd64
+package jittest
 
 import (
 	"bytes"
@@ -80,9 +80,9 @@ type gen struct {
 	items  int  // items left in the current function
 }
 
-// genProgram returns a random program (size: about how many items the main
+// GenProgram returns a random program (size: about how many items the main
 // function gets) and a random initial mem buffer.
-func genProgram(seed uint64, size int) (*vm.Program, []byte) {
+func GenProgram(seed uint64, size int) (*vm.Program, []byte) {
 	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	g.base = asm.R6 + asm.Register(g.r.IntN(4))
 	g.nfuncs = 1 + g.r.IntN(4)
