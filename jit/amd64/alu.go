@@ -19,8 +19,8 @@ func aluMR(op asm.ALUOp) (mr, ext byte) {
 	}
 }
 
-// alu emits an ALU (32-bit, zero-extending) or ALU64 instruction.
-func (c *compiler) alu(pc int, ins asm.Instruction) error {
+// ALU emits an ALU (32-bit, zero-extending) or ALU64 instruction.
+func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 	w := ins.Op.Class() == asm.ClassALU64
 	x := ins.Op.Source() == asm.SourceX
 	dst := regMap[ins.Dst]

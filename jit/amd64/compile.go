@@ -182,24 +182,9 @@ func (c *compiler) emitProgram() error {
 		c.pcOff = make([]int32, n+1)
 		c.entryOff = make([]int32, len(c.FuncStart))
 	}
-	c.mainPrologue()
-	for pc := 0; pc < n; pc++ {
-		f := c.FuncOf[pc]
-		if f > 0 && int(c.FuncStart[f]) == pc {
-			c.entryOff[f] = c.len()
-			c.subPrologue()
-		}
-		c.pcOff[pc] = c.len()
-		ins := c.insns[pc]
-		if err := c.emitInsn(pc, ins); err != nil {
-			return err
-		}
-		if ins.IsLdImm64() {
-			pc++
-			c.pcOff[pc] = c.len()
-		}
+	if err := c.Lower(c, c.pcOff, c.entryOff); err != nil {
+		return err
 	}
-	c.pcOff[n] = c.len()
 	c.emitCold()
 	for _, fx := range c.fixups {
 		switch fx.kind {
@@ -210,23 +195,6 @@ func (c *compiler) emitProgram() error {
 		}
 	}
 	return nil
-}
-
-// emitInsn emits one instruction (both slots of an LD_IMM64).
-func (c *compiler) emitInsn(pc int, ins asm.Instruction) error {
-	switch ins.Op.Class() {
-	case asm.ClassALU, asm.ClassALU64:
-		return c.alu(pc, ins)
-	case asm.ClassJMP, asm.ClassJMP32:
-		return c.jump(pc, ins)
-	case asm.ClassLD:
-		return c.ldImm64(pc, ins)
-	case asm.ClassLDX:
-		return c.load(pc, ins)
-	case asm.ClassST, asm.ClassSTX:
-		return c.store(pc, ins)
-	}
-	return errAt(pc, ins, "unknown instruction class")
 }
 
 // errAt formats a compile error at pc.

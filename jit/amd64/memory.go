@@ -2,14 +2,10 @@ package amd64
 
 import "github.com/ncclbpf/ncclbpf/asm"
 
-// load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
-func (c *compiler) load(pc int, ins asm.Instruction) error {
+// Load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
+func (c *compiler) Load(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	dst, base := regMap[ins.Dst], regMap[ins.Src]
-	if c.Folded != nil && c.Folded[pc] {
-		c.loadImm(dst, c.FoldVal[pc]) // a frozen map's value (see foldConstLoads)
-		return nil
-	}
 	switch ins.Op.Mode() {
 	case asm.ModeMEM:
 		c.loadRM(size, dst, base, int32(ins.Off))
@@ -24,8 +20,8 @@ func (c *compiler) load(pc int, ins asm.Instruction) error {
 	return nil
 }
 
-// store emits ST (immediate), STX (register) and STX|ATOMIC.
-func (c *compiler) store(pc int, ins asm.Instruction) error {
+// Store emits ST (immediate), STX (register) and STX|ATOMIC.
+func (c *compiler) Store(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	base := regMap[ins.Dst]
 	mode := ins.Op.Mode()
@@ -110,7 +106,7 @@ func (c *compiler) fetchLoop(op byte, w bool, base reg, off int32, src reg) {
 		operand = tmp2
 	}
 	c.loadRM(size, rax, base, off)
-	loop := c.len()
+	loop := c.Len()
 	c.aluRR(opMovMR, true, tmp3, rax)
 	c.aluRR(op, w, tmp3, operand)
 	c.lockCmpxchgMR(w, base, off, tmp3)
@@ -121,14 +117,5 @@ func (c *compiler) fetchLoop(op byte, w bool, base reg, off int32, src reg) {
 	}
 }
 
-// ldImm64 emits the two-slot LD_IMM64: a constant, a map handle
-// (PseudoMapFD) or the address of a map value (PseudoMapValue), as
-// analysis.Info.LdImm64 resolves it.
-func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
-	v, drop, err := c.LdImm64(pc)
-	if err != nil || drop {
-		return err // drop: only folded loads read it
-	}
-	c.loadImm(regMap[ins.Dst], v)
-	return nil
-}
+// Const sets eBPF register r to v (LD_IMM64, folded loads).
+func (c *compiler) Const(r asm.Register, v uint64) { c.loadImm(regMap[r], v) }

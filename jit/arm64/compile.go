@@ -225,7 +225,7 @@ const (
 
 var errBranchRange = fmt.Errorf("conditional branch out of range")
 
-func (c *compiler) len() int32 { return int32(len(c.b)) }
+func (c *compiler) Len() int32 { return int32(len(c.b)) }
 
 // emit appends instruction words.
 func (c *compiler) emit(ws ...uint32) {
@@ -246,24 +246,9 @@ func (c *compiler) emitProgram() error {
 	c.unwinds = false
 	c.pcOff = make([]int32, n+1)
 	c.entryOff = make([]int32, len(c.FuncStart))
-	c.mainPrologue()
-	for pc := 0; pc < n; pc++ {
-		f := c.FuncOf[pc]
-		if f > 0 && int(c.FuncStart[f]) == pc {
-			c.entryOff[f] = c.len()
-			c.subPrologue()
-		}
-		c.pcOff[pc] = c.len()
-		ins := c.insns[pc]
-		if err := c.emitInsn(pc, ins); err != nil {
-			return err
-		}
-		if ins.IsLdImm64() {
-			pc++
-			c.pcOff[pc] = c.len()
-		}
+	if err := c.Lower(c, c.pcOff, c.entryOff); err != nil {
+		return err
 	}
-	c.pcOff[n] = c.len()
 	labels := c.emitCold()
 	for _, fx := range c.fixups {
 		var to int32
@@ -295,37 +280,20 @@ func (c *compiler) emitProgram() error {
 	return nil
 }
 
-// emitInsn emits one instruction (both slots of an LD_IMM64).
-func (c *compiler) emitInsn(pc int, ins asm.Instruction) error {
-	switch ins.Op.Class() {
-	case asm.ClassALU, asm.ClassALU64:
-		return c.alu(pc, ins)
-	case asm.ClassJMP, asm.ClassJMP32:
-		return c.jump(pc, ins)
-	case asm.ClassLD:
-		return c.ldImm64(pc, ins)
-	case asm.ClassLDX:
-		return c.load(pc, ins)
-	case asm.ClassST, asm.ClassSTX:
-		return c.store(pc, ins)
-	}
-	return errAt(pc, ins, "unknown instruction class")
-}
-
 // branch emits B (always) or B.cond to a target patched later.
 func (c *compiler) branch(cc cond, tk targetKind, target int32) {
 	if cc == condAL {
-		c.fixups = append(c.fixups, fixup{at: c.len(), target: target, tk: tk, bk: brImm26})
+		c.fixups = append(c.fixups, fixup{at: c.Len(), target: target, tk: tk, bk: brImm26})
 		c.emit(encB(0))
 		return
 	}
 	if c.long {
 		c.emit(encBcond(cc.invert(), 8))
-		c.fixups = append(c.fixups, fixup{at: c.len(), target: target, tk: tk, bk: brImm26})
+		c.fixups = append(c.fixups, fixup{at: c.Len(), target: target, tk: tk, bk: brImm26})
 		c.emit(encB(0))
 		return
 	}
-	c.fixups = append(c.fixups, fixup{at: c.len(), target: target, tk: tk, bk: brImm19})
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: target, tk: tk, bk: brImm19})
 	c.emit(encBcond(cc, 0))
 }
 
@@ -340,7 +308,7 @@ func (c *compiler) cbz(nz bool, r reg, label int32) {
 		c.branch(condAL, toLabel, label)
 		return
 	}
-	c.fixups = append(c.fixups, fixup{at: c.len(), target: label, tk: toLabel, bk: brImm19})
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: label, tk: toLabel, bk: brImm19})
 	if nz {
 		c.emit(encCBNZ(true, r, 0))
 	} else {
@@ -350,7 +318,7 @@ func (c *compiler) cbz(nz bool, r reg, label int32) {
 
 // branchBack emits a branch to an already emitted offset.
 func (c *compiler) branchBack(cc cond, to int32) {
-	d := to - c.len()
+	d := to - c.Len()
 	if cc == condAL {
 		c.emit(encB(d))
 		return
@@ -360,7 +328,7 @@ func (c *compiler) branchBack(cc cond, to int32) {
 		return
 	}
 	c.emit(encBcond(cc.invert(), 8))
-	c.emit(encB(to - c.len()))
+	c.emit(encB(to - c.Len()))
 }
 
 // loadImm sets r to v: 64-bit (w) or 32-bit zero-extended, with the
@@ -418,7 +386,7 @@ func (c *compiler) patchAbs64(at int32, v uint64) {
 
 // loadAbs64Label emits a placeholder for the absolute address of a label.
 func (c *compiler) loadAbs64Label(r reg, label int32) {
-	c.fixups = append(c.fixups, fixup{at: c.len(), target: label, tk: toAbs64})
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: label, tk: toAbs64})
 	for range 4 {
 		c.emit(encMovWide(opMOVZ, true, r, 0, 0))
 	}

@@ -3,7 +3,6 @@ package arm64
 import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/structure"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -67,10 +66,10 @@ func (c *compiler) planFrame() {
 	}
 }
 
-// mainPrologue saves the registers of the frame plan, allocates the eBPF
+// MainPrologue saves the registers of the frame plan, allocates the eBPF
 // stack, points r10 at its top, sets the anchor and zeroes the registers
 // that may be read before written. sp stays 16-byte aligned throughout.
-func (c *compiler) mainPrologue() {
+func (c *compiler) MainPrologue() {
 	fr := &c.frame
 	for _, p := range fr.pairs {
 		c.emit(encSTPpre(p[0], p[1], sp, -16))
@@ -105,9 +104,9 @@ func (c *compiler) mainReturn() {
 	c.emit(insRET)
 }
 
-// subPrologue saves the frame record, r6-r9 and the caller's r10,
+// SubPrologue saves the frame record, r6-r9 and the caller's r10,
 // allocates a 512-byte eBPF stack and points r10 at its top.
-func (c *compiler) subPrologue() {
+func (c *compiler) SubPrologue() {
 	c.emit(
 		encSTPpre(x29, x30, sp, -16),
 		encRRI12(opADDi, true, x29, sp, 0),
@@ -130,8 +129,8 @@ func (c *compiler) subEpilogue() {
 	)
 }
 
-// exit returns from the current function.
-func (c *compiler) exit(outermost bool) {
+// Exit returns from the current function.
+func (c *compiler) Exit(outermost bool) {
 	if !outermost {
 		c.subEpilogue()
 		return
@@ -141,27 +140,9 @@ func (c *compiler) exit(outermost bool) {
 	c.mainReturn()
 }
 
-// call emits a helper call, a BPF-to-BPF call or callx.
-func (c *compiler) call(pc int, ins asm.Instruction) error {
-	switch c.Structure.Kind(pc) {
-	case structure.Callx:
-		c.callx(pc, regMap[ins.Dst])
-		return nil
-	case structure.LocalCall:
-		c.localCall(pc, c.Structure.Target(pc))
-		return nil
-	}
-	h, err := c.Helper(pc)
-	if err != nil {
-		return err
-	}
-	c.helperCall(h)
-	return nil
-}
-
-// helperCall calls a native helper: r1-r5 already are x0-x4 (AAPCS64's
+// HelperCall calls a native helper: r1-r5 already are x0-x4 (AAPCS64's
 // first argument registers); the result comes back in x0 and moves to r0.
-func (c *compiler) helperCall(h vm.Helper) {
+func (c *compiler) HelperCall(_ int, h vm.Helper) {
 	c.callAbs(h.Addr)
 	c.mov64(regMap[asm.R0], x0)
 	if h.UnwindOnZero {
@@ -173,7 +154,7 @@ func (c *compiler) helperCall(h vm.Helper) {
 // callAbs calls an absolute address: BL when within ±128 MiB of the
 // code, else through x16.
 func (c *compiler) callAbs(addr uintptr) {
-	from := int64(c.base) + int64(c.len())
+	from := int64(c.base) + int64(c.Len())
 	if d := int64(addr) - from; d >= -(1<<27) && d < 1<<27 {
 		c.emit(encBL(int32(d)))
 		return
@@ -182,8 +163,8 @@ func (c *compiler) callAbs(addr uintptr) {
 	c.emit(encBLR(ipReg))
 }
 
-// localCall emits a BPF-to-BPF call to the function starting at target.
-func (c *compiler) localCall(pc, target int) {
+// LocalCall emits a BPF-to-BPF call to the function starting at target.
+func (c *compiler) LocalCall(pc, target int) {
 	if c.DepthCheck {
 		// In the frame at depth d (outermost = 1), sp = anchor - (d-1)*subFrameSize;
 		// a call is allowed while d < MaxCallDepth.
@@ -195,13 +176,14 @@ func (c *compiler) localCall(pc, target int) {
 		)
 		c.fault(condLO, FaultCallDepth, pc)
 	}
-	c.fixups = append(c.fixups, fixup{at: c.len(), target: int32(target), tk: toFunc, bk: brImm26})
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: int32(target), tk: toFunc, bk: brImm26})
 	c.emit(encBL(0))
 }
 
-// callx calls the helper whose id is in r through the program's helper
+// Callx calls the helper whose id is in r through the program's helper
 // table; an id without a helper faults (FaultCallx).
-func (c *compiler) callx(pc int, r reg) {
+func (c *compiler) Callx(pc int, ebpf asm.Register) {
+	r := regMap[ebpf]
 	if c.TableLen == 0 {
 		c.fault(condAL, FaultCallx, pc)
 		return
@@ -228,13 +210,13 @@ func (c *compiler) fault(cc cond, kind FaultKind, pc int) {
 // emitCold emits, after the program: the common return path (sp from the
 // anchor, so it works at any call depth), the unwind stub, one stub per
 // fault site, the thunks of unwinding helpers reached by callx, and the
-// callx table. It returns the offsets of the labels.
+// Callx table. It returns the offsets of the labels.
 func (c *compiler) emitCold() []int32 {
 	labels := make([]int32, labFirstFault+len(c.faults))
 	if !c.unwinds && len(c.faults) == 0 && c.TableLen == 0 {
 		return labels // no way out but exit
 	}
-	labels[labRet] = c.len()
+	labels[labRet] = c.Len()
 	// Without the anchor there are no BPF-to-BPF calls or callx thunks:
 	// every unwind leaves from the outermost frame's body, where sp already
 	// points at the frame.
@@ -242,11 +224,11 @@ func (c *compiler) emitCold() []int32 {
 		c.emit(encRRI12(opADDi, true, sp, frameReg, 0))
 	}
 	c.mainReturn()
-	labels[labUnwind] = c.len()
+	labels[labUnwind] = c.Len()
 	c.emit(encRRR(opORR, true, x0, xzr, xzr), encRRR(opORR, true, x1, xzr, xzr))
 	c.branchBack(condAL, labels[labRet])
 	for i, w := range c.faults {
-		labels[labFirstFault+i] = c.len()
+		labels[labFirstFault+i] = c.Len()
 		c.emit(encRRR(opORR, true, x0, xzr, xzr))
 		c.loadImm(true, x1, uint64(w))
 		c.branchBack(condAL, labels[labRet])
@@ -262,7 +244,7 @@ func (c *compiler) emitCold() []int32 {
 			continue
 		}
 		// Thunk: keep the return address, call, unwind on zero.
-		entries[id] = uint64(c.base) + uint64(c.len())
+		entries[id] = uint64(c.base) + uint64(c.Len())
 		c.emit(encSTPpre(x29, x30, sp, -16), encRRI12(opADDi, true, x29, sp, 0))
 		c.callAbs(h.Addr)
 		c.emit(encLDPpost(x29, x30, sp, 16))
@@ -270,10 +252,10 @@ func (c *compiler) emitCold() []int32 {
 		c.branchBack(condAL, labels[labUnwind])
 		c.emit(insRET)
 	}
-	for c.len()%8 != 0 {
+	for c.Len()%8 != 0 {
 		c.emit(insBRK)
 	}
-	labels[labTable] = c.len()
+	labels[labTable] = c.Len()
 	for _, e := range entries {
 		c.emit(uint32(e), uint32(e>>32))
 	}

@@ -2,9 +2,9 @@ package arm64
 
 import "github.com/ncclbpf/ncclbpf/asm"
 
-// alu emits an ALU (32-bit, zero-extending: every W-register write clears
+// ALU emits an ALU (32-bit, zero-extending: every W-register write clears
 // the upper half) or ALU64 instruction.
-func (c *compiler) alu(pc int, ins asm.Instruction) error {
+func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 	w := ins.Op.Class() == asm.ClassALU64
 	x := ins.Op.Source() == asm.SourceX
 	dst := regMap[ins.Dst]
@@ -194,14 +194,10 @@ func (c *compiler) memOp(bytes int, opc uint32, rt, rn reg, off int32) {
 	}
 }
 
-// load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
-func (c *compiler) load(pc int, ins asm.Instruction) error {
+// Load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
+func (c *compiler) Load(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	dst, base := regMap[ins.Dst], regMap[ins.Src]
-	if c.Folded != nil && c.Folded[pc] {
-		c.loadImm(true, dst, c.FoldVal[pc]) // a frozen map's value (see foldConstLoads)
-		return nil
-	}
 	switch ins.Op.Mode() {
 	case asm.ModeMEM:
 		c.memOp(size, ldstLoad, dst, base, int32(ins.Off))
@@ -216,8 +212,8 @@ func (c *compiler) load(pc int, ins asm.Instruction) error {
 	return nil
 }
 
-// store emits ST (immediate), STX (register) and STX|ATOMIC.
-func (c *compiler) store(pc int, ins asm.Instruction) error {
+// Store emits ST (immediate), STX (register) and STX|ATOMIC.
+func (c *compiler) Store(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	base := regMap[ins.Dst]
 	mode := ins.Op.Mode()
@@ -302,13 +298,13 @@ func (c *compiler) atomic(pc int, ins asm.Instruction) error {
 		c.emit(encLSE(lseOp, w, operand, old, tmp1))
 		return nil
 	}
-	loop := c.len()
+	loop := c.Len()
 	c.emit(
 		encLDAXR(w, tmp2, tmp1),
 		encRRR(rrr, w, tmp3, tmp2, src),
 		encSTLXR(w, tmp4, tmp3, tmp1),
 	)
-	c.emit(encCBNZ(false, tmp4, loop-c.len()))
+	c.emit(encCBNZ(false, tmp4, loop-c.Len()))
 	c.emit(insDMBISH)
 	if fetch {
 		c.emit(encRRR(opORR, w, src, xzr, tmp2))
@@ -322,9 +318,9 @@ func (c *compiler) xchg(w bool, src reg) {
 		c.emit(encLSE(lseSWP, w, src, src, tmp1))
 		return
 	}
-	loop := c.len()
+	loop := c.Len()
 	c.emit(encLDAXR(w, tmp2, tmp1), encSTLXR(w, tmp4, src, tmp1))
-	c.emit(encCBNZ(false, tmp4, loop-c.len()))
+	c.emit(encCBNZ(false, tmp4, loop-c.Len()))
 	c.emit(insDMBISH, encRRR(opORR, w, src, xzr, tmp2))
 }
 
@@ -336,25 +332,16 @@ func (c *compiler) cmpxchg(w bool, src reg) {
 		c.emit(encCASAL(w, r0, src, tmp1))
 		return
 	}
-	loop := c.len()
+	loop := c.Len()
 	c.emit(encLDAXR(w, tmp2, tmp1), encRRR(opSUBS, w, xzr, tmp2, r0))
 	c.emit(encBcond(condNE, 12)) // to the barrier
 	c.emit(encSTLXR(w, tmp4, src, tmp1))
-	c.emit(encCBNZ(false, tmp4, loop-c.len()))
+	c.emit(encCBNZ(false, tmp4, loop-c.Len()))
 	c.emit(insDMBISH, encRRR(opORR, w, r0, xzr, tmp2))
 }
 
-// ldImm64 emits the two-slot LD_IMM64: a constant, a map handle
-// (PseudoMapFD) or the address of a map value (PseudoMapValue), as
-// analysis.Info.LdImm64 resolves it.
-func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
-	v, drop, err := c.LdImm64(pc)
-	if err != nil || drop {
-		return err // drop: only folded loads read it
-	}
-	c.loadImm(true, regMap[ins.Dst], v)
-	return nil
-}
+// Const sets eBPF register r to v (LD_IMM64, folded loads).
+func (c *compiler) Const(r asm.Register, v uint64) { c.loadImm(true, regMap[r], v) }
 
 // jumpCC maps eBPF conditional jumps to condition codes (after CMP, or TST
 // for jset).
@@ -372,27 +359,16 @@ var jumpCC = [16]cond{
 	asm.JumpSLE >> 4: condLE,
 }
 
-// jump emits JMP and JMP32 instructions: ja, conditional jumps, call, exit.
-func (c *compiler) jump(pc int, ins asm.Instruction) error {
+// Goto emits ja and gotol.
+func (c *compiler) Goto(pc, target int) { c.jumpTo(condAL, pc, target) }
+
+// Branch emits a conditional JMP or JMP32 instruction.
+func (c *compiler) Branch(pc int, ins asm.Instruction, t int) error {
 	w := ins.Op.Class() == asm.ClassJMP
 	op := ins.Op.JumpOp()
-	switch op {
-	case asm.JumpExit:
-		c.exit(c.FuncOf[pc] == 0)
-		return nil
-	case asm.JumpCall:
-		return c.call(pc, ins)
-	case asm.JumpA:
-		c.jumpTo(condAL, pc, c.Structure.Target(pc))
-		return nil
-	}
 	cc := jumpCC[op>>4]
 	if cc == 0 && op != asm.JumpEq {
 		return errAt(pc, ins, "unknown jump operation %#x", uint8(op))
-	}
-	t := c.Structure.Target(pc)
-	if t == pc+1 {
-		return nil // flags are never live across instructions
 	}
 	dst := regMap[ins.Dst]
 	y := regMap[ins.Src]
