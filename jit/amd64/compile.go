@@ -69,7 +69,7 @@ func Compile(p *vm.Program) (*Executable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 	}
-	near := c.nearHint()
+	near := c.NearHint()
 	size := c.sizeBound()
 	for attempt := 0; ; attempt++ {
 		blk, err := execmem.Reserve(size, near)
@@ -147,18 +147,6 @@ func newCompiler(p *vm.Program) (*compiler, error) {
 	c := &compiler{Info: a, prog: p, insns: p.Insns}
 	c.planFrame()
 	return c, nil
-}
-
-// nearHint returns an address the code should be placed near: the first
-// helper, so that helper calls can be rel32.
-func (c *compiler) nearHint() uintptr {
-	var best uintptr
-	for _, h := range c.prog.Helpers {
-		if h.Addr != 0 && (best == 0 || h.Addr < best) {
-			best = h.Addr
-		}
-	}
-	return best
 }
 
 // maxSlotBytes bounds the code one instruction slot produces (the largest,

@@ -10,9 +10,6 @@ func (c *compiler) Load(pc int, ins asm.Instruction) error {
 	case asm.ModeMEM:
 		c.loadRM(size, dst, base, int32(ins.Off))
 	case asm.ModeMEMSX:
-		if size == 8 {
-			return errAt(pc, ins, "sign-extending load of 8 bytes")
-		}
 		c.loadsxRM(size, dst, base, int32(ins.Off))
 	default:
 		return errAt(pc, ins, "unsupported load mode %#x", uint8(ins.Op.Mode()))
@@ -42,14 +39,7 @@ func (c *compiler) Store(pc int, ins asm.Instruction) error {
 // a cmpxchg loop), xchg and cmpxchg. x86's locked instructions are
 // sequentially consistent.
 func (c *compiler) atomic(pc int, ins asm.Instruction) error {
-	var w bool
-	switch ins.Op.Size() {
-	case asm.SizeW:
-	case asm.SizeDW:
-		w = true
-	default:
-		return errAt(pc, ins, "atomic operation on %d bytes", ins.Op.Size().Bytes())
-	}
+	w := ins.Op.Size() == asm.SizeDW // the structure allows only W and DW
 	base, src, off := regMap[ins.Dst], regMap[ins.Src], int32(ins.Off)
 	switch ins.Imm {
 	case asm.AtomicAdd:

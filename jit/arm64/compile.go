@@ -109,7 +109,7 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 	}
 	size := 256 + len(c.insns)*maxSlotBytes + int(c.TableLen)*8 + len(c.HelperIDs)*48
 	for attempt := 0; ; attempt++ {
-		blk, err := execmem.Reserve(size, c.nearHint())
+		blk, err := execmem.Reserve(size, c.NearHint())
 		if err != nil {
 			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 		}
@@ -157,18 +157,6 @@ func newCompiler(p *vm.Program) (*compiler, error) {
 	c := &compiler{Info: a, prog: p, insns: p.Insns}
 	c.planFrame()
 	return c, nil
-}
-
-// nearHint returns an address the code should be placed near (the first
-// helper), so that helper calls can be direct BLs.
-func (c *compiler) nearHint() uintptr {
-	var best uintptr
-	for _, h := range c.prog.Helpers {
-		if h.Addr != 0 && (best == 0 || h.Addr < best) {
-			best = h.Addr
-		}
-	}
-	return best
 }
 
 // compiler holds the state of one compilation.

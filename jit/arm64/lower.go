@@ -10,9 +10,6 @@ func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 	dst := regMap[ins.Dst]
 	src := regMap[ins.Src%asm.NumRegisters]
 	op := ins.Op.ALUOp()
-	if ins.Off != 0 && op != asm.ALUMov && op != asm.ALUDiv && op != asm.ALUMod {
-		return errAt(pc, ins, "offset %d on an ALU operation", ins.Off)
-	}
 	// operand returns src, or the immediate in tmp2.
 	operand := func() reg {
 		if x {
@@ -52,9 +49,6 @@ func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 	case asm.ALUMul:
 		c.emit(encR4(opMADD, w, dst, dst, operand(), xzr))
 	case asm.ALUDiv, asm.ALUMod:
-		if ins.Off != 0 && ins.Off != 1 {
-			return errAt(pc, ins, "division offset %d (0 unsigned, 1 signed)", ins.Off)
-		}
 		// UDIV/SDIV already give eBPF's results: x/0 = 0 and INT_MIN/-1 =
 		// INT_MIN (no trap); the remainder x - (x/y)*y is then x for y = 0
 		// and 0 for y = -1, as eBPF requires.
@@ -83,9 +77,6 @@ func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 // mov emits mov, mov32 and the sign-extending movsx forms (Off 8, 16, 32).
 func (c *compiler) mov(pc int, ins asm.Instruction, w, x bool, dst, src reg) error {
 	if !x {
-		if ins.Off != 0 {
-			return errAt(pc, ins, "offset %d on mov of an immediate", ins.Off)
-		}
 		c.loadImm(w, dst, uint64(int64(ins.Imm)))
 		return nil
 	}
@@ -97,9 +88,6 @@ func (c *compiler) mov(pc int, ins asm.Instruction, w, x bool, dst, src reg) err
 	case 8, 16:
 		c.emit(encBitfield(opSBFM, w, dst, src, 0, uint32(ins.Off)-1))
 	case 32:
-		if !w {
-			return errAt(pc, ins, "movsx32 from 32 bits")
-		}
 		c.emit(encBitfield(opSBFM, true, dst, src, 0, 31))
 	default:
 		return errAt(pc, ins, "movsx offset %d (want 8, 16 or 32)", ins.Off)
@@ -139,9 +127,6 @@ func (c *compiler) shift(op asm.ALUOp, w, x bool, dst, src reg, imm int32) {
 // endian emits le (ALU|END|K), be (ALU|END|X) and bswap (ALU64|END|K) on a
 // little-endian CPU.
 func (c *compiler) endian(pc int, ins asm.Instruction, w, x bool, dst reg) error {
-	if w && x {
-		return errAt(pc, ins, "bswap with a register source")
-	}
 	swap := w || x
 	switch ins.Imm {
 	case 16:
@@ -202,9 +187,6 @@ func (c *compiler) Load(pc int, ins asm.Instruction) error {
 	case asm.ModeMEM:
 		c.memOp(size, ldstLoad, dst, base, int32(ins.Off))
 	case asm.ModeMEMSX:
-		if size == 8 {
-			return errAt(pc, ins, "sign-extending load of 8 bytes")
-		}
 		c.memOp(size, ldstLoadSX, dst, base, int32(ins.Off))
 	default:
 		return errAt(pc, ins, "unsupported load mode %#x", uint8(ins.Op.Mode()))
@@ -242,14 +224,7 @@ func (c *compiler) Store(pc int, ins asm.Instruction) error {
 // would lose the acquire half); without it, an LDAXR/STLXR loop followed
 // by DMB ISH.
 func (c *compiler) atomic(pc int, ins asm.Instruction) error {
-	var w bool
-	switch ins.Op.Size() {
-	case asm.SizeW:
-	case asm.SizeDW:
-		w = true
-	default:
-		return errAt(pc, ins, "atomic operation on %d bytes", ins.Op.Size().Bytes())
-	}
+	w := ins.Op.Size() == asm.SizeDW // the structure allows only W and DW
 	base, src, off := regMap[ins.Dst], regMap[ins.Src], int32(ins.Off)
 	// The address goes to tmp1.
 	switch {

@@ -150,3 +150,16 @@ func (a *Info) LdImm64(pc int) (v uint64, drop bool, err error) {
 	}
 	return v, a.DropLd != nil && a.DropLd[pc], nil
 }
+
+// NearHint returns an address the code should be placed near: the lowest
+// helper address, so that helper calls can be direct (rel32 on x86-64, BL
+// on AArch64). 0 when the program has no helpers.
+func (a *Info) NearHint() uintptr {
+	var best uintptr
+	for _, h := range a.prog.Helpers {
+		if h.Addr != 0 && (best == 0 || h.Addr < best) {
+			best = h.Addr
+		}
+	}
+	return best
+}
