@@ -80,6 +80,7 @@ type enc struct {
 	b []byte
 }
 
+// Len is the number of bytes emitted so far.
 func (e *enc) Len() int32 { return int32(len(e.b)) }
 
 func (e *enc) byte1(v byte)              { e.b = append(e.b, v) }

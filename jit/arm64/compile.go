@@ -213,6 +213,7 @@ const (
 
 var errBranchRange = fmt.Errorf("conditional branch out of range")
 
+// Len is the number of bytes emitted so far.
 func (c *compiler) Len() int32 { return int32(len(c.b)) }
 
 // emit appends instruction words.
