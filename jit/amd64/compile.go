@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/internal/execmem"
 	"github.com/ncclbpf/ncclbpf/jit/internal/analysis"
 	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
@@ -69,34 +68,15 @@ func Compile(p *vm.Program) (*Executable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 	}
-	near := c.NearHint()
-	size := c.sizeBound()
-	for attempt := 0; ; attempt++ {
-		blk, err := execmem.Reserve(size, near)
-		if err != nil {
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		c.base = blk.Addr()
-		if err := c.emitProgram(); err != nil {
-			_ = blk.Free()
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		if len(c.b) > blk.Cap() {
-			// The bound was too small: reserve what is needed and emit again
-			// (code depends on its address through rel32 helper calls).
-			_ = blk.Free()
-			if attempt > 2 {
-				return nil, fmt.Errorf("jit: program %q: code size %d keeps exceeding its reservation", p.Name, len(c.b))
-			}
-			size = len(c.b) + 4096
-			continue
-		}
-		if err := blk.Seal(c.b); err != nil {
-			_ = blk.Free()
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		return &Executable{executable.New(p.Name, "amd64", blk, c.pcOff, c.FuncStart, c.entryOff)}, nil
+	blk, err := executable.Build(p.Name, c.sizeBound(), c.NearHint(), func(base uintptr) ([]byte, error) {
+		c.base = base
+		err := c.emitProgram()
+		return c.b, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &Executable{executable.New(p.Name, "amd64", blk, c.pcOff, c.FuncStart, c.entryOff)}, nil
 }
 
 // compiler holds the state of one compilation.

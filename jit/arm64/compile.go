@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/internal/execmem"
 	"github.com/ncclbpf/ncclbpf/jit/internal/analysis"
 	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
@@ -108,39 +107,22 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 		return nil, fmt.Errorf("jit: program %q: unknown atomics mode %d", p.Name, o.Atomics)
 	}
 	size := 256 + len(c.insns)*maxSlotBytes + int(c.TableLen)*8 + len(c.HelperIDs)*48
-	for attempt := 0; ; attempt++ {
-		blk, err := execmem.Reserve(size, c.NearHint())
-		if err != nil {
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		c.base = blk.Addr()
-		err = c.emitProgram()
+	blk, err := executable.Build(p.Name, size, c.NearHint(), func(base uintptr) ([]byte, error) {
+		c.base = base
+		err := c.emitProgram()
 		if err == errBranchRange && !c.long {
 			// A conditional branch is beyond ±1 MiB: emit all of them as an
 			// inverted branch over an unconditional one.
-			_ = blk.Free()
 			c.long = true
-			continue
+			err = c.emitProgram()
 		}
-		if err != nil {
-			_ = blk.Free()
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		if len(c.b) > blk.Cap() {
-			_ = blk.Free()
-			if attempt > 3 {
-				return nil, fmt.Errorf("jit: program %q: code size %d keeps exceeding its reservation", p.Name, len(c.b))
-			}
-			size = len(c.b) + 4096
-			continue
-		}
-		if err := blk.Seal(c.b); err != nil {
-			_ = blk.Free()
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		syncICache(blk.Addr(), len(c.b))
-		return &Executable{executable.New(p.Name, "arm64", blk, c.pcOff, c.FuncStart, c.entryOff)}, nil
+		return c.b, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	syncICache(blk.Addr(), blk.Len())
+	return &Executable{executable.New(p.Name, "arm64", blk, c.pcOff, c.FuncStart, c.entryOff)}, nil
 }
 
 // maxSlotBytes bounds the code of one instruction slot (the largest, an

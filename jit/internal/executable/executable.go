@@ -110,6 +110,38 @@ func New(name, arch string, blk *execmem.Block, pcOff, funcStart, entryOff []int
 	return &Executable{name: name, arch: arch, block: blk, entry: blk.Addr(), pcOff: m, code: blk.Code()}
 }
 
+// Build places a program's code: it reserves size bytes near the address
+// near (so that direct calls reach it), has emit write the code for the
+// reserved address, reserves again when the code outgrew the guess (code
+// depends on its address), and seals the block: mapped read-execute, never
+// writable again. name is the program's, for errors.
+func Build(name string, size int, near uintptr, emit func(base uintptr) ([]byte, error)) (*execmem.Block, error) {
+	for attempt := 0; ; attempt++ {
+		blk, err := execmem.Reserve(size, near)
+		if err != nil {
+			return nil, fmt.Errorf("jit: program %q: %w", name, err)
+		}
+		code, err := emit(blk.Addr())
+		if err != nil {
+			_ = blk.Free()
+			return nil, fmt.Errorf("jit: program %q: %w", name, err)
+		}
+		if len(code) > blk.Cap() {
+			_ = blk.Free()
+			if attempt > 3 {
+				return nil, fmt.Errorf("jit: program %q: code size %d keeps exceeding its reservation", name, len(code))
+			}
+			size = len(code) + 4096
+			continue
+		}
+		if err := blk.Seal(code); err != nil {
+			_ = blk.Free()
+			return nil, fmt.Errorf("jit: program %q: %w", name, err)
+		}
+		return blk, nil
+	}
+}
+
 // Entry returns the address of the native entry point (see the backends'
 // package doc for its signature); 0 after Close.
 func (x *Executable) Entry() uintptr {
