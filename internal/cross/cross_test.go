@@ -149,14 +149,15 @@ func requireRan(t *testing.T, out string, names ...string) {
 	}
 }
 
-// The arm64 JIT's own tests: encodings, semantic corner cases in both
-// atomic lowerings, faults, concurrency, and the differential test
-// (interpreter vs arm64 JIT on random programs).
+// The arm64 JIT's tests (jit/internal/jittest's, shared with x86-64, and
+// its own): encodings, semantic corner cases in both atomic lowerings,
+// faults, concurrency, and the differential tests (interpreter vs arm64 JIT
+// on random programs, and on random loads from a frozen .rodata).
 func TestArm64JIT(t *testing.T) {
 	c := setup(t)
 	n := getenv("NCCLBPF_ARM64_DIFF_N", "3000")
 	out := runArm64(t, c, "jit/arm64", []string{"NCCLBPF_DIFF_N=" + n}, "-test.timeout", "6h")
-	requireRan(t, out, "TestEncodings", "TestSemantics", "TestDifferential", "TestCallDepthBoundary", "TestConcurrentRuns")
+	requireRan(t, out, "TestEncodings", "TestSemantics", "TestDifferential", "TestFoldDifferential", "TestCallDepthBoundary", "TestConcurrentRuns")
 	if m := regexp.MustCompile(`(\d+) programs \(seeds [^)]*\), 0 mismatches`).FindStringSubmatch(out); m == nil || m[1] != n {
 		t.Errorf("differential test: want %s programs, 0 mismatches\n%s", n, tail(out, 2000))
 	}
