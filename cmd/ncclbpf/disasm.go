@@ -35,9 +35,9 @@ Each instruction is printed as "PC: TEXT" in the uBPF assembler dialect
 ("ncclbpf asm" reads it back). --plain prints only the text, which
 assembles back to exactly the same instructions.
 
---jit compiles each program with the x86-64 JIT and prints, under each
+--jit compiles each program with the JIT of this machine (x86-64 or AArch64) and prints, under each
 instruction, the native code it compiled to (offset from the entry point,
-bytes, Intel syntax), then the out-of-line code: common return path, unwind
+bytes, Intel or GNU syntax), then the out-of-line code: common return path, unwind
 and fault stubs, callx table. Maps and helpers get placeholder addresses:
 the listing is for reading; the code never runs.`,
 		Examples: []string{
@@ -45,7 +45,7 @@ the listing is for reading; the code never runs.`,
 			"ncclbpf disasm --section tuner policy.bpf.o  # one section only",
 			"ncclbpf disasm --plain ../shared/conformance/bpf_conformance/lddw.data",
 			"ncclbpf disasm prog.bin",
-			"ncclbpf disasm --jit policy.bpf.o  # eBPF and x86-64 side by side",
+			"ncclbpf disasm --jit policy.bpf.o  # eBPF and native code side by side",
 		},
 		Run: runDisasm,
 	})
@@ -56,7 +56,7 @@ func runDisasm(e *env, args []string) error {
 	section := fs.String("section", "", "ELF objects: print only the programs of this section (or with this name)")
 	plain := fs.Bool("plain", false, "print only assembler text: no pc, annotations or source lines")
 	raw := fs.Bool("raw", false, "raw bytes: print slots that are no known instruction as .insn instead of refusing the file")
-	jit := fs.Bool("jit", false, "compile with the x86-64 JIT and print the native code under each instruction")
+	jit := fs.Bool("jit", false, "compile with this machine's JIT (x86-64 or AArch64) and print the native code under each instruction")
 	args, err := e.parse(fs, args)
 	if err != nil {
 		return err

@@ -29,9 +29,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
+	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
@@ -224,4 +226,39 @@ func (x *Executable) PCMap() []Range {
 		out[pc] = Range{PC: pc, Start: int(x.pcOff[pc]), End: int(x.pcOff[pc+1])}
 	}
 	return out
+}
+
+// Decoder turns code[start:end] into listing lines, one per native
+// instruction ("OFFSET: HEX  TEXT"; offsets and branch targets count bytes
+// from the entry point). Each backend supplies its architecture's.
+type Decoder func(code []byte, start, end int) []string
+
+// Listing writes the eBPF instructions of x's program, each followed by the
+// native code it compiled to (decoded by decode), then the out-of-line code.
+// insns must be the program x was compiled from.
+func (x *Executable) Listing(insns []asm.Instruction, decode Decoder) string {
+	code := x.Code()
+	if code == nil {
+		return "(closed)\n"
+	}
+	var b strings.Builder
+	m := x.PCMap()
+	fmt.Fprintf(&b, "; prologue\n")
+	for _, l := range decode(code, 0, m[0].Start) {
+		fmt.Fprintf(&b, "\t%s\n", l)
+	}
+	for pc := 0; pc < len(insns) && pc < len(m); {
+		text, width := asm.FormatAt(insns, pc)
+		fmt.Fprintf(&b, "%d: %s\n", pc, text)
+		end := m[min(pc+width, len(m))-1].End
+		for _, l := range decode(code, m[pc].Start, end) {
+			fmt.Fprintf(&b, "\t%s\n", l)
+		}
+		pc += width
+	}
+	fmt.Fprintf(&b, "; out of line: common return, unwind and fault stubs, callx table (%d bytes)\n", len(code)-m[len(m)-1].End)
+	for _, l := range decode(code, m[len(m)-1].End, len(code)) {
+		fmt.Fprintf(&b, "\t%s\n", l)
+	}
+	return b.String()
 }
