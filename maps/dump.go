@@ -26,10 +26,13 @@ type MapDump struct {
 }
 
 // Entry is one decoded entry. Key and Value are decoded with the map's BTF
-// types when it has them: integers (int64 or uint64), bool, enum names and
-// char arrays (string), EnumName, Pointer, Struct, []any for arrays, Bytes otherwise. For
-// PerCPUArray maps Value is a PerCPU holding the slots whose value is not
-// all zero.
+// types when it has them: integers (int64 or uint64, never through a
+// float), bool, Float, char arrays (string), EnumName, Pointer, Struct
+// (structs, unions and the variables of a global data section), []any for
+// arrays, Bytes otherwise. The key of an array without a key type (a
+// global data section) is its index. For PerCPUArray maps Value is a
+// PerCPU holding the slots whose value is not all zero. DecodeDump reads
+// the JSON form back: integers then are json.Number.
 type Entry struct {
 	Key   any `json:"key"`
 	Value any `json:"value"`
@@ -52,8 +55,8 @@ func (s Struct) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		name, _ := json.Marshal(f.Name)
-		val, err := json.Marshal(f.Value)
+		name, _ := marshalNoEscape(f.Name)
+		val, err := marshalNoEscape(f.Value)
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", f.Name, err)
 		}
@@ -63,6 +66,17 @@ func (s Struct) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping.
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Bytes are undecoded bytes, shown in hex.
@@ -79,6 +93,19 @@ type Pointer uint64
 
 // MarshalJSON writes p as a hex string.
 func (p Pointer) MarshalJSON() ([]byte, error) { return json.Marshal(fmt.Sprintf("0x%x", uint64(p))) }
+
+// Float is a decoded floating-point value. Its JSON form is a number, or
+// the string "NaN", "+Inf" or "-Inf", which JSON numbers cannot write.
+type Float float64
+
+// MarshalJSON writes f as a number, or as a string when it is not finite.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return json.Marshal(strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
 
 // SlotValue is one slot's value of a per-CPU map entry.
 type SlotValue struct {
@@ -99,9 +126,14 @@ func Dump(m *Map) (*MapDump, error) {
 		return d, nil
 	}
 	var derr error
+	keyType := s.Key
+	if isVoid(keyType) && (s.Type == Array || s.Type == PerCPUArray) && s.KeySize == 4 {
+		// Arrays without a key type (global data sections): the index.
+		keyType = &btf.Int{Name: "__u32", Size: 4}
+	}
 	err := m.Iterate(func(k, v []byte) bool {
 		var e Entry
-		if e.Key, derr = decodeBTF(s.Key, k); derr != nil {
+		if e.Key, derr = decodeBTF(keyType, k); derr != nil {
 			derr = fmt.Errorf("map %q: key %x: %w", s.Name, k, derr)
 			return false
 		}
@@ -146,9 +178,18 @@ func allZero(b []byte) bool {
 	return true
 }
 
+// isVoid reports whether t is missing or has no size (void).
+func isVoid(t btf.Type) bool {
+	if t == nil {
+		return true
+	}
+	_, ok := btf.UnderlyingType(t).(*btf.Void)
+	return ok
+}
+
 // decodeBTF decodes b as a value of type t; without a type, as Bytes.
 func decodeBTF(t btf.Type, b []byte) (any, error) {
-	if t == nil {
+	if isVoid(t) {
 		return Bytes(append([]byte(nil), b...)), nil
 	}
 	return decodeType(t, b, 0)
@@ -186,9 +227,9 @@ func decodeType(t btf.Type, b []byte, depth int) (any, error) {
 	case *btf.Float:
 		switch t.Size {
 		case 4:
-			return float64(math.Float32frombits(binary.NativeEndian.Uint32(b))), nil
+			return Float(math.Float32frombits(binary.NativeEndian.Uint32(b))), nil
 		case 8:
-			return math.Float64frombits(binary.NativeEndian.Uint64(b)), nil
+			return Float(math.Float64frombits(binary.NativeEndian.Uint64(b))), nil
 		}
 		return Bytes(append([]byte(nil), b[:t.Size]...)), nil
 	case *btf.Array:
@@ -412,6 +453,10 @@ func writeValue(b *strings.Builder, v any) {
 		b.WriteString(strconv.Quote(v))
 	case Pointer:
 		fmt.Fprintf(b, "0x%x", uint64(v))
+	case Float:
+		b.WriteString(strconv.FormatFloat(float64(v), 'g', -1, 64))
+	case json.Number:
+		b.WriteString(v.String())
 	default:
 		fmt.Fprint(b, v)
 	}

@@ -43,7 +43,8 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 		return &control.Response{Maps: []control.MapInfo{{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2}}}
 	case control.OpMapDump:
 		d, _ := json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
-			Entries: []maps.Entry{{Key: 0, Value: 41}}})
+			Entries: []maps.Entry{{Key: 0, Value: 41}, {Key: uint64(1), Value: maps.Struct{{Name: "big", Value: uint64(1<<60 + 1)},
+				{Name: "two_m", Value: uint64(2000000)}, {Name: "neg", Value: int64(-5)}}}}})
 		return &control.Response{Dump: d}
 	case control.OpMapUpdate:
 		return &control.Response{}
@@ -100,8 +101,12 @@ func TestPsStatsMap(t *testing.T) {
 		t.Fatalf("map list: %d %q", code, out)
 	}
 	code, out, _ = ctlCLI("map", "dump", "--dir", dir, pid, "hits")
-	if code != 0 || !strings.Contains(out, "41") {
+	if code != 0 || !strings.Contains(out, "  0: 41\n  1: {big: 1152921504606846977, two_m: 2000000, neg: -5}\n") {
 		t.Fatalf("map dump: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "dump", "--json", "--dir", dir, pid, "hits")
+	if code != 0 || !strings.Contains(out, `{"key":1,"value":{"big":1152921504606846977,"two_m":2000000,"neg":-5}}`) {
+		t.Fatalf("map dump --json: %d %q", code, out)
 	}
 	code, out, _ = ctlCLI("map", "update", "--dir", dir, pid, "hits", "1", "42")
 	if code != 0 || !strings.Contains(out, "hits[01000000] = 2a00000000000000") {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -120,13 +119,12 @@ func runMap(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			_, err := fmt.Fprintf(e.Stdout, "%s\n", resp.Dump)
-			return err
-		}
-		var d maps.MapDump
-		if err := json.Unmarshal(resp.Dump, &d); err != nil {
+		d, err := maps.DecodeDump(resp.Dump) // exact integers, fields in order
+		if err != nil {
 			return fmt.Errorf("pid %s: map %s: %w", pid, args[2], err)
+		}
+		if *asJSON {
+			return d.WriteJSON(e.Stdout)
 		}
 		return d.WriteText(e.Stdout)
 	case "update":
