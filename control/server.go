@@ -395,8 +395,11 @@ func ParseRequest(line []byte) (*Request, error) {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
 		}
 	case OpMapUpdate:
-		if req.Map == "" || req.Key == "" || req.Value == "" {
-			return nil, fmt.Errorf("bad request: %s needs \"map\", \"key\" and \"value\" (hex)", req.Op)
+		if req.Map == "" || (len(req.Args) == 0 && (req.Key == "" || req.Value == "")) {
+			return nil, fmt.Errorf("bad request: %s needs \"map\", and \"key\" and \"value\" (hex) or \"args\"", req.Op)
+		}
+		if len(req.Args) > 0 && (req.Key != "" || req.Value != "") {
+			return nil, fmt.Errorf("bad request: %s takes \"args\" or \"key\" and \"value\", not both", req.Op)
 		}
 	case OpAgreedUpdate:
 		if req.Map == "" || len(req.Entries) == 0 {

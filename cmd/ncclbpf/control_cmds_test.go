@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"os"
@@ -47,7 +48,11 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 				{Name: "two_m", Value: uint64(2000000)}, {Name: "neg", Value: int64(-5)}}}}})
 		return &control.Response{Dump: d}
 	case control.OpMapUpdate:
-		return &control.Response{}
+		kv, err := maps.ParseKeyValue(maps.Spec{Name: "hits", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}, req.Args)
+		if err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		return &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(kv.Key), Value: hex.EncodeToString(kv.Value)}}}
 	case control.OpReload, control.OpRollback:
 		return &control.Response{Reload: &control.ReloadResult{Policy: req.Name, SHA256: strings.Repeat("cd", 32),
 			Attached: "tuner=reload_b", Reused: []string{"hits"}, Pending: req.AtSeq != nil, AtSeq: deref(req.AtSeq)}}
@@ -112,8 +117,16 @@ func TestPsStatsMap(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "hits[01000000] = 2a00000000000000") {
 		t.Fatalf("map update: %d %q", code, out)
 	}
+	code, out, _ = ctlCLI("map", "update", "--dir", dir, pid, "hits", "--", "key", "hex", "01", "00", "00", "00", "value", "-1")
+	if code != 0 || !strings.Contains(out, "hits[01000000] = ffffffffffffffff") {
+		t.Fatalf("map update key hex: %d %q", code, out)
+	}
+	code, _, errs = ctlCLI("map", "update", "--dir", dir, pid, "hits", "9", "42")
+	if code == 0 || !strings.Contains(errs, "index 9 out of range: array map hits has 2 entries") {
+		t.Fatalf("index 9: %d %q", code, errs)
+	}
 	code, _, errs = ctlCLI("map", "update", "--dir", dir, pid, "hits", "zz", "42")
-	if code != exitUsage || !strings.Contains(errs, "hex") {
+	if code == 0 || !strings.Contains(errs, `"zz" is not an integer`) {
 		t.Fatalf("bad key: %d %q", code, errs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,8 +215,28 @@ func TestControlAtSeqBoundsAndCancel(t *testing.T) {
 		t.Fatalf("reload after cancel: %v", err)
 	}
 	if _, err := p.call(&control.Request{Op: control.OpMapUpdate, Map: "hits", Key: "05000000", Value: "0100000000000000"}); err == nil ||
-		!strings.Contains(err.Error(), "index 5 is out of range") {
+		!strings.Contains(err.Error(), "index 5 out of range: array map hits has") {
 		t.Errorf("array index out of range: %v", err)
+	}
+	// Words as typed, read with the map's types in the process.
+	for _, tc := range []struct {
+		args []string
+		want string // the entry written (hex) or a part of the error
+	}{
+		{[]string{"1", "10000000"}, "01000000=8096980000000000"},
+		{[]string{"key", "hex", "01", "00", "00", "00", "value", "1152921504606846977"}, "01000000=0100000000000010"},
+		{[]string{"5", "1"}, "index 5 out of range: array map hits has"},
+		{[]string{"1", "-1"}, "value -1 does not fit the 8-byte value"},
+		{[]string{"key", "1"}, "update needs a value"},
+	} {
+		r, err := p.call(&control.Request{Op: control.OpMapUpdate, Map: "hits", Args: tc.args})
+		got := fmt.Sprint(err)
+		if err == nil && len(r.Entries) == 1 {
+			got = r.Entries[0].Key + "=" + r.Entries[0].Value
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("update %q: %s, want %s", tc.args, got, tc.want)
+		}
 	}
 }
 
