@@ -79,6 +79,8 @@ func TestMalformedRequests(t *testing.T) {
 		{`{"op":"map_dump"}`, `needs "map"`},
 		{`{"op":"map_update","map":"m","key":"00"}`, `needs "map", and "key" and "value" (hex) or "args"`},
 		{`{"op":"map_update","map":"m","key":"00","args":["1","2"]}`, `takes "args" or "key" and "value", not both`},
+		{`{"op":"map_lookup","map":"m"}`, `map_lookup needs "map" and "args" (the key)`},
+		{`{"op":"map_delete","map":"m","key":"00"}`, `map_delete needs "map" and "args" (the key)`},
 		{`{"op":"reload"}`, `needs "object"`},
 		{`{"op":"reload","object":"!!notbase64"}`, "bad request"},
 		{`{"op":"reload","object":"AAAA","at_seq":-1}`, "bad request"},

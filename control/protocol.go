@@ -23,6 +23,8 @@ const (
 	OpMaps      = "maps"       // map list: Response.Maps
 	OpMapDump   = "map_dump"   // Request.Map: Response.Dump
 	OpMapUpdate = "map_update" // Request.Map, Key, Value (hex) or Args: Response.Entries (what was written)
+	OpMapLookup = "map_lookup" // Request.Map, Args (the key): Response.Dump (that one entry)
+	OpMapDelete = "map_delete" // Request.Map, Args (the key): Response.Entries (the key deleted)
 	OpReload    = "reload"     // Request.Object (+ Name, AtSeq, TimeoutMS, Vars): Response.Reload
 	OpRollback  = "rollback"   // reload the object that ran before the last reload (+ AtSeq)
 	OpDecisions = "decisions"  // the communicators' decision records: Response.Decisions

@@ -119,42 +119,14 @@ type PerCPU []SlotValue
 // Dump reads every entry of m and decodes it (see Entry). Ring buffers have
 // no entries to dump.
 func Dump(m *Map) (*MapDump, error) {
-	s := m.Spec()
-	d := &MapDump{Name: s.Name, Type: s.Type.String(), KeySize: s.KeySize, ValueSize: s.ValueSize,
-		MaxEntries: s.MaxEntries, Frozen: m.Frozen(), Entries: []Entry{}}
-	if s.Type == RingBuf {
+	d := dumpHeader(m)
+	if m.spec.Type == RingBuf {
 		return d, nil
 	}
 	var derr error
-	keyType := s.Key
-	if isVoid(keyType) && (s.Type == Array || s.Type == PerCPUArray) && s.KeySize == 4 {
-		// Arrays without a key type (global data sections): the index.
-		keyType = &btf.Int{Name: "__u32", Size: 4}
-	}
 	err := m.Iterate(func(k, v []byte) bool {
 		var e Entry
-		if e.Key, derr = decodeBTF(keyType, k); derr != nil {
-			derr = fmt.Errorf("map %q: key %x: %w", s.Name, k, derr)
-			return false
-		}
-		if s.Type == PerCPUArray {
-			var pc PerCPU
-			stride := int((s.ValueSize + 7) &^ 7)
-			for slot := 0; slot < PerCPUSlots; slot++ {
-				raw := v[slot*stride : slot*stride+int(s.ValueSize)]
-				if allZero(raw) {
-					continue
-				}
-				val, err := decodeBTF(s.Value, raw)
-				if err != nil {
-					derr = fmt.Errorf("map %q: key %x slot %d: %w", s.Name, k, slot, err)
-					return false
-				}
-				pc = append(pc, SlotValue{slot, val})
-			}
-			e.Value = pc
-		} else if e.Value, derr = decodeBTF(s.Value, v); derr != nil {
-			derr = fmt.Errorf("map %q: value of key %x: %w", s.Name, k, derr)
+		if e, derr = decodeEntry(m.spec, k, v); derr != nil {
 			return false
 		}
 		d.Entries = append(d.Entries, e)
@@ -167,6 +139,63 @@ func Dump(m *Map) (*MapDump, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// DumpKey reads the entry of m under key and decodes it as Dump does: a
+// MapDump with that one entry. A key with no entry is ErrKeyNotExist.
+func DumpKey(m *Map, key []byte) (*MapDump, error) {
+	v, err := m.Lookup(key)
+	if err != nil {
+		return nil, err
+	}
+	e, err := decodeEntry(m.spec, key, v)
+	if err != nil {
+		return nil, err
+	}
+	d := dumpHeader(m)
+	d.Entries = append(d.Entries, e)
+	return d, nil
+}
+
+func dumpHeader(m *Map) *MapDump {
+	s := m.Spec()
+	return &MapDump{Name: s.Name, Type: s.Type.String(), KeySize: s.KeySize, ValueSize: s.ValueSize,
+		MaxEntries: s.MaxEntries, Frozen: m.Frozen(), Entries: []Entry{}}
+}
+
+// decodeEntry decodes one key and its value (for PerCPUArray, every slot).
+func decodeEntry(s Spec, k, v []byte) (Entry, error) {
+	keyType := s.Key
+	if isVoid(keyType) && (s.Type == Array || s.Type == PerCPUArray) && s.KeySize == 4 {
+		// Arrays without a key type (global data sections): the index.
+		keyType = &btf.Int{Name: "__u32", Size: 4}
+	}
+	var e Entry
+	var err error
+	if e.Key, err = decodeBTF(keyType, k); err != nil {
+		return e, fmt.Errorf("map %q: key %x: %w", s.Name, k, err)
+	}
+	if s.Type != PerCPUArray {
+		if e.Value, err = decodeBTF(s.Value, v); err != nil {
+			return e, fmt.Errorf("map %q: value of key %x: %w", s.Name, k, err)
+		}
+		return e, nil
+	}
+	var pc PerCPU
+	stride := int((s.ValueSize + 7) &^ 7)
+	for slot := 0; slot < PerCPUSlots; slot++ {
+		raw := v[slot*stride : slot*stride+int(s.ValueSize)]
+		if allZero(raw) {
+			continue
+		}
+		val, err := decodeBTF(s.Value, raw)
+		if err != nil {
+			return e, fmt.Errorf("map %q: key %x slot %d: %w", s.Name, k, slot, err)
+		}
+		pc = append(pc, SlotValue{slot, val})
+	}
+	e.Value = pc
+	return e, nil
 }
 
 func allZero(b []byte) bool {

@@ -3,6 +3,7 @@ package maps_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -183,5 +184,27 @@ func TestDecodeDumpErrors(t *testing.T) {
 		if _, err := maps.DecodeDump([]byte(in)); err == nil {
 			t.Errorf("DecodeDump(%.60q) accepted", in)
 		}
+	}
+}
+
+// TestDumpKey: one entry, decoded as Dump decodes it; a missing key is
+// ErrKeyNotExist.
+func TestDumpKey(t *testing.T) {
+	m := mustNew(t, maps.Spec{Name: "deltas", Type: maps.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 4, Key: btfU32, Value: btfS64})
+	m.Update(u32(7), le.AppendUint64(nil, uint64(1<<64-(1<<60+1))), maps.UpdateAny)
+	m.Update(u32(8), le.AppendUint64(nil, 1), maps.UpdateAny)
+	d, err := maps.DumpKey(m, u32(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpText(t, d); got != "map deltas (hash, key 4 bytes, value 8 bytes, 1/4 entries)\n  7: -1152921504606846977\n" {
+		t.Errorf("text:\n%s", got)
+	}
+	if _, err := maps.DumpKey(m, u32(9)); !errors.Is(err, maps.ErrKeyNotExist) {
+		t.Errorf("missing key: %v", err)
+	}
+	arr := mustNew(t, maps.Spec{Name: "hits", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
+	if err := arr.Delete(u32(1)); !errors.Is(err, maps.ErrNotSupported) || !strings.Contains(err.Error(), "update the entry to zero instead") {
+		t.Errorf("array delete: %v", err)
 	}
 }

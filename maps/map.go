@@ -303,7 +303,8 @@ func (m *Map) Delete(key []byte) error {
 		return err
 	}
 	if m.spec.Type == Array || m.spec.Type == PerCPUArray {
-		return fmt.Errorf("map %q: delete key %x: %w", m.spec.Name, key, &errnoError{ErrNotSupported, syscall.EINVAL})
+		return fmt.Errorf("map %q: delete key %x: %w (array entries always exist: update the entry to zero instead)",
+			m.spec.Name, key, &errnoError{ErrNotSupported, syscall.EINVAL})
 	}
 	if rc := C.nbpf_map_delete(m.c, unsafe.Pointer(&key[0])); rc != 0 {
 		return fmt.Errorf("map %q: delete key %x: %w", m.spec.Name, key, errnoFrom(rc))

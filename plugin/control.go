@@ -115,6 +115,13 @@ func handleControl(req *control.Request) *control.Response {
 			return &control.Response{Error: err.Error()}
 		}
 		return mapUpdate(req)
+	case control.OpMapLookup:
+		return mapLookup(req)
+	case control.OpMapDelete:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		return mapDelete(req)
 	case control.OpCancel:
 		if err := writable(req.Op); err != nil {
 			return &control.Response{Error: err.Error()}
@@ -258,14 +265,8 @@ func mapUpdate(req *control.Request) *control.Response {
 	if err != nil {
 		return &control.Response{Error: err.Error()}
 	}
-	if isAgreed(m) && !req.Force {
-		return &control.Response{Error: errAgreedNeedsSeq(req.Map).Error()}
-	}
-	if b, err := runningBundle(); err == nil && b.DecidesOn(m) && !isAgreed(m) && !req.Force {
-		return &control.Response{Error: fmt.Sprintf("map %s is read by the tuner as rank-uniform (no program writes it): "+
-			"a write now reaches each rank at a different call, and ranks would decide differently; declare it agreed "+
-			"(BPF_F_RDONLY_PROG) and use 'ncclbpf agree' or an agreed update with --at-seq, reload with --at-seq, "+
-			"or --force to write this process alone", req.Map)}
+	if err := decidedWrite(m, req); err != nil {
+		return &control.Response{Error: err.Error()}
 	}
 	if err := m.Update(key, val, 0); err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}

@@ -47,10 +47,15 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 			Entries: []maps.Entry{{Key: 0, Value: 41}, {Key: uint64(1), Value: maps.Struct{{Name: "big", Value: uint64(1<<60 + 1)},
 				{Name: "two_m", Value: uint64(2000000)}, {Name: "neg", Value: int64(-5)}}}}})
 		return &control.Response{Dump: d}
-	case control.OpMapUpdate:
+	case control.OpMapUpdate, control.OpMapLookup, control.OpMapDelete:
 		kv, err := maps.ParseKeyValue(maps.Spec{Name: "hits", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}, req.Args)
 		if err != nil {
 			return &control.Response{Error: err.Error()}
+		}
+		if req.Op == control.OpMapLookup {
+			d, _ := json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
+				Entries: []maps.Entry{{Key: uint64(kv.Key[0]), Value: uint64(1<<60 + 1)}}})
+			return &control.Response{Dump: d}
 		}
 		return &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(kv.Key), Value: hex.EncodeToString(kv.Value)}}}
 	case control.OpReload, control.OpRollback:
@@ -120,6 +125,14 @@ func TestPsStatsMap(t *testing.T) {
 	code, out, _ = ctlCLI("map", "update", "--dir", dir, pid, "hits", "--", "key", "hex", "01", "00", "00", "00", "value", "-1")
 	if code != 0 || !strings.Contains(out, "hits[01000000] = ffffffffffffffff") {
 		t.Fatalf("map update key hex: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "lookup", "--dir", dir, pid, "hits", "key", "1", "0", "0", "0")
+	if code != 0 || !strings.HasSuffix(out, "\n  1: 1152921504606846977\n") {
+		t.Fatalf("map lookup: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "delete", "--dir", dir, pid, "hits", "1")
+	if code != 0 || out != "pid "+pid+": hits[01000000] deleted\n" {
+		t.Fatalf("map delete: %d %q", code, out)
 	}
 	code, _, errs = ctlCLI("map", "update", "--dir", dir, pid, "hits", "9", "42")
 	if code == 0 || !strings.Contains(errs, "index 9 out of range: array map hits has 2 entries") {

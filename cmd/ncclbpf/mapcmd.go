@@ -11,11 +11,12 @@ import (
 func init() {
 	register(&command{
 		Name:    "map",
-		Args:    "list|dump|update [--dir DIR] [--json] [--force] PID [MAP [KEY VALUE | key DATA value DATA]]",
-		Summary: "list, dump or update the maps of a running policy",
+		Args:    "list|dump|lookup|update|delete [--dir DIR] [--json] [--force] PID [MAP [KEY [VALUE] | key DATA [value DATA]]]",
+		Summary: "list, dump, look up, update or delete the entries of a running policy's maps",
 		Help: `list shows the maps of the policy a process runs; dump prints one map's
-entries, decoded with its BTF types (integers exact); update writes one
-entry. The process reads KEY and VALUE with the map's BTF types: an integer
+entries, decoded with its BTF types (integers exact); lookup prints one
+entry; update writes one; delete removes one from a hash map. The process
+reads KEY and VALUE with the map's BTF types: an integer
 is decimal (10000000 is ten million) or hex with 0x, negative for a signed
 type, and must fit its field; an enum takes its names; a struct takes
 FIELD=VALUE settings (x=1,hist[2]=5; fields not named are zero). Raw bytes
@@ -35,6 +36,8 @@ change it with a reload at an agreed call (--at-seq), or --force.`,
 			"ncclbpf map update 4242 cfg 0 lo=4096,hi=1048576",
 			"ncclbpf map update 4242 cfg key hex 00 00 00 00 value hex 00 10 00 00 00 00 00 00",
 			"ncclbpf map update 4242 deltas -- 3 -1",
+			"ncclbpf map lookup 4242 hits key hex 01 00 00 00",
+			"ncclbpf map delete 4242 peers 7",
 		},
 		Run: runMap,
 	})
@@ -49,7 +52,7 @@ func runMap(e *env, args []string) error {
 		return err
 	}
 	if len(args) < 2 {
-		return usageErrorf("want list|dump|update PID [MAP [KEY VALUE]]")
+		return usageErrorf("want list|dump|lookup|update|delete PID [MAP [KEY [VALUE]]]")
 	}
 	verb := args[0]
 	pid, err := parsePID(args[1])
@@ -103,6 +106,29 @@ func runMap(e *env, args []string) error {
 			fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, args[2], kv.Key, kv.Value)
 		}
 		return nil
+	case "lookup", "delete":
+		if len(args) < 4 {
+			return usageErrorf("map %s takes PID MAP KEY, or PID MAP key DATA", verb)
+		}
+		op := map[string]string{"lookup": control.OpMapLookup, "delete": control.OpMapDelete}[verb]
+		resp, err := call(*dir, pid, &control.Request{Op: op, Map: args[2], Args: args[3:], Force: *force})
+		if err != nil {
+			return err
+		}
+		if verb == "delete" {
+			for _, kv := range resp.Entries {
+				fmt.Fprintf(e.Stdout, "pid %s: %s[%s] deleted\n", pid, args[2], kv.Key)
+			}
+			return nil
+		}
+		d, err := maps.DecodeDump(resp.Dump)
+		if err != nil {
+			return fmt.Errorf("pid %s: map %s: %w", pid, args[2], err)
+		}
+		if *asJSON {
+			return d.WriteJSON(e.Stdout)
+		}
+		return d.WriteText(e.Stdout)
 	}
-	return usageErrorf("unknown map verb %q (want list, dump or update)", verb)
+	return usageErrorf("unknown map verb %q (want list, dump, lookup, update or delete)", verb)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,6 +238,21 @@ func TestControlAtSeqBoundsAndCancel(t *testing.T) {
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("update %q: %s, want %s", tc.args, got, tc.want)
 		}
+	}
+	// Lookup decodes the one entry, exactly; an array entry cannot be deleted.
+	r, err = p.call(&control.Request{Op: control.OpMapLookup, Map: "hits", Args: []string{"key", "hex", "01", "00", "00", "00"}})
+	if err != nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	// hits[1] counts calls on from 2^60+1: an exact integer just above it.
+	if m := regexp.MustCompile(`"entries":\[\{"key":1,"value":(\d+)\}\]`).FindStringSubmatch(string(r.Dump)); m == nil {
+		t.Errorf("lookup: %s", r.Dump)
+	} else if v, err := strconv.ParseUint(m[1], 10, 64); err != nil || v < 1<<60+1 || v > 1<<60+1e9 {
+		t.Errorf("lookup: hits[1] = %s", m[1])
+	}
+	if _, err := p.call(&control.Request{Op: control.OpMapDelete, Map: "hits", Args: []string{"1"}}); err == nil ||
+		!strings.Contains(err.Error(), "array entries always exist") {
+		t.Errorf("delete from an array: %v", err)
 	}
 }
 
