@@ -420,6 +420,17 @@ func (d *MapDump) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "map %s (%s, key %d bytes, value %d bytes, %d/%d entries%s)\n",
 		d.Name, d.Type, d.KeySize, d.ValueSize, len(d.Entries), d.MaxEntries, frozen)
+	_, err := io.WriteString(w, b.String())
+	if err == nil {
+		err = d.WriteEntries(w)
+	}
+	return err
+}
+
+// WriteEntries writes d's entries as WriteText does, without the header
+// line (what a lookup of one key prints).
+func (d *MapDump) WriteEntries(w io.Writer) error {
+	var b strings.Builder
 	for _, e := range d.Entries {
 		b.WriteString("  ")
 		writeValue(&b, e.Key)

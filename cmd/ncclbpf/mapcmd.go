@@ -128,7 +128,7 @@ func runMap(e *env, args []string) error {
 		if *asJSON {
 			return d.WriteJSON(e.Stdout)
 		}
-		return d.WriteText(e.Stdout)
+		return d.WriteEntries(e.Stdout)
 	}
 	return usageErrorf("unknown map verb %q (want list, dump, lookup, update or delete)", verb)
 }
