@@ -1,6 +1,7 @@
 package loader_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,12 @@ func TestNoDebugInfo(t *testing.T) {
 	}
 	if c := mustLoad(t, "policy.o"); !c.Programs[0].HasLineInfo() {
 		t.Error("policy.o: no line information in an object built with -g")
+	}
+	// The command is the README's.
+	readme, err := os.ReadFile("../README.md")
+	cmd := loader.NoDebugInfoHint[strings.Index(loader.NoDebugInfoHint, "clang-19"):]
+	if err != nil || !strings.Contains(string(readme), "    "+cmd+"\n") {
+		t.Errorf("README.md does not show the build command %q (%v)", cmd, err)
 	}
 }
 
