@@ -368,6 +368,17 @@ func member(t btf.Type, name string) (leaf, error) {
 // of buf (bits > 0: a bitfield of that many bits). what names the place
 // in errors ("key", "value", "field x").
 func putTyped(buf []byte, off, bits uint32, t btf.Type, word, what string) error {
+	end := uint64(off) + uint64(bits)
+	if bits == 0 {
+		sz, err := btf.Sizeof(t)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		end += uint64(sz) * 8
+	}
+	if end > uint64(len(buf))*8 || bits > 64 {
+		return fmt.Errorf("%s lies past the %d bytes of its BTF type", what, len(buf))
+	}
 	if bits > 0 {
 		signed := false
 		if i, ok := t.(*btf.Int); ok {

@@ -86,6 +86,15 @@ func TestParseKeyValue(t *testing.T) {
 		{spec: u64arr, args: "key 1 value", err: "value: no data after the keyword"},
 		{spec: raw, args: "1 5", err: "value: the map's values have 16 bytes and no BTF type: give its bytes (value hex 01 02 ...)"},
 		{spec: u64arr, args: "", err: "no key given"},
+		{spec: structs, args: "3 hist[=1", err: "field hist[: missing ]"},
+		{spec: structs, args: "3 hist[x]=1", err: "index [x] is not a decimal number"},
+		{spec: structs, args: "3 [0]=1", err: "the value is not an array"},
+		{spec: structs, args: "3 =5", err: "a setting with no field name"},
+		{spec: structs, args: "3 x.y=5", err: `"y": __u8 has no fields`},
+		{spec: structs, args: "3 hist=5", err: "field hist is an array of 2: set its members ([0]=...)"},
+		{spec: s64hash, args: "1 0x", err: `value "0x" is not an integer`},
+		{spec: s64hash, args: "1 --1", err: `value "--1" is not an integer`},
+		{spec: u64arr, args: "value 1", err: "value given before the key"},
 	} {
 		name := tc.spec.Name + " " + tc.args
 		kv, err := maps.ParseKeyValue(tc.spec, strings.Fields(tc.args))
@@ -110,4 +119,29 @@ func TestParseKeyValue(t *testing.T) {
 			t.Errorf("%s: value %s, want %s", name, got, tc.val)
 		}
 	}
+}
+
+// FuzzParseKeyValue: any words give an error or a key and value of the
+// map's sizes, never a panic.
+func FuzzParseKeyValue(f *testing.F) {
+	limits := &btf.Struct{Name: "limits", Size: 16, Members: []btf.Member{
+		{Name: "x", Type: btfU8, Offset: 0},
+		{Name: "lo", Type: btfU32, Offset: 8, BitfieldSize: 5},
+		{Name: "hist", Type: &btf.Array{Type: btfS32, Nelems: 2}, Offset: 32},
+		{Name: "tag", Type: &btf.Array{Type: btfChr, Nelems: 4}, Offset: 96},
+	}}
+	spec := maps.Spec{Name: "cfg", Type: maps.Array, KeySize: 4, ValueSize: 16, MaxEntries: 4, Key: btfU32, Value: limits}
+	for _, s := range []string{"1 x=3,lo=31,hist[1]=-2,tag=abc", "key hex 01 00 00 00 value hex 0x01", "key 1 0 0 0 value x=1 lo=2",
+		"3 hist[9]=1", "0 tag=abcdef", "-1 x=1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		kv, err := maps.ParseKeyValue(spec, strings.Fields(s))
+		if err != nil {
+			return
+		}
+		if len(kv.Key) != 4 || (kv.Value != nil && len(kv.Value) != 16) {
+			t.Fatalf("%q: key %x value %x", s, kv.Key, kv.Value)
+		}
+	})
 }
