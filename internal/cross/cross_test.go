@@ -209,12 +209,15 @@ func TestArm64OwnCorpus(t *testing.T) {
 	t.Logf("%d files of vm/testdata/interp pass on the arm64 interpreter and JIT", len(files))
 }
 
-// The tuner and profiler plugin tests and a short reload hammer against the
-// arm64 libncclbpf.so, loaded by the arm64 C hosts under qemu-aarch64 (the
-// nccl package's tests cross-build both under NCCLBPF_TEST_ARCH=arm64).
+// The tuner, profiler and net plugin tests and a short reload hammer
+// against the arm64 libncclbpf.so, loaded by the arm64 C hosts under
+// qemu-aarch64 (plugin/e2e's tests cross-build them under
+// NCCLBPF_TEST_ARCH=arm64): the net wrapper moves checked data between two
+// arm64 processes through the test plugin, with policies and reloads.
 func TestArm64Plugin(t *testing.T) {
 	c := setup(t)
-	tests := []string{"TestPluginSymbolsAndShim", "TestPolicyGrids", "TestProfilerEvents", "TestProfilerMaskFromBundle", "TestReloadHammer"}
+	tests := []string{"TestPluginSymbolsAndShim", "TestPolicyGrids", "TestProfilerEvents", "TestProfilerMaskFromBundle", "TestReloadHammer",
+		"TestNetTransfer", "TestNetReload", "TestNetTiming"}
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-timeout", "20m", "-run", "^("+strings.Join(tests, "|")+")$", "./plugin/e2e")
 	cmd.Dir = c.root
 	cmd.Env = append(os.Environ(), "NCCLBPF_TEST_ARCH=arm64", "NCCLBPF_QEMU_AARCH64="+c.qemu,
