@@ -387,6 +387,9 @@ func TestNetMapDump(t *testing.T) {
 	if code != 0 || !strings.Contains(peers, "8/4096 entries") || !strings.Contains(peers, "conn_id: 7,") {
 		t.Errorf("map dump net_peers (want 8 peers and directions, connection 7 among them): exit %d\n%s", code, peers)
 	}
+	if strings.Contains(slow+peers, "e+") {
+		t.Errorf("map dump printed an integer through a float:\n%s%s", slow, peers)
+	}
 	t.Logf("%s%s", slow, peers)
 }
 
