@@ -22,7 +22,9 @@ const (
 	OpStats     = "stats"      // counters: Response.Stats
 	OpMaps      = "maps"       // map list: Response.Maps
 	OpMapDump   = "map_dump"   // Request.Map: Response.Dump
-	OpMapUpdate = "map_update" // Request.Map, Key, Value (hex)
+	OpMapUpdate = "map_update" // Request.Map, Key, Value (hex) or Args: Response.Entries (what was written)
+	OpMapLookup = "map_lookup" // Request.Map, Args (the key): Response.Dump (that one entry)
+	OpMapDelete = "map_delete" // Request.Map, Args (the key): Response.Entries (the key deleted)
 	OpReload    = "reload"     // Request.Object (+ Name, AtSeq, TimeoutMS, Vars): Response.Reload
 	OpRollback  = "rollback"   // reload the object that ran before the last reload (+ AtSeq)
 	OpDecisions = "decisions"  // the communicators' decision records: Response.Decisions
@@ -55,6 +57,11 @@ type Request struct {
 	Map   string `json:"map,omitempty"`
 	Key   string `json:"key,omitempty"`
 	Value string `json:"value,omitempty"`
+	// Args, instead of Key and Value, are the key and value as a user
+	// typed them (decimal or typed by the map's BTF, bpftool's key/value
+	// hex forms): the process reads them with the map's types
+	// (maps.ParseKeyValue).
+	Args []string `json:"args,omitempty"`
 	// Object is the ELF object of a reload; Name identifies it (a path).
 	Object []byte `json:"object,omitempty"`
 	Name   string `json:"name,omitempty"`
@@ -98,7 +105,8 @@ type Response struct {
 	Reload *ReloadResult   `json:"reload,omitempty"`
 	// Decisions are the live communicators' decision records (OpDecisions).
 	Decisions []CommDecisions `json:"decisions,omitempty"`
-	// Entries are a map's raw contents (OpMapRead).
+	// Entries are a map's raw contents (OpMapRead), or the entry written
+	// (OpMapUpdate).
 	Entries []KV `json:"entries,omitempty"`
 	// MapSpec describes the map of OpMapRead.
 	MapSpec *MapInfo `json:"map_spec,omitempty"`

@@ -395,8 +395,15 @@ func ParseRequest(line []byte) (*Request, error) {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
 		}
 	case OpMapUpdate:
-		if req.Map == "" || req.Key == "" || req.Value == "" {
-			return nil, fmt.Errorf("bad request: %s needs \"map\", \"key\" and \"value\" (hex)", req.Op)
+		if req.Map == "" || (len(req.Args) == 0 && (req.Key == "" || req.Value == "")) {
+			return nil, fmt.Errorf("bad request: %s needs \"map\", and \"key\" and \"value\" (hex) or \"args\"", req.Op)
+		}
+		if len(req.Args) > 0 && (req.Key != "" || req.Value != "") {
+			return nil, fmt.Errorf("bad request: %s takes \"args\" or \"key\" and \"value\", not both", req.Op)
+		}
+	case OpMapLookup, OpMapDelete:
+		if req.Map == "" || len(req.Args) == 0 {
+			return nil, fmt.Errorf("bad request: %s needs \"map\" and \"args\" (the key)", req.Op)
 		}
 	case OpAgreedUpdate:
 		if req.Map == "" || len(req.Entries) == 0 {
@@ -412,7 +419,7 @@ func ParseRequest(line []byte) (*Request, error) {
 	case "":
 		return nil, errors.New("bad request: no \"op\"")
 	default:
-		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, reload, rollback, cancel, decisions, map_read, agreed_update)", req.Op)
+		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, map_lookup, map_delete, reload, rollback, cancel, decisions, map_read, agreed_update)", req.Op)
 	}
 	if len(req.CommAtSeq) > 0 && req.AtSeq == nil {
 		return nil, errors.New("bad request: comm_at_seq needs at_seq (the sequence of the other communicators)")

@@ -77,6 +77,9 @@ func load(r io.ReaderAt) (*CollectionSpec, error) {
 		if errors.Is(err, ebpf.ErrNotSupported) {
 			err = notSupported{err}
 		}
+		if !obj.hasBTF {
+			err = fmt.Errorf("%w: %s", err, NoDebugInfoHint)
+		}
 		return nil, err
 	}
 	if cs.ByteOrder != binary.LittleEndian {
@@ -149,6 +152,36 @@ func checkBTF(r io.ReaderAt, obj *objectFile) error {
 		}
 	}
 	return nil
+}
+
+// NoDebugInfoHint says how to build an object with the BTF and line
+// information that maps, settings and error positions need.
+const NoDebugInfoHint = "it was built without -g; rebuild it with -g: " +
+	"clang-19 -target bpf -mcpu=v3 -O2 -g -I include -c policy.bpf.c -o policy.bpf.o"
+
+// contextType names the struct the first parameter of fn points to ("" when
+// unknown: no BTF, no parameter, not a pointer to a named struct).
+func contextType(fn *btf.Func) string {
+	if fn == nil {
+		return ""
+	}
+	proto, ok := fn.Type.(*btf.FuncProto)
+	if !ok || len(proto.Params) == 0 {
+		return ""
+	}
+	ptr, ok := btf.UnderlyingType(proto.Params[0].Type).(*btf.Pointer)
+	if !ok {
+		return ""
+	}
+	switch t := btf.UnderlyingType(ptr.Target).(type) {
+	case *btf.Struct:
+		return t.Name
+	case *btf.Fwd: // a struct the source never defined (a misspelt name)
+		if t.Kind == btf.FwdStruct {
+			return t.Name
+		}
+	}
+	return ""
 }
 
 // notSupported makes an error of cilium/ebpf's that wraps its
@@ -274,6 +307,7 @@ func convertProgram(obj *objectFile, ps *ebpf.ProgramSpec, maps []*MapSpec, mapI
 	if len(in) == 0 || in[0].Symbol() != ps.Name {
 		return nil, errors.New("instruction stream does not start with the program's symbol")
 	}
+	p.ContextType = contextType(btf.FuncMetadata(&in[0]))
 
 	// Pass 1: copy each function's bytes and lay the functions out.
 	type site struct {

@@ -56,6 +56,22 @@ type ProgramSpec struct {
 	// Funcs lists the functions in Insns, sorted by Start; Funcs[0] is the
 	// entry function. Every BPF-to-BPF call targets the Start of one.
 	Funcs []Func
+	// ContextType is the name of the struct the entry function's
+	// parameter points to, from BTF ("ncclbpf_tuner_ctx"); "" when the
+	// object has no BTF for it or the parameter is not a pointer to a
+	// named struct.
+	ContextType string
+}
+
+// HasLineInfo reports whether the object gave p source lines (it was
+// built with -g).
+func (p *ProgramSpec) HasLineInfo() bool {
+	for _, l := range p.Lines {
+		if l != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Func is one function (the entry point or a subprogram) inside a

@@ -26,10 +26,13 @@ type MapDump struct {
 }
 
 // Entry is one decoded entry. Key and Value are decoded with the map's BTF
-// types when it has them: integers (int64 or uint64), bool, enum names and
-// char arrays (string), EnumName, Pointer, Struct, []any for arrays, Bytes otherwise. For
-// PerCPUArray maps Value is a PerCPU holding the slots whose value is not
-// all zero.
+// types when it has them: integers (int64 or uint64, never through a
+// float), bool, Float, char arrays (string), EnumName, Pointer, Struct
+// (structs, unions and the variables of a global data section), []any for
+// arrays, Bytes otherwise. The key of an array without a key type (a
+// global data section) is its index. For PerCPUArray maps Value is a
+// PerCPU holding the slots whose value is not all zero. DecodeDump reads
+// the JSON form back: integers then are json.Number.
 type Entry struct {
 	Key   any `json:"key"`
 	Value any `json:"value"`
@@ -52,8 +55,8 @@ func (s Struct) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		name, _ := json.Marshal(f.Name)
-		val, err := json.Marshal(f.Value)
+		name, _ := marshalNoEscape(f.Name)
+		val, err := marshalNoEscape(f.Value)
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", f.Name, err)
 		}
@@ -63,6 +66,17 @@ func (s Struct) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping.
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Bytes are undecoded bytes, shown in hex.
@@ -80,6 +94,19 @@ type Pointer uint64
 // MarshalJSON writes p as a hex string.
 func (p Pointer) MarshalJSON() ([]byte, error) { return json.Marshal(fmt.Sprintf("0x%x", uint64(p))) }
 
+// Float is a decoded floating-point value. Its JSON form is a number, or
+// the string "NaN", "+Inf" or "-Inf", which JSON numbers cannot write.
+type Float float64
+
+// MarshalJSON writes f as a number, or as a string when it is not finite.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return json.Marshal(strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
 // SlotValue is one slot's value of a per-CPU map entry.
 type SlotValue struct {
 	Slot  int `json:"slot"`
@@ -92,37 +119,14 @@ type PerCPU []SlotValue
 // Dump reads every entry of m and decodes it (see Entry). Ring buffers have
 // no entries to dump.
 func Dump(m *Map) (*MapDump, error) {
-	s := m.Spec()
-	d := &MapDump{Name: s.Name, Type: s.Type.String(), KeySize: s.KeySize, ValueSize: s.ValueSize,
-		MaxEntries: s.MaxEntries, Frozen: m.Frozen(), Entries: []Entry{}}
-	if s.Type == RingBuf {
+	d := dumpHeader(m)
+	if m.spec.Type == RingBuf {
 		return d, nil
 	}
 	var derr error
 	err := m.Iterate(func(k, v []byte) bool {
 		var e Entry
-		if e.Key, derr = decodeBTF(s.Key, k); derr != nil {
-			derr = fmt.Errorf("map %q: key %x: %w", s.Name, k, derr)
-			return false
-		}
-		if s.Type == PerCPUArray {
-			var pc PerCPU
-			stride := int((s.ValueSize + 7) &^ 7)
-			for slot := 0; slot < PerCPUSlots; slot++ {
-				raw := v[slot*stride : slot*stride+int(s.ValueSize)]
-				if allZero(raw) {
-					continue
-				}
-				val, err := decodeBTF(s.Value, raw)
-				if err != nil {
-					derr = fmt.Errorf("map %q: key %x slot %d: %w", s.Name, k, slot, err)
-					return false
-				}
-				pc = append(pc, SlotValue{slot, val})
-			}
-			e.Value = pc
-		} else if e.Value, derr = decodeBTF(s.Value, v); derr != nil {
-			derr = fmt.Errorf("map %q: value of key %x: %w", s.Name, k, derr)
+		if e, derr = decodeEntry(m.spec, k, v); derr != nil {
 			return false
 		}
 		d.Entries = append(d.Entries, e)
@@ -137,6 +141,63 @@ func Dump(m *Map) (*MapDump, error) {
 	return d, nil
 }
 
+// DumpKey reads the entry of m under key and decodes it as Dump does: a
+// MapDump with that one entry. A key with no entry is ErrKeyNotExist.
+func DumpKey(m *Map, key []byte) (*MapDump, error) {
+	v, err := m.Lookup(key)
+	if err != nil {
+		return nil, err
+	}
+	e, err := decodeEntry(m.spec, key, v)
+	if err != nil {
+		return nil, err
+	}
+	d := dumpHeader(m)
+	d.Entries = append(d.Entries, e)
+	return d, nil
+}
+
+func dumpHeader(m *Map) *MapDump {
+	s := m.Spec()
+	return &MapDump{Name: s.Name, Type: s.Type.String(), KeySize: s.KeySize, ValueSize: s.ValueSize,
+		MaxEntries: s.MaxEntries, Frozen: m.Frozen(), Entries: []Entry{}}
+}
+
+// decodeEntry decodes one key and its value (for PerCPUArray, every slot).
+func decodeEntry(s Spec, k, v []byte) (Entry, error) {
+	keyType := s.Key
+	if isVoid(keyType) && (s.Type == Array || s.Type == PerCPUArray) && s.KeySize == 4 {
+		// Arrays without a key type (global data sections): the index.
+		keyType = &btf.Int{Name: "__u32", Size: 4}
+	}
+	var e Entry
+	var err error
+	if e.Key, err = decodeBTF(keyType, k); err != nil {
+		return e, fmt.Errorf("map %q: key %x: %w", s.Name, k, err)
+	}
+	if s.Type != PerCPUArray {
+		if e.Value, err = decodeBTF(s.Value, v); err != nil {
+			return e, fmt.Errorf("map %q: value of key %x: %w", s.Name, k, err)
+		}
+		return e, nil
+	}
+	var pc PerCPU
+	stride := int((s.ValueSize + 7) &^ 7)
+	for slot := 0; slot < PerCPUSlots; slot++ {
+		raw := v[slot*stride : slot*stride+int(s.ValueSize)]
+		if allZero(raw) {
+			continue
+		}
+		val, err := decodeBTF(s.Value, raw)
+		if err != nil {
+			return e, fmt.Errorf("map %q: key %x slot %d: %w", s.Name, k, slot, err)
+		}
+		pc = append(pc, SlotValue{slot, val})
+	}
+	e.Value = pc
+	return e, nil
+}
+
 func allZero(b []byte) bool {
 	for _, c := range b {
 		if c != 0 {
@@ -146,9 +207,18 @@ func allZero(b []byte) bool {
 	return true
 }
 
+// isVoid reports whether t is missing or has no size (void).
+func isVoid(t btf.Type) bool {
+	if t == nil {
+		return true
+	}
+	_, ok := btf.UnderlyingType(t).(*btf.Void)
+	return ok
+}
+
 // decodeBTF decodes b as a value of type t; without a type, as Bytes.
 func decodeBTF(t btf.Type, b []byte) (any, error) {
-	if t == nil {
+	if isVoid(t) {
 		return Bytes(append([]byte(nil), b...)), nil
 	}
 	return decodeType(t, b, 0)
@@ -186,9 +256,9 @@ func decodeType(t btf.Type, b []byte, depth int) (any, error) {
 	case *btf.Float:
 		switch t.Size {
 		case 4:
-			return float64(math.Float32frombits(binary.NativeEndian.Uint32(b))), nil
+			return Float(math.Float32frombits(binary.NativeEndian.Uint32(b))), nil
 		case 8:
-			return math.Float64frombits(binary.NativeEndian.Uint64(b)), nil
+			return Float(math.Float64frombits(binary.NativeEndian.Uint64(b))), nil
 		}
 		return Bytes(append([]byte(nil), b[:t.Size]...)), nil
 	case *btf.Array:
@@ -350,6 +420,17 @@ func (d *MapDump) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "map %s (%s, key %d bytes, value %d bytes, %d/%d entries%s)\n",
 		d.Name, d.Type, d.KeySize, d.ValueSize, len(d.Entries), d.MaxEntries, frozen)
+	_, err := io.WriteString(w, b.String())
+	if err == nil {
+		err = d.WriteEntries(w)
+	}
+	return err
+}
+
+// WriteEntries writes d's entries as WriteText does, without the header
+// line (what a lookup of one key prints).
+func (d *MapDump) WriteEntries(w io.Writer) error {
+	var b strings.Builder
 	for _, e := range d.Entries {
 		b.WriteString("  ")
 		writeValue(&b, e.Key)
@@ -412,6 +493,10 @@ func writeValue(b *strings.Builder, v any) {
 		b.WriteString(strconv.Quote(v))
 	case Pointer:
 		fmt.Fprintf(b, "0x%x", uint64(v))
+	case Float:
+		b.WriteString(strconv.FormatFloat(float64(v), 'g', -1, 64))
+	case json.Number:
+		b.WriteString(v.String())
 	default:
 		fmt.Fprint(b, v)
 	}

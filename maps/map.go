@@ -7,6 +7,7 @@ package maps
 import "C"
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -279,6 +280,11 @@ func (m *Map) update(key, value []byte, flags UpdateFlags) error {
 	if len(buf) != m.ValueBufSize() {
 		return fmt.Errorf("map %q: update key %x: value has %d bytes, want %d", m.spec.Name, key, len(value), m.ValueBufSize())
 	}
+	if m.spec.Type == Array || m.spec.Type == PerCPUArray {
+		if idx := binary.LittleEndian.Uint32(key); idx >= m.spec.MaxEntries {
+			return &IndexError{Map: m.spec.Name, Index: idx, Entries: m.spec.MaxEntries}
+		}
+	}
 	if rc := C.nbpf_map_update_all(m.c, unsafe.Pointer(&key[0]), unsafe.Pointer(&buf[0]), C.uint64_t(flags)); rc != 0 {
 		err := errnoFrom(rc)
 		if rc == -C.EINVAL {
@@ -297,7 +303,8 @@ func (m *Map) Delete(key []byte) error {
 		return err
 	}
 	if m.spec.Type == Array || m.spec.Type == PerCPUArray {
-		return fmt.Errorf("map %q: delete key %x: %w", m.spec.Name, key, &errnoError{ErrNotSupported, syscall.EINVAL})
+		return fmt.Errorf("map %q: delete key %x: %w (array entries always exist: update the entry to zero instead)",
+			m.spec.Name, key, &errnoError{ErrNotSupported, syscall.EINVAL})
 	}
 	if rc := C.nbpf_map_delete(m.c, unsafe.Pointer(&key[0])); rc != 0 {
 		return fmt.Errorf("map %q: delete key %x: %w", m.spec.Name, key, errnoFrom(rc))

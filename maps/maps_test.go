@@ -156,7 +156,8 @@ func TestArray(t *testing.T) {
 	if err := m.Update(u32(1), val, 7); !errors.Is(err, maps.ErrBadFlags) {
 		t.Errorf("bad flags: %v", err)
 	}
-	if err := m.Update(u32(10), val, 0); !errors.Is(err, maps.ErrMapFull) {
+	if err := m.Update(u32(10), val, 0); !errors.Is(err, syscall.E2BIG) ||
+		err.Error() != "index 10 out of range: array map arr has 10 entries" {
 		t.Errorf("index 10: %v", err)
 	}
 	if _, err := m.Lookup(u32(10)); !errors.Is(err, maps.ErrKeyNotExist) {

@@ -111,7 +111,7 @@ func TestDump(t *testing.T) {
 	d, _ = maps.Dump(ro)
 	text.Reset()
 	d.WriteText(&text)
-	if !strings.Contains(text.String(), "frozen)\n  0x00000000: {min_bytes: 1024, ptr: 0x10}\n") {
+	if !strings.Contains(text.String(), "frozen)\n  0: {min_bytes: 1024, ptr: 0x10}\n") {
 		t.Errorf("rodata text:\n%s", text.String())
 	}
 	pc := mustNew(t, maps.Spec{Name: "pc", Type: maps.PerCPUArray, KeySize: 4, ValueSize: 4, MaxEntries: 1, Key: u32t, Value: u32t})

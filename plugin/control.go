@@ -115,6 +115,13 @@ func handleControl(req *control.Request) *control.Response {
 			return &control.Response{Error: err.Error()}
 		}
 		return mapUpdate(req)
+	case control.OpMapLookup:
+		return mapLookup(req)
+	case control.OpMapDelete:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		return mapDelete(req)
 	case control.OpCancel:
 		if err := writable(req.Op); err != nil {
 			return &control.Response{Error: err.Error()}
@@ -254,30 +261,39 @@ func mapUpdate(req *control.Request) *control.Response {
 	if err != nil {
 		return &control.Response{Error: err.Error()}
 	}
-	key, err := hex.DecodeString(req.Key)
+	key, val, err := updateEntry(m, req)
 	if err != nil {
-		return &control.Response{Error: fmt.Sprintf("map %s: key: %v (want hex bytes)", req.Map, err)}
+		return &control.Response{Error: err.Error()}
 	}
-	val, err := hex.DecodeString(req.Value)
-	if err != nil {
-		return &control.Response{Error: fmt.Sprintf("map %s: value: %v (want hex bytes)", req.Map, err)}
-	}
-	if isAgreed(m) && !req.Force {
-		return &control.Response{Error: errAgreedNeedsSeq(req.Map).Error()}
-	}
-	if b, err := runningBundle(); err == nil && b.DecidesOn(m) && !isAgreed(m) && !req.Force {
-		return &control.Response{Error: fmt.Sprintf("map %s is read by the tuner as rank-uniform (no program writes it): "+
-			"a write now reaches each rank at a different call, and ranks would decide differently; declare it agreed "+
-			"(BPF_F_RDONLY_PROG) and use 'ncclbpf agree' or an agreed update with --at-seq, reload with --at-seq, "+
-			"or --force to write this process alone", req.Map)}
-	}
-	if err := checkArrayIndex(m, key); err != nil {
+	if err := decidedWrite(m, req); err != nil {
 		return &control.Response{Error: err.Error()}
 	}
 	if err := m.Update(key, val, 0); err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}
 	}
-	return &control.Response{}
+	return &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(key), Value: hex.EncodeToString(val)}}}
+}
+
+// updateEntry reads the key and value of a map_update: raw hex, or the
+// words a user typed, read with the map's BTF types.
+func updateEntry(m *maps.Map, req *control.Request) (key, val []byte, err error) {
+	if len(req.Args) > 0 {
+		kv, err := maps.ParseKeyValue(m.Spec(), req.Args)
+		if err != nil {
+			return nil, nil, fmt.Errorf("map %s: %w", req.Map, err)
+		}
+		if kv.Value == nil {
+			return nil, nil, fmt.Errorf("map %s: update needs a value (KEY VALUE, or key DATA value DATA)", req.Map)
+		}
+		return kv.Key, kv.Value, nil
+	}
+	if key, err = hex.DecodeString(req.Key); err != nil {
+		return nil, nil, fmt.Errorf("map %s: key: %v (want hex bytes)", req.Map, err)
+	}
+	if val, err = hex.DecodeString(req.Value); err != nil {
+		return nil, nil, fmt.Errorf("map %s: value: %v (want hex bytes)", req.Map, err)
+	}
+	return key, val, nil
 }
 
 func controlReload(req *control.Request) *control.Response {
@@ -333,19 +349,4 @@ func liveComms() []control.CommInfo {
 		out = append(out, control.CommInfo{ID: uint64(c.comm_id), Ranks: uint32(c.n_ranks), Nodes: uint32(c.n_nodes), Seq: uint64(c.seq)})
 	}
 	return out
-}
-
-// checkArrayIndex says what is wrong with an array index out of range
-// (the map itself answers E2BIG, "map is full", which misleads).
-func checkArrayIndex(m *maps.Map, key []byte) error {
-	sp := m.Spec()
-	if (sp.Type != maps.Array && sp.Type != maps.PerCPUArray) || len(key) != 4 {
-		return nil
-	}
-	idx := uint32(key[0]) | uint32(key[1])<<8 | uint32(key[2])<<16 | uint32(key[3])<<24
-	if idx >= sp.MaxEntries {
-		return fmt.Errorf("map %s: index %d is out of range: the %s has %d entries (0..%d)", sp.Name, idx, sp.Type,
-			sp.MaxEntries, sp.MaxEntries-1)
-	}
-	return nil
 }

@@ -274,6 +274,15 @@ const (
 	// Example:
 	//	lock *(u64 *)(r0 + 4) += r1
 	MisalignedAtomic
+
+	// WrongContext: the entry function declares its parameter, in BTF, as
+	// a pointer to another struct than the context its hook passes (a
+	// profiler context in a tuner program): its field offsets would be
+	// another struct's.
+	//
+	// Example:
+	//	SEC("tuner") int f(struct ncclbpf_prof_ctx *ctx)
+	WrongContext
 )
 
 // Warning codes. A warning does not reject the program.
@@ -324,6 +333,7 @@ var codeNames = map[Code]string{
 	WriteOnlyMap:         "writeonly-map",
 	UseAfterRelease:      "use-after-release",
 	MisalignedAtomic:     "misaligned-atomic",
+	WrongContext:         "wrong-context",
 	DivByZero:            "div-by-zero",
 }
 

@@ -52,6 +52,7 @@ func TestCodesStable(t *testing.T) {
 		{verifier.WriteOnlyMap, "E034 writeonly-map"},
 		{verifier.UseAfterRelease, "E035 use-after-release"},
 		{verifier.MisalignedAtomic, "E036 misaligned-atomic"},
+		{verifier.WrongContext, "E037 wrong-context"},
 		{verifier.DivByZero, "W100 div-by-zero"},
 	}
 	known := map[verifier.Code]bool{}

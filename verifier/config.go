@@ -3,6 +3,7 @@ package verifier
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
@@ -101,6 +102,13 @@ type Config struct {
 	// Source, when set, locates a pc in the C source for error messages;
 	// line <= 0 means unknown.
 	Source func(pc int) (file string, line, col int, text string)
+	// NoSourceHint, when set, is said with an error Source cannot place
+	// (Error.Hint): how to get source lines (rebuild with -g).
+	NoSourceHint string
+	// ContextType, when set, is the struct the program declares its
+	// context parameter as (from BTF): another struct than Hook.Context
+	// is rejected with WrongContext.
+	ContextType string
 	// DisableRankUniformity turns the rank-uniformity analysis of hooks
 	// that Decide off. It exists to measure the analysis' cost; a policy
 	// verified with it may hang a job.
@@ -214,6 +222,9 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 	// Path-sensitive with no joins. A rejection reports the error of the
 	// most precise pass that did not run out of budget.
 	base := newChecker(c, insns, info)
+	if e := c.checkContextType(base); e != nil {
+		return nil, e
+	}
 	if e := base.prepare(); e != nil {
 		base.finish(e)
 		return nil, e
@@ -277,6 +288,38 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		Context: ck.ctxAccesses(), Structure: ck.prog}, nil
 }
 
+// checkContextType rejects a program that declares its context as
+// another hook's context struct, or as an ncclbpf_ struct that no hook
+// passes (a misspelt name). A struct of the program's own is left to the
+// field checks.
+func (c *Config) checkContextType(ck *checker) *Error {
+	want := c.Hook.Context.Name
+	if c.ContextType == "" || c.ContextType == want {
+		return nil
+	}
+	var where []string
+	for _, h := range hook.All() {
+		if h.Context.Name == c.ContextType {
+			where = append(where, h.Sections...)
+		}
+	}
+	var e *Error
+	switch {
+	case len(where) > 0:
+		e = ck.errorf(WrongContext, 0, "the program's parameter is struct %s *, but hook %s passes struct %s *: "+
+			"declare it struct %s *ctx, or put the program in a section whose hook passes struct %s (%s)",
+			c.ContextType, c.Hook.Name, want, want, c.ContextType, strings.Join(where, ", "))
+	case strings.HasPrefix(c.ContextType, "ncclbpf_"):
+		e = ck.errorf(WrongContext, 0, "the program's parameter is struct %s *, which no hook passes; hook %s passes struct %s *: "+
+			"declare it struct %s *ctx", c.ContextType, c.Hook.Name, want, want)
+	default:
+		return nil
+	}
+	ck.finish(e)
+	e.Source = "" // the position is the function's first line, not its parameter
+	return e
+}
+
 // finish fills in the instruction text and the source position of e.
 func (ck *checker) finish(e *Error) {
 	if e.PC >= 0 && e.PC < len(ck.insns) {
@@ -284,6 +327,9 @@ func (ck *checker) finish(e *Error) {
 	}
 	if ck.cfg.Source != nil && e.PC >= 0 {
 		e.File, e.Line, e.Col, e.Source = ck.cfg.Source(e.PC)
+	}
+	if e.Line <= 0 {
+		e.Hint = ck.cfg.NoSourceHint
 	}
 }
 

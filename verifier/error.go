@@ -23,6 +23,9 @@ type Error struct {
 	Line   int
 	Col    int
 	Source string
+	// Hint, when the error has no source position, says how to get one
+	// (Config.NoSourceHint).
+	Hint string
 }
 
 // Error returns "file.c:12:5: E012 null-deref: msg (pc 7: insn)", without
@@ -34,6 +37,9 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	fmt.Fprintf(&b, "%v: %s (pc %d: %s)", e.Code, e.Msg, e.PC, e.Insn)
+	if e.Hint != "" {
+		fmt.Fprintf(&b, "; no source line: %s", e.Hint)
+	}
 	return b.String()
 }
 
@@ -69,5 +75,8 @@ func (e *Error) Explain() string {
 		fmt.Fprintf(&b, "    %s\n", s)
 	}
 	fmt.Fprintf(&b, "    pc %d: %s\n", e.PC, e.Insn)
+	if e.Hint != "" {
+		fmt.Fprintf(&b, "    no source line: %s\n", e.Hint)
+	}
 	return b.String()
 }

@@ -6,10 +6,15 @@ import (
 )
 
 // ForProgram returns the Config that verifies program p of collection c
-// against hook h: the collection's maps and p's BTF line information as
-// the Source of error positions.
+// against hook h: the collection's maps, p's BTF line information as the
+// Source of error positions (or, without any, the hint to rebuild with
+// -g), and p's declared context type.
 func ForProgram(c *loader.CollectionSpec, p *loader.ProgramSpec, h *hook.Hook) *Config {
-	return &Config{Hook: h, Maps: c.Maps, Source: p.Source}
+	cfg := &Config{Hook: h, Maps: c.Maps, Source: p.Source, ContextType: p.ContextType}
+	if !p.HasLineInfo() {
+		cfg.NoSourceHint = loader.NoDebugInfoHint
+	}
+	return cfg
 }
 
 // VerifyCollection verifies the programs of c together, as one bundle

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"os"
@@ -43,10 +44,20 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 		return &control.Response{Maps: []control.MapInfo{{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2}}}
 	case control.OpMapDump:
 		d, _ := json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
-			Entries: []maps.Entry{{Key: 0, Value: 41}}})
+			Entries: []maps.Entry{{Key: 0, Value: 41}, {Key: uint64(1), Value: maps.Struct{{Name: "big", Value: uint64(1<<60 + 1)},
+				{Name: "two_m", Value: uint64(2000000)}, {Name: "neg", Value: int64(-5)}}}}})
 		return &control.Response{Dump: d}
-	case control.OpMapUpdate:
-		return &control.Response{}
+	case control.OpMapUpdate, control.OpMapLookup, control.OpMapDelete:
+		kv, err := maps.ParseKeyValue(maps.Spec{Name: "hits", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}, req.Args)
+		if err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		if req.Op == control.OpMapLookup {
+			d, _ := json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
+				Entries: []maps.Entry{{Key: uint64(kv.Key[0]), Value: uint64(1<<60 + 1)}}})
+			return &control.Response{Dump: d}
+		}
+		return &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(kv.Key), Value: hex.EncodeToString(kv.Value)}}}
 	case control.OpReload, control.OpRollback:
 		return &control.Response{Reload: &control.ReloadResult{Policy: req.Name, SHA256: strings.Repeat("cd", 32),
 			Attached: "tuner=reload_b", Reused: []string{"hits"}, Pending: req.AtSeq != nil, AtSeq: deref(req.AtSeq)}}
@@ -100,15 +111,35 @@ func TestPsStatsMap(t *testing.T) {
 		t.Fatalf("map list: %d %q", code, out)
 	}
 	code, out, _ = ctlCLI("map", "dump", "--dir", dir, pid, "hits")
-	if code != 0 || !strings.Contains(out, "41") {
+	if code != 0 || !strings.Contains(out, "  0: 41\n  1: {big: 1152921504606846977, two_m: 2000000, neg: -5}\n") {
 		t.Fatalf("map dump: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "dump", "--json", "--dir", dir, pid, "hits")
+	if code != 0 || !strings.Contains(out, `{"key":1,"value":{"big":1152921504606846977,"two_m":2000000,"neg":-5}}`) {
+		t.Fatalf("map dump --json: %d %q", code, out)
 	}
 	code, out, _ = ctlCLI("map", "update", "--dir", dir, pid, "hits", "1", "42")
 	if code != 0 || !strings.Contains(out, "hits[01000000] = 2a00000000000000") {
 		t.Fatalf("map update: %d %q", code, out)
 	}
+	code, out, _ = ctlCLI("map", "update", "--dir", dir, pid, "hits", "--", "key", "hex", "01", "00", "00", "00", "value", "-1")
+	if code != 0 || !strings.Contains(out, "hits[01000000] = ffffffffffffffff") {
+		t.Fatalf("map update key hex: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "lookup", "--dir", dir, pid, "hits", "key", "1", "0", "0", "0")
+	if code != 0 || out != "  1: 1152921504606846977\n" {
+		t.Fatalf("map lookup: %d %q", code, out)
+	}
+	code, out, _ = ctlCLI("map", "delete", "--dir", dir, pid, "hits", "1")
+	if code != 0 || out != "pid "+pid+": hits[01000000] deleted\n" {
+		t.Fatalf("map delete: %d %q", code, out)
+	}
+	code, _, errs = ctlCLI("map", "update", "--dir", dir, pid, "hits", "9", "42")
+	if code == 0 || !strings.Contains(errs, "index 9 out of range: array map hits has 2 entries") {
+		t.Fatalf("index 9: %d %q", code, errs)
+	}
 	code, _, errs = ctlCLI("map", "update", "--dir", dir, pid, "hits", "zz", "42")
-	if code != exitUsage || !strings.Contains(errs, "hex") {
+	if code == 0 || !strings.Contains(errs, `"zz" is not an integer`) {
 		t.Fatalf("bad key: %d %q", code, errs)
 	}
 }

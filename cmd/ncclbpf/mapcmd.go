@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/ncclbpf/ncclbpf/control"
@@ -14,14 +11,17 @@ import (
 func init() {
 	register(&command{
 		Name:    "map",
-		Args:    "list|dump|update [--dir DIR] [--json] [--force] PID [MAP [KEY VALUE]]",
-		Summary: "list, dump or update the maps of a running policy",
+		Args:    "list|dump|lookup|update|delete [--dir DIR] [--json] [--force] PID [MAP [KEY [VALUE] | key DATA [value DATA]]]",
+		Summary: "list, dump, look up, update or delete the entries of a running policy's maps",
 		Help: `list shows the maps of the policy a process runs; dump prints one map's
-entries, decoded with its BTF types; update writes one entry. KEY and VALUE
-are the raw bytes in hex as the map stores them (little-endian integers):
-for an array of __u64, key 1 is 01000000 and the value 42 is
-2a00000000000000. A decimal integer is also accepted and encoded to the key
-or value size.
+entries, decoded with its BTF types (integers exact); lookup prints one
+entry; update writes one; delete removes one from a hash map. The process
+reads KEY and VALUE with the map's BTF types: an integer
+is decimal (10000000 is ten million) or hex with 0x, negative for a signed
+type, and must fit its field; an enum takes its names; a struct takes
+FIELD=VALUE settings (x=1,hist[2]=5; fields not named are zero). Raw bytes
+take bpftool's forms: key 1 0 0 0 (one word a byte) or key hex 01 00 00 00,
+value hex 2a 00 00 00 00 00 00 00. Put -- before a negative value.
 
 An agreed map (declared with NCCLBPF_AGREED: the same on every rank, read-only
 for programs) is written with 'ncclbpf agree' at an agreed call; update
@@ -33,49 +33,14 @@ change it with a reload at an agreed call (--at-seq), or --force.`,
 			"ncclbpf map list 4242",
 			"ncclbpf map dump 4242 hits",
 			"ncclbpf map update 4242 hits 1 0  # hits[1] = 0",
-			"ncclbpf map update 4242 cfg 00000000 0000100000000000",
+			"ncclbpf map update 4242 cfg 0 lo=4096,hi=1048576",
+			"ncclbpf map update 4242 cfg key hex 00 00 00 00 value hex 00 10 00 00 00 00 00 00",
+			"ncclbpf map update 4242 deltas -- 3 -1",
+			"ncclbpf map lookup 4242 hits key hex 01 00 00 00",
+			"ncclbpf map delete 4242 peers 7",
 		},
 		Run: runMap,
 	})
-}
-
-// mapBytes reads a key or value: hex bytes, or a decimal integer encoded
-// little-endian to size bytes.
-func mapBytes(s string, size uint32, what string) (string, error) {
-	if n, err := parseDecimal(s); err == nil && size > 0 && size <= 8 && !(len(s) == 2*int(size) && isHex(s)) {
-		b := make([]byte, size)
-		for i := range b {
-			b[i] = byte(n >> (8 * i))
-		}
-		return hex.EncodeToString(b), nil
-	}
-	b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
-	if err != nil {
-		return "", usageErrorf("%s %q: want hex bytes or a decimal integer", what, s)
-	}
-	if size > 0 && uint32(len(b)) != size {
-		return "", usageErrorf("%s %q: %d bytes, the map's %s size is %d", what, s, len(b), what, size)
-	}
-	return hex.EncodeToString(b), nil
-}
-
-func parseDecimal(s string) (uint64, error) {
-	var n uint64
-	if s == "" {
-		return 0, fmt.Errorf("empty")
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("not decimal")
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, nil
-}
-
-func isHex(s string) bool {
-	_, err := hex.DecodeString(s)
-	return err == nil
 }
 
 func runMap(e *env, args []string) error {
@@ -87,7 +52,7 @@ func runMap(e *env, args []string) error {
 		return err
 	}
 	if len(args) < 2 {
-		return usageErrorf("want list|dump|update PID [MAP [KEY VALUE]]")
+		return usageErrorf("want list|dump|lookup|update|delete PID [MAP [KEY [VALUE]]]")
 	}
 	verb := args[0]
 	pid, err := parsePID(args[1])
@@ -120,43 +85,50 @@ func runMap(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			_, err := fmt.Fprintf(e.Stdout, "%s\n", resp.Dump)
-			return err
-		}
-		var d maps.MapDump
-		if err := json.Unmarshal(resp.Dump, &d); err != nil {
+		d, err := maps.DecodeDump(resp.Dump) // exact integers, fields in order
+		if err != nil {
 			return fmt.Errorf("pid %s: map %s: %w", pid, args[2], err)
+		}
+		if *asJSON {
+			return d.WriteJSON(e.Stdout)
 		}
 		return d.WriteText(e.Stdout)
 	case "update":
-		if len(args) != 5 {
-			return usageErrorf("map update takes PID MAP KEY VALUE")
+		if len(args) < 4 {
+			return usageErrorf("map update takes PID MAP KEY VALUE, or PID MAP key DATA value DATA")
 		}
-		// Sizes from the map list, so that decimal numbers can be encoded.
-		var ks, vs uint32
-		if resp, err := call(*dir, pid, &control.Request{Op: control.OpMaps}); err == nil {
-			for _, m := range resp.Maps {
-				if m.Name == args[2] {
-					ks, vs = m.KeySize, m.ValueSize
-				}
-			}
-		} else {
-			return err
-		}
-		key, err := mapBytes(args[3], ks, "key")
+		// The process reads the words with the map's BTF types (maps.ParseKeyValue).
+		resp, err := call(*dir, pid, &control.Request{Op: control.OpMapUpdate, Map: args[2], Args: args[3:], Force: *force})
 		if err != nil {
 			return err
 		}
-		val, err := mapBytes(args[4], vs, "value")
-		if err != nil {
-			return err
+		for _, kv := range resp.Entries {
+			fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, args[2], kv.Key, kv.Value)
 		}
-		if _, err := call(*dir, pid, &control.Request{Op: control.OpMapUpdate, Map: args[2], Key: key, Value: val, Force: *force}); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, args[2], key, val)
 		return nil
+	case "lookup", "delete":
+		if len(args) < 4 {
+			return usageErrorf("map %s takes PID MAP KEY, or PID MAP key DATA", verb)
+		}
+		op := map[string]string{"lookup": control.OpMapLookup, "delete": control.OpMapDelete}[verb]
+		resp, err := call(*dir, pid, &control.Request{Op: op, Map: args[2], Args: args[3:], Force: *force})
+		if err != nil {
+			return err
+		}
+		if verb == "delete" {
+			for _, kv := range resp.Entries {
+				fmt.Fprintf(e.Stdout, "pid %s: %s[%s] deleted\n", pid, args[2], kv.Key)
+			}
+			return nil
+		}
+		d, err := maps.DecodeDump(resp.Dump)
+		if err != nil {
+			return fmt.Errorf("pid %s: map %s: %w", pid, args[2], err)
+		}
+		if *asJSON {
+			return d.WriteJSON(e.Stdout)
+		}
+		return d.WriteEntries(e.Stdout)
 	}
-	return usageErrorf("unknown map verb %q (want list, dump or update)", verb)
+	return usageErrorf("unknown map verb %q (want list, dump, lookup, update or delete)", verb)
 }

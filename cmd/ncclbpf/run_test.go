@@ -464,6 +464,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{sizeAwareObj, "--costs", "ring"}, 1, `"ring": want ALGO=US`},
 		{[]string{sizeAwareObj, "--var", "size_low=1"}, 1, "size_low: no such global variable (the object has: max_ranks, size_hi, size_lo)"},
 		{[]string{sizeAwareObj, "--var", "max_ranks=1T"}, 1, "--var max_ranks: value \"1T\" is not an integer"},
+		{[]string{sizeAwareObj, "--var", "size_lo=8M size_hi=1G"}, 1, "--var size_lo: value \"8M size_hi=1G\" runs into another setting: separate settings with commas, not spaces"},
 		{[]string{sizeAwareObj, "--var", "max_ranks=0x100000000"}, 1, "does not fit in 4 bytes"},
 		{[]string{sizeAwareObj, "--mem", "zz"}, 1, "not hex bytes"},
 		{[]string{sizeAwareObj, "--mem", strings.Repeat("00", 161)}, 1, "--mem: 161 bytes, but the context of hook tuner (struct ncclbpf_tuner_ctx) has 160"},

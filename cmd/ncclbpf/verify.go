@@ -63,11 +63,12 @@ type verifyProblem struct {
 	Line   int    `json:"line,omitempty"`
 	Col    int    `json:"col,omitempty"`
 	Source string `json:"source,omitempty"`
+	Hint   string `json:"hint,omitempty"` // no source position: how to get one
 }
 
 func problem(e *verifier.Error) *verifyProblem {
 	return &verifyProblem{Code: e.Code.String()[:4], Name: e.Code.Name(), PC: e.PC, Insn: e.Insn, Msg: e.Msg,
-		File: e.File, Line: e.Line, Col: e.Col, Source: e.Source}
+		File: e.File, Line: e.Line, Col: e.Col, Source: e.Source, Hint: e.Hint}
 }
 
 func runVerify(e *env, args []string) error {
@@ -241,4 +242,7 @@ func writeProblem(w io.Writer, p *verifyProblem) {
 		fmt.Fprintf(w, "      %s\n", s)
 	}
 	fmt.Fprintf(w, "      pc %d: %s\n", p.PC, p.Insn)
+	if p.Hint != "" {
+		fmt.Fprintf(w, "      no source line: %s\n", p.Hint)
+	}
 }

@@ -6,7 +6,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,7 +78,12 @@ func (c Config) Builtin() string {
 }
 
 // ParseVars parses "name=value,name=value". An empty string gives no vars.
+// Settings separated by spaces instead of commas are refused with the
+// string written as it should be.
 func ParseVars(s string) ([]Var, error) {
+	if fixed, ok := spaceSeparated(s); ok {
+		return nil, fmt.Errorf("%q: separate settings with commas, not spaces: %q", s, fixed)
+	}
 	var out []Var
 	seen := map[string]bool{}
 	for _, item := range strings.Split(s, ",") {
@@ -101,6 +108,23 @@ func ParseVars(s string) ([]Var, error) {
 	}
 	return out, nil
 }
+
+// spaceSeparated reports whether s has settings separated by blanks
+// ("a=1 b=2"), and returns s with commas between them.
+func spaceSeparated(s string) (string, bool) {
+	var items []string
+	found := false
+	for _, item := range strings.Split(s, ",") {
+		item = blanksAroundEq.ReplaceAllString(strings.TrimSpace(item), "=")
+		if strings.Count(item, "=") > 1 && strings.ContainsAny(item, " \t\r\n") {
+			found = true
+		}
+		items = append(items, strings.Join(strings.Fields(item), ","))
+	}
+	return strings.Join(items, ","), found
+}
+
+var blanksAroundEq = regexp.MustCompile(`\s*=\s*`)
 
 var suffixes = map[string]uint64{"k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
 
@@ -131,9 +155,22 @@ func ParseInt(s string) (uint64, error) {
 	if neg {
 		num = num[1:]
 	}
-	v, err := strconv.ParseUint(num, 0, 64)
-	if err != nil {
-		return 0, fmt.Errorf("value %q is not an integer: %w", s, err)
+	if f := strings.Fields(s); len(f) > 1 {
+		if strings.Contains(s, "=") {
+			return 0, fmt.Errorf("value %q runs into another setting: separate settings with commas, not spaces (a=1,b=2)", s)
+		}
+		return 0, fmt.Errorf("value %q has blanks in it: one integer per setting", s)
+	}
+	base := 10
+	if h, ok := strings.CutPrefix(strings.ToLower(num), "0x"); ok {
+		num, base = h, 16
+	}
+	v, err := strconv.ParseUint(num, base, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("value %q does not fit 64 bits", s)
+	}
+	if err != nil || strings.HasPrefix(num, "+") {
+		return 0, fmt.Errorf("value %q is not an integer (decimal or 0x hex, optionally negative, with an optional K, M or G suffix; or true, false)", s)
 	}
 	if mul > 1 && v > ^uint64(0)/mul {
 		return 0, fmt.Errorf("value %q overflows 64 bits", s)

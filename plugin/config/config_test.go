@@ -34,3 +34,40 @@ func TestConfigFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingErrors: a setting that cannot be read says how to write it,
+// with no parser's internals.
+func TestSettingErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"size_lo=8M size_hi=1G", `"size_lo=8M size_hi=1G": separate settings with commas, not spaces: "size_lo=8M,size_hi=1G"`},
+		{"a=1, b = 2 c=3", `separate settings with commas, not spaces: "a=1,b=2,c=3"`},
+		{"a=1\tb=2", `separate settings with commas, not spaces: "a=1,b=2"`},
+		{"a=x", `setting "a=x": value "x" is not an integer (decimal or 0x hex, optionally negative, with an optional K, M or G suffix; or true, false)`},
+		{"a=1 2", `value "1 2" has blanks in it: one integer per setting`},
+		{"a=010x", `value "010x" is not an integer`},
+		{"a=0b101", `value "0b101" is not an integer`},
+		{"a=1_000", `value "1_000" is not an integer`},
+		{"a=+1", `value "+1" is not an integer`},
+		{"a=18446744073709551616", `value "18446744073709551616" does not fit 64 bits`},
+	} {
+		_, err := ParseVars(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "strconv") {
+			t.Errorf("%q: error %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	env := map[string]string{EnvPolicyConfig: "size_lo=8M size_hi=1G"}
+	if _, err := ConfigFromEnv(func(k string) string { return env[k] }); err == nil ||
+		err.Error() != `NCCLBPF_POLICY_CONFIG: "size_lo=8M size_hi=1G": separate settings with commas, not spaces: "size_lo=8M,size_hi=1G"` {
+		t.Errorf("%s with spaces: %v", EnvPolicyConfig, err)
+	}
+	// Decimal is decimal: a leading zero is not octal.
+	if v, err := ParseInt("010"); err != nil || v != 10 {
+		t.Errorf("010 = %d, %v", v, err)
+	}
+	if v, err := ParseInt("0x10"); err != nil || v != 16 {
+		t.Errorf("0x10 = %d, %v", v, err)
+	}
+	if v, err := ParseVars("a = 1 , b=2"); err != nil || len(v) != 2 || v[0].Value != 1 || v[1].Value != 2 {
+		t.Errorf("blanks around = and commas: %+v, %v", v, err)
+	}
+}

@@ -77,11 +77,18 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	}
 	hits := func() (a, b uint64) {
 		t.Helper()
-		var d maps.MapDump
-		if err := json.Unmarshal(mustCall(&control.Request{Op: control.OpMapDump, Map: "hits"}).Dump, &d); err != nil {
+		d, err := maps.DecodeDump(mustCall(&control.Request{Op: control.OpMapDump, Map: "hits"}).Dump)
+		if err != nil {
 			t.Fatal(err)
 		}
-		v := func(i int) uint64 { f, _ := d.Entries[i].Value.(float64); return uint64(f) }
+		v := func(i int) uint64 {
+			n, _ := d.Entries[i].Value.(json.Number)
+			u, err := strconv.ParseUint(n.String(), 10, 64)
+			if err != nil {
+				t.Fatalf("hits[%d] = %v: %v", i, d.Entries[i].Value, err)
+			}
+			return u
+		}
 		return v(0), v(1)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -92,6 +99,12 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	mustCall(&control.Request{Op: control.OpMapUpdate, Map: "hits", Key: "00000000", Value: "0000000000010000"})
 	if a, _ := hits(); a < 1<<40 {
 		t.Fatalf("map update did not land: hits[0] = %d", a)
+	}
+	// Words typed as a user would, and a dump exact past 2^53: the count
+	// goes on from 2^60+1 exactly (odd: a float would have made it even).
+	mustCall(&control.Request{Op: control.OpMapUpdate, Map: "hits", Args: []string{"0", "1152921504606846977"}})
+	if a, _ := hits(); a < 1<<60+1 || a > 1<<60+1e9 {
+		t.Fatalf("map update of 2^60+1: hits[0] = %d", a)
 	}
 	objB, _ := os.ReadFile(filepath.Join(root, "testhost/reload_b.bpf.o"))
 	r := mustCall(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}).Reload

@@ -384,8 +384,11 @@ func TestNetMapDump(t *testing.T) {
 		t.Errorf("map dump net_slow (want connection 7 in entry 2): exit %d\n%s", code, slow)
 	}
 	peers, code := cli(t, "map", "dump", "--dir", dir, pid, "net_peers")
-	if code != 0 || !strings.Contains(peers, "8/4096 entries") || !strings.Contains(peers, "conn_id:7 ") {
+	if code != 0 || !strings.Contains(peers, "8/4096 entries") || !strings.Contains(peers, "conn_id: 7,") {
 		t.Errorf("map dump net_peers (want 8 peers and directions, connection 7 among them): exit %d\n%s", code, peers)
+	}
+	if strings.Contains(slow+peers, "e+") {
+		t.Errorf("map dump printed an integer through a float:\n%s%s", slow, peers)
 	}
 	t.Logf("%s%s", slow, peers)
 }

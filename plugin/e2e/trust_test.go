@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,8 +216,43 @@ func TestControlAtSeqBoundsAndCancel(t *testing.T) {
 		t.Fatalf("reload after cancel: %v", err)
 	}
 	if _, err := p.call(&control.Request{Op: control.OpMapUpdate, Map: "hits", Key: "05000000", Value: "0100000000000000"}); err == nil ||
-		!strings.Contains(err.Error(), "index 5 is out of range") {
+		!strings.Contains(err.Error(), "index 5 out of range: array map hits has") {
 		t.Errorf("array index out of range: %v", err)
+	}
+	// Words as typed, read with the map's types in the process.
+	for _, tc := range []struct {
+		args []string
+		want string // the entry written (hex) or a part of the error
+	}{
+		{[]string{"1", "10000000"}, "01000000=8096980000000000"},
+		{[]string{"key", "hex", "01", "00", "00", "00", "value", "1152921504606846977"}, "01000000=0100000000000010"},
+		{[]string{"5", "1"}, "index 5 out of range: array map hits has"},
+		{[]string{"1", "-1"}, "value -1 does not fit the 8-byte value"},
+		{[]string{"key", "1"}, "update needs a value"},
+	} {
+		r, err := p.call(&control.Request{Op: control.OpMapUpdate, Map: "hits", Args: tc.args})
+		got := fmt.Sprint(err)
+		if err == nil && len(r.Entries) == 1 {
+			got = r.Entries[0].Key + "=" + r.Entries[0].Value
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("update %q: %s, want %s", tc.args, got, tc.want)
+		}
+	}
+	// Lookup decodes the one entry, exactly; an array entry cannot be deleted.
+	r, err = p.call(&control.Request{Op: control.OpMapLookup, Map: "hits", Args: []string{"key", "hex", "01", "00", "00", "00"}})
+	if err != nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	// hits[1] counts calls on from 2^60+1: an exact integer just above it.
+	if m := regexp.MustCompile(`"entries":\[\{"key":1,"value":(\d+)\}\]`).FindStringSubmatch(string(r.Dump)); m == nil {
+		t.Errorf("lookup: %s", r.Dump)
+	} else if v, err := strconv.ParseUint(m[1], 10, 64); err != nil || v < 1<<60+1 || v > 1<<60+1e9 {
+		t.Errorf("lookup: hits[1] = %s", m[1])
+	}
+	if _, err := p.call(&control.Request{Op: control.OpMapDelete, Map: "hits", Args: []string{"1"}}); err == nil ||
+		!strings.Contains(err.Error(), "array entries always exist") {
+		t.Errorf("delete from an array: %v", err)
 	}
 }
 

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/maps"
+)
+
+// decidedWrite refuses a control-plane write of a map the tuner decides on
+// (agreed, or read as rank-uniform), unless the request forces it.
+func decidedWrite(m *maps.Map, req *control.Request) error {
+	if req.Force {
+		return nil
+	}
+	if isAgreed(m) {
+		return errAgreedNeedsSeq(req.Map)
+	}
+	if b, err := runningBundle(); err == nil && b.DecidesOn(m) {
+		return fmt.Errorf("map %s is read by the tuner as rank-uniform (no program writes it): "+
+			"a write now reaches each rank at a different call, and ranks would decide differently; declare it agreed "+
+			"(BPF_F_RDONLY_PROG) and use 'ncclbpf agree' or an agreed update with --at-seq, reload with --at-seq, "+
+			"or --force to write this process alone", req.Map)
+	}
+	return nil
+}
+
+// requestKey reads the key words of a lookup or delete with the map's types.
+func requestKey(m *maps.Map, req *control.Request) ([]byte, error) {
+	kv, err := maps.ParseKeyValue(m.Spec(), req.Args)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", req.Map, err)
+	}
+	if kv.Value != nil {
+		return nil, fmt.Errorf("map %s: %s takes a key only", req.Map, req.Op)
+	}
+	return kv.Key, nil
+}
+
+// mapLookup answers one entry, decoded as a dump of that entry.
+func mapLookup(req *control.Request) *control.Response {
+	m, err := runningMap(req.Map)
+	if err != nil {
+		return &control.Response{Error: err.Error()}
+	}
+	key, err := requestKey(m, req)
+	if err != nil {
+		return &control.Response{Error: err.Error()}
+	}
+	d, err := maps.DumpKey(m, key)
+	if errors.Is(err, maps.ErrKeyNotExist) {
+		return &control.Response{Error: fmt.Sprintf("map %s: no entry for key %x", req.Map, key)}
+	}
+	if err != nil {
+		return &control.Response{Error: fmt.Sprintf("map %s: lookup: %v", req.Map, err)}
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return &control.Response{Error: fmt.Sprintf("map %s: lookup: %v", req.Map, err)}
+	}
+	return &control.Response{Dump: b}
+}
+
+// mapDelete removes one entry of a hash map.
+func mapDelete(req *control.Request) *control.Response {
+	m, err := runningMap(req.Map)
+	if err != nil {
+		return &control.Response{Error: err.Error()}
+	}
+	key, err := requestKey(m, req)
+	if err != nil {
+		return &control.Response{Error: err.Error()}
+	}
+	if err := decidedWrite(m, req); err != nil {
+		return &control.Response{Error: err.Error()}
+	}
+	if err := m.Delete(key); errors.Is(err, maps.ErrKeyNotExist) {
+		return &control.Response{Error: fmt.Sprintf("map %s: no entry for key %x", req.Map, key)}
+	} else if err != nil {
+		return &control.Response{Error: fmt.Sprintf("map %s: delete: %v", req.Map, err)}
+	}
+	return &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(key)}}}
+}
