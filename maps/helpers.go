@@ -35,7 +35,7 @@ var helperAddrs = map[helpers.ID]unsafe.Pointer{
 func HelperTable() vm.HelperTable {
 	t := make(vm.HelperTable, len(helperAddrs))
 	for id, p := range helperAddrs {
-		t[id] = vm.Helper{ID: id, Addr: uintptr(p), Proto: helpers.Lookup(id)}
+		t[id] = vm.Helper{ID: id, Addr: uintptr(p), Proto: helpers.Lookup(id), ArrayLookup: id == helpers.MapLookupElem}
 	}
 	return t
 }

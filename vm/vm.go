@@ -114,6 +114,12 @@ type Helper struct {
 	// UnwindOnZero: when the helper returns 0 the program stops at once
 	// with r0 = 0 (the conformance suite's "unwind" helper).
 	UnwindOnZero bool
+	// ArrayLookup says the helper is bpf_map_lookup_elem with the array
+	// semantics of package maps (a key below MaxEntries gives ArrayBase +
+	// key*ArrayStride, any other key 0), so that an engine may do the
+	// lookup itself for an array map with contiguous values instead of
+	// calling Addr.
+	ArrayLookup bool
 }
 
 // HelperTable maps helper ids to helpers. Calls to ids absent from the

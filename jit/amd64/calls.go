@@ -1,9 +1,12 @@
 package amd64
 
 import (
+	"math/bits"
+
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/jit/internal/analysis"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -84,6 +87,37 @@ func (c *compiler) HelperCall(_ int, h vm.Helper) {
 		c.aluRR(opTestMR, true, rax, rax)
 		c.unwinds = append(c.unwinds, c.jccRel32(ccE))
 	}
+}
+
+// InlineLookup emits an array map's bpf_map_lookup_elem without the call:
+//
+//	mov eax, [rsi]          ; the 32-bit key r2 points to
+//	cmp eax, MaxEntries
+//	jae null
+//	imul rax, rax, Stride   ; (shl for a power of two)
+//	mov r11, Base
+//	add rax, r11
+//	jmp done
+//	null: xor eax, eax
+//	done:
+func (c *compiler) InlineLookup(_ int, l analysis.ArrayLookup) {
+	r0, key := regMap[asm.R0], regMap[asm.R2]
+	c.loadRM(4, r0, key, 0)
+	c.aluRI(extCmp, false, r0, int32(l.MaxEntries))
+	null := c.jccRel8(ccAE)
+	if l.Stride&(l.Stride-1) == 0 {
+		if sh := bits.TrailingZeros32(l.Stride); sh > 0 {
+			c.shiftRI(extShl, true, r0, uint8(sh))
+		}
+	} else {
+		c.imulRRI(true, r0, r0, int32(l.Stride))
+	}
+	c.loadImm(tmp3, uint64(l.Base))
+	c.aluRR(opAddMR, true, r0, tmp3)
+	done := c.jmpRel8()
+	c.bindRel8(null)
+	c.aluRR(opXorMR, false, r0, r0)
+	c.bindRel8(done)
 }
 
 // callAbs emits a call to an absolute address: rel32 when it is in reach

@@ -117,6 +117,11 @@ const (
 )
 
 // encR4 encodes MADD/MSUB Rd, Rn, Rm, Ra.
+// encCSEL encodes CSEL rd, rn, rm, c (64-bit): rd = c ? rn : rm.
+func encCSEL(rd, rn, rm reg, c cond) uint32 {
+	return 0x9a800000 | uint32(rm)<<16 | uint32(c)<<12 | uint32(rn)<<5 | uint32(rd)
+}
+
 func encR4(op uint32, w bool, rd, rn, rm, ra reg) uint32 {
 	return op | sf(w) | uint32(rm)<<16 | uint32(ra)<<10 | uint32(rn)<<5 | uint32(rd)
 }

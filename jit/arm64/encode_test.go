@@ -42,6 +42,8 @@ var encodingCases = []struct {
 	{encMovWide(opMOVN, true, x9, 0, 0), "mov x9, #0xffffffffffffffff"},
 	{encMovWide(opMOVK, true, x9, 0xbeef, 3), "movk x9, #0xbeef, lsl #48"},
 	{encR4(opMADD, true, x7, x7, x1, xzr), "mul x7, x7, x1"},
+	{encR4(opMADD, true, x7, x10, x9, x11), "madd x7, x10, x9, x11"},
+	{encCSEL(x7, x7, xzr, condLO), "csel x7, x7, xzr, cc"},
 	{encR4(opMSUB, false, x7, x9, x1, x7), "msub w7, w9, w1, w7"},
 	{encRRR(opUDIV, true, x7, x7, x1), "udiv x7, x7, x1"},
 	{encRRR(opSDIV, false, x7, x7, x1), "sdiv w7, w7, w1"},

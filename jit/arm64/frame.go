@@ -3,6 +3,7 @@ package arm64
 import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/jit/internal/analysis"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -149,6 +150,29 @@ func (c *compiler) HelperCall(_ int, h vm.Helper) {
 		c.unwinds = true
 		c.cbz(false, x0, labUnwind)
 	}
+}
+
+// InlineLookup emits an array map's bpf_map_lookup_elem without the call,
+// without a branch:
+//
+//	ldr  w10, [x1]            ; the 32-bit key r2 points to
+//	mov  x9, #MaxEntries
+//	cmp  w10, w9
+//	mov  x9, #Stride
+//	mov  x11, #Base
+//	madd x7, x10, x9, x11     ; Base + key*Stride
+//	csel x7, x7, xzr, lo      ; 0 when key >= MaxEntries
+func (c *compiler) InlineLookup(_ int, l analysis.ArrayLookup) {
+	r0, key := regMap[asm.R0], regMap[asm.R2]
+	c.memOp(4, ldstLoad, tmp2, key, 0)
+	c.loadImm(true, tmp1, uint64(l.MaxEntries))
+	c.emit(encRRR(opSUBS, false, xzr, tmp2, tmp1))
+	c.loadImm(true, tmp1, uint64(l.Stride))
+	c.loadImm(true, tmp3, uint64(l.Base))
+	c.emit(
+		encR4(opMADD, true, r0, tmp2, tmp1, tmp3),
+		encCSEL(r0, r0, xzr, condLO),
+	)
 }
 
 // callAbs calls an absolute address: BL when within ±128 MiB of the

@@ -50,6 +50,7 @@ func TestSemantics(t *testing.T) {
 
 func TestHelperArgumentsAndLog(t *testing.T) { jittest.HelperArgumentsAndLog(t, compile) }
 func TestMapLoads(t *testing.T)              { jittest.MapLoads(t, compile) }
+func TestArrayLookups(t *testing.T)          { jittest.ArrayLookups(t, compile) }
 func TestCompileErrors(t *testing.T)         { jittest.CompileErrors(t, compile) }
 func TestCloseAndEntry(t *testing.T)         { jittest.CloseAndEntry(t, New()) }
 func TestConcurrentRuns(t *testing.T)        { jittest.ConcurrentRuns(t, compile) }

@@ -55,8 +55,9 @@ type Info struct {
 	// DropLd[pc]: the LD_IMM64 at pc is dead after folding; emit nothing.
 	DropLd []bool
 
-	prog  *vm.Program
-	insns []asm.Instruction
+	prog     *vm.Program
+	insns    []asm.Instruction
+	isTarget []bool // pcs a jump lands on, function starts (inline.go)
 }
 
 // ErrAt formats a compile error at pc, wrapping vm.ErrInvalidProgram.
@@ -106,6 +107,7 @@ func Analyze(p *vm.Program) (*Info, error) {
 		a.TableLen = maxID + 1
 	}
 	a.foldConstLoads()
+	a.markTargets()
 	return a, nil
 }
 

@@ -32,6 +32,10 @@ type Lowering interface {
 	Branch(pc int, ins asm.Instruction, target int) error
 	// HelperCall emits a call of helper h.
 	HelperCall(pc int, h vm.Helper)
+	// InlineLookup emits a bpf_map_lookup_elem of an array map in place of
+	// the helper call at pc (see Info.InlineLookup): r0 = the value's
+	// address, or 0 for a key out of range; r1-r5 may be left as they are.
+	InlineLookup(pc int, l ArrayLookup)
 	// LocalCall emits a BPF-to-BPF call of the function starting at target.
 	LocalCall(pc, target int)
 	// Callx emits a helper call whose id is in register r.
@@ -92,10 +96,15 @@ func (a *Info) lowerOne(l Lowering, pc int) error {
 		return nil
 	case structure.HelperCall:
 		h, err := a.Helper(pc)
-		if err == nil {
-			l.HelperCall(pc, h)
+		if err != nil {
+			return err
 		}
-		return err
+		if al, ok := a.InlineLookup(pc); ok {
+			l.InlineLookup(pc, al)
+			return nil
+		}
+		l.HelperCall(pc, h)
+		return nil
 	case structure.LocalCall:
 		l.LocalCall(pc, a.Structure.Target(pc))
 		return nil
