@@ -4,24 +4,65 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/maps"
+	"github.com/spf13/pflag"
 )
 
 func init() {
+	dir, asJSON := new(string), new(bool)
 	register(&command{
-		Name:    "map",
-		Args:    "list|dump|update [--dir DIR] [--json] [--force] PID [MAP [KEY VALUE]]",
+		Use:     "map list|dump|update [--dir DIR] [--json] PID [MAP [KEY VALUE]]",
 		Summary: "list, dump or update the maps of a running policy",
 		Help: `list shows the maps of the policy a process runs; dump prints one map's
-entries, decoded with its BTF types; update writes one entry. KEY and VALUE
-are the raw bytes in hex as the map stores them (little-endian integers):
-for an array of __u64, key 1 is 01000000 and the value 42 is
-2a00000000000000. A decimal integer is also accepted and encoded to the key
-or value size.
+entries, decoded with its BTF types; update writes one entry.`,
+		Examples: []string{
+			"ncclbpf map list 4242",
+			"ncclbpf map dump 4242 hits",
+			"ncclbpf map update 4242 hits 1 -1  # hits[1] = -1",
+		},
+		Persistent: func(fs *pflag.FlagSet) {
+			fs.StringVar(dir, "dir", control.DefaultDir(os.Getenv), "control socket `DIR` ($"+control.EnvDir+")")
+			fs.BoolVar(asJSON, "json", false, "print JSON")
+		},
+		Complete: func(args []string, _ string) []string {
+			if len(args) == 0 {
+				return []string{"list", "dump", "update"}
+			}
+			return nil
+		},
+		Sub: []*command{
+			{
+				Use:      "list [--dir DIR] [--json] PID",
+				Summary:  "list the maps of the policy a process runs",
+				Examples: []string{"ncclbpf map list 4242", "ncclbpf map list --json 4242"},
+				Setup: func(*pflag.FlagSet) runFunc {
+					return func(e *env, args []string) error { return runMapList(e, args, *dir, *asJSON) }
+				},
+			},
+			{
+				Use:     "dump [--dir DIR] [--json] PID MAP",
+				Summary: "print one map's entries, decoded with its BTF types",
+				Help: `Keys and values are printed with the map's BTF types: integers exactly,
+structs by field. --json prints the map's description and entries as the
+process encodes them.`,
+				Examples: []string{"ncclbpf map dump 4242 hits", "ncclbpf map dump --json 4242 latency | jq .entries"},
+				Setup: func(*pflag.FlagSet) runFunc {
+					return func(e *env, args []string) error { return runMapDump(e, args, *dir, *asJSON) }
+				},
+			},
+			{
+				Use:     "update [--dir DIR] [--force] PID MAP KEY VALUE",
+				Summary: "write one entry of a map of a running process",
+				Help: `Flags come before PID: what follows PID is read as MAP, KEY and VALUE
+even where it starts with a dash, so negative values need no quoting
+(a -- before them is accepted too).
+
+` + updateSyntax + `
 
 An agreed map (declared with NCCLBPF_AGREED: the same on every rank, read-only
 for programs) is written with 'ncclbpf agree' at an agreed call; update
@@ -29,134 +70,119 @@ refuses it unless --force, which writes this process alone, now: its ranks
 may decide differently until every one has the value. The same holds for
 any map the tuner reads and no program writes (a table filled at load):
 change it with a reload at an agreed call (--at-seq), or --force.`,
-		Examples: []string{
-			"ncclbpf map list 4242",
-			"ncclbpf map dump 4242 hits",
-			"ncclbpf map update 4242 hits 1 0  # hits[1] = 0",
-			"ncclbpf map update 4242 cfg 00000000 0000100000000000",
+				Examples: []string{
+					"ncclbpf map update 4242 hits 1 0  # hits[1] = 0",
+					"ncclbpf map update 4242 hits 1 -1  # a negative value, no quoting",
+					"ncclbpf map update 4242 cfg key hex 00 00 00 00 value hex 00 00 10 00 00 00 00 00",
+					"ncclbpf map update --force 4242 agreed 0 9  # an agreed map, this process alone",
+				},
+				PositionalTail: true,
+				Setup: func(fs *pflag.FlagSet) runFunc {
+					force := fs.Bool("force", false, "write a map the tuner decides on (agreed, or no program writes it) now, on this process alone")
+					return func(e *env, args []string) error { return runMapUpdate(e, args, *dir, *force) }
+				},
+			},
 		},
-		Run: runMap,
 	})
 }
 
-// mapBytes reads a key or value: hex bytes, or a decimal integer encoded
-// little-endian to size bytes.
-func mapBytes(s string, size uint32, what string) (string, error) {
-	if n, err := parseDecimal(s); err == nil && size > 0 && size <= 8 && !(len(s) == 2*int(size) && isHex(s)) {
-		b := make([]byte, size)
-		for i := range b {
-			b[i] = byte(n >> (8 * i))
-		}
-		return hex.EncodeToString(b), nil
+func runMapList(e *env, args []string, dir string, asJSON bool) error {
+	if len(args) != 1 {
+		return usageErrorf("want one PID, got %d arguments", len(args))
 	}
-	b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
-	if err != nil {
-		return "", usageErrorf("%s %q: want hex bytes or a decimal integer", what, s)
-	}
-	if size > 0 && uint32(len(b)) != size {
-		return "", usageErrorf("%s %q: %d bytes, the map's %s size is %d", what, s, len(b), what, size)
-	}
-	return hex.EncodeToString(b), nil
-}
-
-func parseDecimal(s string) (uint64, error) {
-	var n uint64
-	if s == "" {
-		return 0, fmt.Errorf("empty")
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("not decimal")
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, nil
-}
-
-func isHex(s string) bool {
-	_, err := hex.DecodeString(s)
-	return err == nil
-}
-
-func runMap(e *env, args []string) error {
-	fs := e.flags()
-	dir, asJSON := controlFlags(fs)
-	force := fs.Bool("force", false, "update: write a map the tuner decides on (agreed, or no program writes it) now, on this process alone")
-	args, err := e.parse(fs, args)
+	pid, err := parsePID(args[0])
 	if err != nil {
 		return err
 	}
-	if len(args) < 2 {
-		return usageErrorf("want list|dump|update PID [MAP [KEY VALUE]]")
-	}
-	verb := args[0]
-	pid, err := parsePID(args[1])
+	resp, err := call(dir, pid, &control.Request{Op: control.OpMaps})
 	if err != nil {
 		return err
 	}
-	switch verb {
-	case "list":
-		if len(args) != 2 {
-			return usageErrorf("map list takes PID only")
+	if asJSON {
+		if resp.Maps == nil {
+			resp.Maps = []control.MapInfo{}
 		}
-		resp, err := call(*dir, pid, &control.Request{Op: control.OpMaps})
-		if err != nil {
-			return err
+		return writeJSON(e, resp.Maps)
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tKEY\tVALUE\tMAX_ENTRIES")
+	for _, m := range resp.Maps {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
+	}
+	return tw.Flush()
+}
+
+func runMapDump(e *env, args []string, dir string, asJSON bool) error {
+	if len(args) != 2 {
+		return usageErrorf("want PID MAP, got %d arguments", len(args))
+	}
+	pid, err := parsePID(args[0])
+	if err != nil {
+		return err
+	}
+	resp, err := call(dir, pid, &control.Request{Op: control.OpMapDump, Map: args[1]})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeRawJSON(e, resp.Dump)
+	}
+	var d maps.MapDump
+	if err := json.Unmarshal(resp.Dump, &d); err != nil {
+		return fmt.Errorf("pid %s: map %s: %w", pid, args[1], err)
+	}
+	return d.WriteText(e.Stdout)
+}
+
+func runMapUpdate(e *env, args []string, dir string, force bool) error {
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "--" {
+		return usageErrorf("%q: flags go before PID", args[0])
+	}
+	for i, a := range args {
+		if a == "--" {
+			args = append(args[:i:i], args[i+1:]...)
+			break
 		}
-		if *asJSON {
-			return writeJSON(e, resp.Maps)
+	}
+	if len(args) < 4 {
+		return usageErrorf("want PID MAP KEY VALUE, got %d arguments", len(args))
+	}
+	for _, a := range args[2:] {
+		if a == "--force" || strings.HasPrefix(a, "--dir") || a == "--json" {
+			return usageErrorf("%q after PID: flags go before PID (what follows PID is MAP, KEY and VALUE)", a)
 		}
-		tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tTYPE\tKEY\tVALUE\tMAX_ENTRIES")
+	}
+	pid, err := parsePID(args[0])
+	if err != nil {
+		return err
+	}
+	name := args[1]
+	// Sizes from the map list, so that integers can be encoded.
+	resp, err := call(dir, pid, &control.Request{Op: control.OpMaps})
+	if err != nil {
+		return err
+	}
+	var info *control.MapInfo
+	for i := range resp.Maps {
+		if resp.Maps[i].Name == name {
+			info = &resp.Maps[i]
+		}
+	}
+	if info == nil {
+		var names []string
 		for _, m := range resp.Maps {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
+			names = append(names, m.Name)
 		}
-		return tw.Flush()
-	case "dump":
-		if len(args) != 3 {
-			return usageErrorf("map dump takes PID MAP")
-		}
-		resp, err := call(*dir, pid, &control.Request{Op: control.OpMapDump, Map: args[2]})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			_, err := fmt.Fprintf(e.Stdout, "%s\n", resp.Dump)
-			return err
-		}
-		var d maps.MapDump
-		if err := json.Unmarshal(resp.Dump, &d); err != nil {
-			return fmt.Errorf("pid %s: map %s: %w", pid, args[2], err)
-		}
-		return d.WriteText(e.Stdout)
-	case "update":
-		if len(args) != 5 {
-			return usageErrorf("map update takes PID MAP KEY VALUE")
-		}
-		// Sizes from the map list, so that decimal numbers can be encoded.
-		var ks, vs uint32
-		if resp, err := call(*dir, pid, &control.Request{Op: control.OpMaps}); err == nil {
-			for _, m := range resp.Maps {
-				if m.Name == args[2] {
-					ks, vs = m.KeySize, m.ValueSize
-				}
-			}
-		} else {
-			return err
-		}
-		key, err := mapBytes(args[3], ks, "key")
-		if err != nil {
-			return err
-		}
-		val, err := mapBytes(args[4], vs, "value")
-		if err != nil {
-			return err
-		}
-		if _, err := call(*dir, pid, &control.Request{Op: control.OpMapUpdate, Map: args[2], Key: key, Value: val, Force: *force}); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, args[2], key, val)
-		return nil
+		return fmt.Errorf("pid %s: no map %q; the policy has: %s", pid, name, strings.Join(names, ", "))
 	}
-	return usageErrorf("unknown map verb %q (want list, dump or update)", verb)
+	key, val, err := parseUpdateArgs(args[2:], info.KeySize, info.ValueSize)
+	if err != nil {
+		return &usageError{fmt.Errorf("map %s: %w", name, err)}
+	}
+	hk, hv := hex.EncodeToString(key), hex.EncodeToString(val)
+	if _, err := call(dir, pid, &control.Request{Op: control.OpMapUpdate, Map: name, Key: hk, Value: hv, Force: force}); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, name, hk, hv)
+	return nil
 }
