@@ -42,11 +42,14 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 	case control.OpMaps:
 		return &control.Response{Maps: []control.MapInfo{{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2}}}
 	case control.OpMapDump:
-		d, _ := json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
+		// json.Marshal escapes <, > and & in strings: --json must not.
+		d, _ := json.Marshal(maps.MapDump{Name: "hits<&>", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
 			Entries: []maps.Entry{{Key: 0, Value: 41}}})
 		return &control.Response{Dump: d}
 	case control.OpMapUpdate:
 		return &control.Response{}
+	case control.OpDecisions:
+		return &control.Response{Decisions: []control.CommDecisions{{CommDigest: control.CommDigest{CommID: 0x5e5e, NRanks: 2}}}}
 	case control.OpReload, control.OpRollback:
 		return &control.Response{Reload: &control.ReloadResult{Policy: req.Name, SHA256: strings.Repeat("cd", 32),
 			Attached: "tuner=reload_b", Reused: []string{"hits"}, Pending: req.AtSeq != nil, AtSeq: deref(req.AtSeq)}}
@@ -110,6 +113,50 @@ func TestPsStatsMap(t *testing.T) {
 	code, _, errs = ctlCLI("map", "update", "--dir", dir, pid, "hits", "zz", "42")
 	if code != exitUsage || !strings.Contains(errs, "hex") {
 		t.Fatalf("bad key: %d %q", code, errs)
+	}
+}
+
+// map update reads what follows PID as arguments, so that -1 is a value and
+// not a flag; the integer and bpftool-style byte forms encode exactly what
+// they say. (Mutation: parsing map update's flags interspersed reads -1 as
+// an unknown shorthand flag.)
+func TestMapUpdateValues(t *testing.T) {
+	dir, f := startFake(t)
+	pid := itoa(os.Getpid())
+	for _, tc := range []struct {
+		args       []string
+		key, value string
+	}{
+		{[]string{"hits", "1", "-1"}, "01000000", "ffffffffffffffff"},
+		{[]string{"hits", "--", "1", "-2"}, "01000000", "feffffffffffffff"},
+		{[]string{"hits", "10000000", "2000000"}, "80969800", "80841e0000000000"},
+		{[]string{"hits", "0x10", "1152921504606846977"}, "10000000", "0100000000000010"},
+		{[]string{"hits", "key", "hex", "01", "00", "00", "00", "value", "hex", "2a", "00", "00", "00", "00", "00", "00", "00"}, "01000000", "2a00000000000000"},
+		{[]string{"hits", "key", "1", "0", "0", "0", "value", "-9223372036854775808"}, "01000000", "0000000000000080"},
+	} {
+		code, out, errs := ctlCLI(append([]string{"map", "update", "--dir", dir, "--force", pid}, tc.args...)...)
+		last := f.reqs[len(f.reqs)-1]
+		if code != 0 || last.Op != control.OpMapUpdate || last.Key != tc.key || last.Value != tc.value || !last.Force ||
+			!strings.Contains(out, "hits["+tc.key+"] = "+tc.value) {
+			t.Errorf("map update %q: exit %d, %q %q; sent %s key %s value %s force %v", tc.args, code, out, errs, last.Op, last.Key, last.Value, last.Force)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hits", "1", "18446744073709551616"}, "value 18446744073709551616 does not fit in 8 bytes"},
+		{[]string{"hits", "4294967296", "1"}, "key 4294967296 does not fit in 4 bytes"},
+		{[]string{"hits", "00000001", "1"}, `key "00000001": want an integer (42, -1, 0x2a), or bytes: key hex 01 00 ...`},
+		{[]string{"hits", "key", "hex", "01", "value", "1"}, "key: 1 bytes given, the map's key size is 4"},
+		{[]string{"hits", "key", "1", "0", "0", "0"}, `no "value" word`},
+		{[]string{"hits", "1", "2", "--force"}, "flags go before PID"},
+		{[]string{"nope", "1", "2"}, `no map "nope"; the policy has: hits`},
+	} {
+		code, _, errs := ctlCLI(append([]string{"map", "update", "--dir", dir, pid}, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("map update %q: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		}
 	}
 }
 
