@@ -48,7 +48,10 @@ func TestJSONOutputs(t *testing.T) {
 				return len(p) == 2 && len(p[0].Words) == 2 && p[1].PC == 2 && p[1].Text == "exit"
 			}},
 		{args: []string{"conformance", "--json", "--engine", "interp", data}, into: &[]conformanceResult{},
-			check: func(v any) bool { p := *v.(*[]conformanceResult); return len(p) == 1 && p[0].Passed && p[0].Engine == "interp" }},
+			check: func(v any) bool {
+				p := *v.(*[]conformanceResult)
+				return len(p) == 1 && p[0].Passed && p[0].Engine == "interp"
+			}},
 		{args: []string{"ps", "--json", "--dir", dir}, into: &[]map[string]any{},
 			check: func(v any) bool { p := *v.(*[]map[string]any); return len(p) == 1 && p[0]["policy"] == "/p/a.bpf.o" }},
 		{args: []string{"stats", "--json", "--dir", dir, pid}, into: &map[string]any{},
@@ -58,7 +61,10 @@ func TestJSONOutputs(t *testing.T) {
 		{args: []string{"map", "dump", "--json", "--dir", dir, pid, "hits"}, into: &map[string]any{}, raw: `"hits<&>"`,
 			check: func(v any) bool { return (*v.(*map[string]any))["name"] == "hits<&>" }},
 		{args: []string{"check", "--json", "--dir", dir}, into: &[]checkResult{},
-			check: func(v any) bool { p := *v.(*[]checkResult); return len(p) == 1 && p[0].CommID == "0x5e5e" && !p[0].Compared }},
+			check: func(v any) bool {
+				p := *v.(*[]checkResult)
+				return len(p) == 1 && p[0].CommID == "0x5e5e" && !p[0].Compared
+			}},
 		{args: []string{"reload", "--json", "--dir", dir, pid, reloadObj}, into: &[]map[string]any{},
 			check: func(v any) bool { p := *v.(*[]map[string]any); return len(p) == 1 && p[0]["pid"] == pid }},
 	} {
