@@ -29,7 +29,7 @@ before the total. --json prints one object per test and engine instead.`,
 			"ncclbpf conformance --engine all ../shared/conformance/bpf_conformance  # every engine",
 		},
 		Setup: func(fs *pflag.FlagSet) runFunc {
-			engineName := fs.String("engine", defaultEngine, "engine(s) to run the tests on, comma-separated, or all: "+strings.Join(engineNames(), ", "))
+			engineName := fs.String("engine", defaultEngine, "`ENGINE`s to run the tests on, comma-separated, or all: "+strings.Join(engineNames(), ", "))
 			verbose := fs.BoolP("verbose", "v", false, "also print a line for each passed test")
 			asJSON := fs.Bool("json", false, "print one JSON object per test and engine: test, engine, passed, detail")
 			return func(e *env, paths []string) error { return runConformance(e, paths, *engineName, *verbose, *asJSON) }

@@ -29,7 +29,7 @@ commands accept in place of a pid. Read-only sockets are marked [read-only].`,
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			dir, asJSON := controlFlags(fs)
 			verbose := fs.BoolP("verbose", "v", false, "also report sockets that could not be used")
-			timeout := fs.Duration("timeout", 5*time.Second, "longest wait for each process (all are asked at once)")
+			timeout := fs.Duration("timeout", 5*time.Second, "longest wait (`D`, e.g. 5s) for each process (all are asked at once)")
 			return func(e *env, args []string) error { return runPs(e, args, *dir, *asJSON, *verbose, *timeout) }
 		},
 	})

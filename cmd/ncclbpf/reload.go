@@ -70,7 +70,7 @@ NAME=VALUE,NAME=VALUE in one), as NCCLBPF_POLICY_CONFIG does at load.`,
 			o.dir, o.asJSON = controlFlags(fs)
 			fs.BoolVar(&o.all, "all", false, "every process in the control directory")
 			fs.StringVar(&o.atSeq, "at-seq", "", "switch at this per-communicator call sequence (`N`, or +K from now)")
-			fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for every communicator to reach --at-seq")
+			fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait (`D`, e.g. 10m) for every communicator to reach --at-seq")
 			varFlag(fs, &o.vars)
 			fs.BoolVar(&o.rollback, "rollback", false, "reload the object that ran before the last reload")
 			fs.BoolVar(&o.noManifest, "no-manifest", false, "ignore OBJ.activate (the activation manifest next to OBJ)")

@@ -106,7 +106,7 @@ type runOptions struct {
 func runFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.section, "section", "", "run the program of this `SECTION` (or with this name)")
 	fs.StringVar(&o.hookName, "hook", "", "run the program attached to this `HOOK`, or verify the chosen program against it")
-	fs.StringVar(&o.engine, "engine", defaultEngine, "engine: "+strings.Join(engineNames(), ", ")+" (interp traps bad memory accesses)")
+	fs.StringVar(&o.engine, "engine", defaultEngine, "`ENGINE` to run on: "+strings.Join(engineNames(), ", ")+" (interp traps bad memory accesses)")
 	fs.StringArrayVar(&o.sets, "set", nil, "set a context field by its C name, `FIELD=VALUE`: n_bytes=4MiB, algorithm=ring, cost[1][2]=12.5 (repeatable)")
 	fs.StringVar(&o.coll, "coll", "", "collective `NAME`: broadcast, reduce, allgather, reducescatter, allreduce (profiler: also sendrecv, send, recv, alltoall)")
 	fs.StringVar(&o.bytes, "bytes", "", "`SIZE` of the collective in bytes, e.g. 4MiB or 65536")
@@ -117,7 +117,7 @@ func runFlags(fs *pflag.FlagSet, o *runOptions) {
 	varFlag(fs, &o.vars)
 	fs.StringVar(&o.rules, "rules", "", "fill the rules policy's table from this `FILE` (NCCL's example CSV tuner format)")
 	fs.IntVar(&o.repeat, "repeat", 1, "run `N` times, sequence numbers counting up")
-	fs.StringVar(&o.maps, "maps", "changed", "maps to show: changed, all or none")
+	fs.StringVar(&o.maps, "maps", "changed", "`WHICH` maps to show: changed, all or none")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
 	fs.BoolVar(&o.fields, "fields", false, "list the context fields of the program's hook (or of --hook) and exit")
 	fs.BoolVar(&o.unverified, "unverified", false, "raw experiments: run the program without the verifier, on the interpreter (the output says UNVERIFIED)")

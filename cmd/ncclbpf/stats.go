@@ -32,7 +32,7 @@ summed on request) and from the reload machinery of the process:
 		Examples: []string{"ncclbpf stats 4242", "ncclbpf stats --json 4242", "ncclbpf stats --cost 1s 4242  # also time each hook's program"},
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			dir, asJSON := controlFlags(fs)
-			cost := fs.Duration("cost", 0, "first time each hook's program for this long, e.g. 2s (1 call in 64 per thread; at most 1m)")
+			cost := fs.Duration("cost", 0, "first time each hook's program for this long (`D`, e.g. 2s) (1 call in 64 per thread; at most 1m)")
 			return func(e *env, args []string) error { return runStats(e, args, *dir, *asJSON, cost) }
 		},
 	})
