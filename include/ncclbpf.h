@@ -13,7 +13,8 @@
  *
  * Maps are BTF-defined (`__uint(type, ...)`, `__type(key, ...)` in SEC(".maps")) and helpers are called
  * by their usual ids; both come from libbpf's <bpf/bpf_helpers.h>, included below when compiling for
- * BPF. Tunables are `volatile const` globals (.rodata), set by name at load time
+ * BPF (or, without libbpf's headers, from ncclbpf_helpers.h next to this file). Tunables are
+ * `volatile const` globals (.rodata), set by name at load time
  * (NCCLBPF_POLICY_CONFIG="name=value,...").
  *
  * The same header is included by the host side (the C shim in plugin/, testhost/): without __bpf__
@@ -47,7 +48,16 @@ typedef __u16 __be16;
 typedef __u32 __be32;
 typedef __u64 __be64;
 typedef __u32 __wsum;
+/* libbpf's helper declarations where installed (libbpf-dev); else the project's own. */
+#if defined(__has_include)
+#if __has_include(<bpf/bpf_helpers.h>)
 #include <bpf/bpf_helpers.h>
+#else
+#include "ncclbpf_helpers.h"
+#endif
+#else
+#include <bpf/bpf_helpers.h>
+#endif
 #else
 #include <linux/types.h>
 #endif

@@ -62,7 +62,7 @@ A write of an agreed map without --at-seq is refused by the plugin.`,
 			fs.BoolVar(&o.combine, "combine", false, "combine the partial files given as arguments into --output")
 			fs.StringVarP(&o.out, "output", "o", "", "with --combine: the combined `FILE`")
 			fs.StringVar(&o.out, "out", "", "")
-			_ = fs.MarkDeprecated("out", "use --output")
+			replacedBy(fs, "out", "output")
 			fs.StringVar(&o.imp, "import", "", "write the reduction of a (combined) partial `FILE` instead of reading --from")
 			fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "longest wait (`D`, e.g. 30s) for a target's previous update to activate")
 			return func(e *env, args []string) error { return runAgree(e, args, &o) }

@@ -40,8 +40,8 @@ func checkCommandLine(line string) error {
 			if c.Flags().Lookup(name) == nil && c.InheritedFlags().Lookup(name) == nil {
 				return fmt.Errorf("%s has no flag --%s", c.CommandPath(), name)
 			}
-			if f := c.Flags().Lookup(name); f != nil && f.Deprecated != "" {
-				return fmt.Errorf("--%s is deprecated: %s", name, f.Deprecated)
+			if f := c.Flags().Lookup(name); f != nil && len(f.Annotations[replacedByKey]) > 0 {
+				return fmt.Errorf("--%s is deprecated: use --%s", name, f.Annotations[replacedByKey][0])
 			}
 			continue
 		}

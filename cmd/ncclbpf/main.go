@@ -346,9 +346,25 @@ func build(c *command, stdout, stderr io.Writer) *cobra.Command {
 		}
 	}
 	cc.RunE = func(_ *cobra.Command, args []string) error {
+		cc.Flags().Visit(func(f *pflag.Flag) {
+			if now := f.Annotations[replacedByKey]; len(now) == 1 {
+				fmt.Fprintf(stderr, "ncclbpf %s: --%s is deprecated: use --%s\n", c.path(), f.Name, now[0])
+			}
+		})
 		return runIt(&env{Stdout: stdout, Stderr: stderr, cmd: c}, args)
 	}
 	return cc
+}
+
+// replacedByKey annotates a flag kept for an old spelling with the new one.
+const replacedByKey = "ncclbpf-replaced-by"
+
+// replacedBy hides flag old, kept for compatibility, and makes its use
+// print a notice to stderr that names the current spelling (stdout stays
+// clean for --json).
+func replacedBy(fs *pflag.FlagSet, old, now string) {
+	_ = fs.MarkHidden(old)
+	_ = fs.SetAnnotation(old, replacedByKey, []string{now})
 }
 
 // helpCommand is "ncclbpf help [COMMAND...]": the main help or a command's.

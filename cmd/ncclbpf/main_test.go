@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -205,5 +206,21 @@ func TestMultiLineError(t *testing.T) {
 	want := "ncclbpf asm: " + p + ": line 1: unknown mnemonic \"foo\" (in \"foo\")\n    line 3: unknown mnemonic \"bar\" (in \"bar\")\n"
 	if code != 1 || stderr != want {
 		t.Errorf("exit %d, stderr\n%q\nwant\n%q", code, stderr, want)
+	}
+}
+
+// The spellings that changed still work, hidden from the help, with a
+// notice that names the current one.
+func TestDeprecatedSpellings(t *testing.T) {
+	code, stdout, stderr := runCLI("run", sizeAwareObj, "--vars", "size_lo=1M,size_hi=2M", "--bytes", "1MiB", "--json")
+	if code != 0 || stderr != "ncclbpf run: --vars is deprecated: use --var\n" || !strings.Contains(stdout, `"applied": true`) ||
+		!json.Valid([]byte(stdout)) {
+		t.Errorf("run --vars: exit %d, stderr %q\n%s", code, stderr, stdout)
+	}
+	if _, help, _ := runCLI("help", "run"); strings.Contains(help, "--vars") {
+		t.Error("help run lists --vars")
+	}
+	if _, help, _ := runCLI("help", "agree"); strings.Contains(help, "--out ") {
+		t.Error("help agree lists --out")
 	}
 }

@@ -11,12 +11,12 @@ import (
 )
 
 // TestNewPolicyBuildsAndVerifies: for every hook, "ncclbpf new" writes a
-// policy with a map that compiles with clang-19, the headers "ncclbpf
-// headers" writes and libbpf's helpers header only (no kernel header: the
-// compiler's system directories are off), and the verifier passes it; the
-// command prints the build command it was compiled with. (Mutation: taking
-// the BPF_MAP_TYPE_*/BPF_NOEXIST definitions out of ncclbpf.h fails the
-// compile.)
+// policy with a map that compiles with clang-19 and the headers "ncclbpf
+// headers" writes, with or without libbpf's helpers header and with no
+// kernel header (the compiler's system directories are off), and the
+// verifier passes it; the command prints the build command it was compiled
+// with. (Mutation: taking the BPF_MAP_TYPE_*/BPF_NOEXIST definitions out
+// of ncclbpf.h fails the compile.)
 func TestNewPolicyBuildsAndVerifies(t *testing.T) {
 	clang, err := exec.LookPath("clang-19")
 	if err != nil {
@@ -44,10 +44,16 @@ func TestNewPolicyBuildsAndVerifies(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "clang-19 -target bpf -mcpu=v3 -O2 -g -I include -c "+src+" -o "+obj+"\n") {
 			t.Fatalf("new %s: exit %d, %q %q", hookName, code, out, stderr)
 		}
-		cmd := exec.Command(clang, "-target", "bpf", "-mcpu=v3", "-O2", "-g", "-Wall", "-Werror", "-nostdinc",
-			"-I", filepath.Join(dir, "include"), "-I", libbpf, "-c", src, "-o", obj)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", cmd, err, b)
+		// With libbpf's helpers header, and with the project's own
+		// (nothing but the written headers: the compiler's system
+		// directories are off).
+		for _, extra := range [][]string{{"-I", libbpf}, nil} {
+			args := append([]string{"-target", "bpf", "-mcpu=v3", "-O2", "-g", "-Wall", "-Werror", "-nostdinc",
+				"-I", filepath.Join(dir, "include")}, extra...)
+			cmd := exec.Command(clang, append(args, "-c", src, "-o", obj)...)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", cmd, err, b)
+			}
 		}
 		code, out, stderr = runCLI("verify", obj)
 		if code != 0 || !strings.Contains(out, "PASS "+name+" (") || !strings.HasSuffix(out, "1 passed, 0 failed\n") {

@@ -43,9 +43,10 @@ a policy can be compiled without an ncclbpf checkout:
 
   clang-19 -target bpf -mcpu=v3 -O2 -g -I DIR -c policy.bpf.c -o policy.bpf.o
 
-The headers need no kernel header; SEC, the map definition macros and the
-helpers come from libbpf's <bpf/bpf_helpers.h> (Debian/Ubuntu: libbpf-dev).
-A file that exists with other contents is replaced only with --force.`,
+The headers need no kernel header. SEC, the map definition macros and the
+helpers come from libbpf's <bpf/bpf_helpers.h> where it is installed
+(Debian/Ubuntu: libbpf-dev), else from ncclbpf_helpers.h: nothing but DIR is
+needed. A file that exists with other contents is replaced only with --force.`,
 		Examples: []string{"ncclbpf headers include", "ncclbpf headers --force /opt/ncclbpf/include"},
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			force := fs.Bool("force", false, "replace headers that differ")

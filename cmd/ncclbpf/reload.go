@@ -101,7 +101,7 @@ type reloadOptions struct {
 func varFlag(fs *pflag.FlagSet, vars *[]string) {
 	fs.StringArrayVar(vars, "var", nil, "set a volatile const global of the object, `NAME=VALUE` (repeatable; or a comma-separated list)")
 	fs.StringArrayVar(vars, "vars", nil, "")
-	_ = fs.MarkDeprecated("vars", "use --var")
+	replacedBy(fs, "vars", "var")
 }
 
 // splitVars returns the NAME=VALUE items of the --var flags.
