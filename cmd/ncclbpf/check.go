@@ -33,6 +33,7 @@ Communicator ids are NCCL's (tuner ABI v5 and later); with older ABIs every
 communicator has id 0 and processes cannot be told apart by communicator:
 compare them only when each process has one communicator.`,
 		Examples: []string{"ncclbpf check", "ncclbpf check --comm 0x5e5e", "ncclbpf check --json 4242 4243"},
+		Complete: func([]string) []string { return controlNames() },
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			dir, asJSON := controlFlags(fs)
 			comm := fs.String("comm", "", "only this communicator `ID` (hex, as ncclbpf stats prints it)")

@@ -74,9 +74,9 @@ type command struct {
 	// PositionalTail stops flag parsing at the first positional argument,
 	// so that later arguments such as -1 stay arguments.
 	PositionalTail bool
-	// Complete suggests positional arguments for shell completion (nil:
-	// file names).
-	Complete func(args []string, toComplete string) []string
+	// Complete suggests positional arguments for shell completion, given
+	// those already typed; nil lets the shell complete file names.
+	Complete func(args []string) []string
 
 	parent *command
 }
@@ -319,8 +319,11 @@ func build(c *command, stdout, stderr io.Writer) *cobra.Command {
 		cc.Flags().SetInterspersed(false)
 	}
 	if c.Complete != nil {
-		cc.ValidArgsFunction = func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return c.Complete(args, toComplete), cobra.ShellCompDirectiveNoFileComp
+		cc.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if list := c.Complete(args); list != nil {
+				return list, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveDefault
 		}
 	}
 	var runIt runFunc

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/spf13/pflag"
 )
 
@@ -178,6 +180,18 @@ func TestCompletion(t *testing.T) {
 	code, out, _ = runCLI("__complete", "run", "--engine", "")
 	if code != 0 || !strings.Contains(out, "interp\n") || !strings.Contains(out, "jit\n") {
 		t.Errorf("__complete run --engine: exit %d\n%s", code, out)
+	}
+	// PIDs from the control directory; files after reload's PID.
+	dir, _ := startFake(t)
+	t.Setenv(control.EnvDir, dir)
+	for _, args := range [][]string{{"stats", ""}, {"map", "dump", ""}, {"reload", ""}} {
+		code, out, _ = runCLI(append([]string{"__complete"}, args...)...)
+		if code != 0 || !strings.HasPrefix(out, itoa(os.Getpid())+"\n") {
+			t.Errorf("__complete %q: exit %d\n%s", args, code, out)
+		}
+	}
+	if code, out, _ = runCLI("__complete", "reload", "1", ""); code != 0 || !strings.Contains(out, ":0\n") {
+		t.Errorf("__complete reload PID: exit %d, want file completion\n%s", code, out)
 	}
 	code, out, _ = runCLI("__complete", "verify", "--hook", "")
 	if code != 0 || !strings.Contains(out, "profiler/coll_end\n") {

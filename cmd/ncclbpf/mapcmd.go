@@ -29,17 +29,12 @@ entries, decoded with its BTF types; update writes one entry.`,
 			fs.StringVar(dir, "dir", control.DefaultDir(os.Getenv), "control socket `DIR` ($"+control.EnvDir+")")
 			fs.BoolVar(asJSON, "json", false, "print JSON")
 		},
-		Complete: func(args []string, _ string) []string {
-			if len(args) == 0 {
-				return []string{"list", "dump", "update"}
-			}
-			return nil
-		},
 		Sub: []*command{
 			{
 				Use:      "list [--dir DIR] [--json] PID",
 				Summary:  "list the maps of the policy a process runs",
 				Examples: []string{"ncclbpf map list 4242", "ncclbpf map list --json 4242"},
+				Complete: completeFirstPID,
 				Setup: func(*pflag.FlagSet) runFunc {
 					return func(e *env, args []string) error { return runMapList(e, args, *dir, *asJSON) }
 				},
@@ -51,6 +46,7 @@ entries, decoded with its BTF types; update writes one entry.`,
 structs by field. --json prints the map's description and entries as the
 process encodes them.`,
 				Examples: []string{"ncclbpf map dump 4242 hits", "ncclbpf map dump --json 4242 latency | jq .entries"},
+				Complete: completeFirstPID,
 				Setup: func(*pflag.FlagSet) runFunc {
 					return func(e *env, args []string) error { return runMapDump(e, args, *dir, *asJSON) }
 				},
@@ -77,6 +73,7 @@ change it with a reload at an agreed call (--at-seq), or --force.`,
 					"ncclbpf map update --force 4242 agreed 0 9  # an agreed map, this process alone",
 				},
 				PositionalTail: true,
+				Complete:       completeFirstPID,
 				Setup: func(fs *pflag.FlagSet) runFunc {
 					force := fs.Bool("force", false, "write a map the tuner decides on (agreed, or no program writes it) now, on this process alone")
 					return func(e *env, args []string) error { return runMapUpdate(e, args, *dir, *force) }
@@ -84,6 +81,15 @@ change it with a reload at an agreed call (--at-seq), or --force.`,
 			},
 		},
 	})
+}
+
+// completeFirstPID suggests pids for the first argument and nothing after
+// (map names and values are not files).
+func completeFirstPID(args []string) []string {
+	if len(args) == 0 {
+		return controlNames()
+	}
+	return []string{}
 }
 
 func runMapList(e *env, args []string, dir string, asJSON bool) error {

@@ -42,6 +42,29 @@ func controlFlags(fs *pflag.FlagSet) (dir *string, asJSON *bool) {
 	return dir, asJSON
 }
 
+// completePIDs suggests the processes of the default control directory,
+// for the first argument only (later ones: files).
+func completePIDs(args []string) []string {
+	if len(args) > 0 {
+		return nil
+	}
+	return controlNames()
+}
+
+// controlNames lists the socket names (pids) of the default control
+// directory: what shell completion offers for a PID.
+func controlNames() []string {
+	es, err := control.Scan(control.DefaultDir(os.Getenv))
+	names := []string{}
+	if err != nil {
+		return names
+	}
+	for _, e := range es {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
 // target is a process given on the command line: its pid, or the name of
 // its socket ("PID-nsINODE") when its pid is taken in the directory by a
 // process of another PID namespace (ps shows that name).

@@ -65,6 +65,7 @@ NAME=VALUE,NAME=VALUE in one), as NCCLBPF_POLICY_CONFIG does at load.`,
 			"ncclbpf reload --cancel --all",
 			"ncclbpf reload --var size_lo=8M 4242 policies/size_aware.bpf.o  # new tunables, same object",
 		},
+		Complete: completePIDs,
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			var o reloadOptions
 			o.dir, o.asJSON = controlFlags(fs)

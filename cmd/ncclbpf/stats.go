@@ -30,6 +30,7 @@ summed on request) and from the reload machinery of the process:
              trampoline for D (1 call in 64 per thread timed), then put back;
              nothing is timed otherwise`,
 		Examples: []string{"ncclbpf stats 4242", "ncclbpf stats --json 4242", "ncclbpf stats --cost 1s 4242  # also time each hook's program"},
+		Complete: func([]string) []string { return controlNames() },
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			dir, asJSON := controlFlags(fs)
 			cost := fs.Duration("cost", 0, "first time each hook's program for this long (`D`, e.g. 2s) (1 call in 64 per thread; at most 1m)")
