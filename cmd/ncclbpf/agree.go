@@ -102,6 +102,9 @@ func runAgree(e *env, args []string, o *agreeOptions) error {
 		if err := all.WriteFile(*out); err != nil {
 			return err
 		}
+		if *asJSON {
+			return writeJSON(e, map[string]any{"combined": args, "keys": len(all.Entries), "output": *out})
+		}
 		fmt.Fprintf(e.Stdout, "combined %d files: %d keys into %s\n", len(args), len(all.Entries), *out)
 		return nil
 	}
@@ -141,6 +144,9 @@ func runAgree(e *env, args []string, o *agreeOptions) error {
 	if *export != "" {
 		if err := part.WriteFile(*export); err != nil {
 			return err
+		}
+		if *asJSON {
+			return writeJSON(e, map[string]any{"map": part.Map, "keys": len(part.Entries), "pids": pids, "export": *export})
 		}
 		fmt.Fprintf(e.Stdout, "exported %d keys of %s from %d processes to %s\n", len(part.Entries), part.Map, len(pids), *export)
 		return nil

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/control"
 )
 
 // TestJSONOutputs: every command that prints data has --json, and what it
@@ -27,6 +29,16 @@ func TestJSONOutputs(t *testing.T) {
 	s := writeFile(t, t.TempDir(), "p.s", "lddw %r0, 0x1122334455667788\nexit\n")
 	data := writeFile(t, t.TempDir(), "t.data", "-- asm\nmov %r0, 1\nexit\n-- result\n0x1\n")
 	reloadObj := filepath.Join("..", "..", "testhost", "reload_b.bpf.o")
+	spec, err := control.ParseReduce("sum", "u64", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partA, partB, all := filepath.Join(t.TempDir(), "a.json"), filepath.Join(t.TempDir(), "b.json"), filepath.Join(t.TempDir(), "all.json")
+	for _, p := range []string{partA, partB} {
+		if err := control.NewPartial("local", 4, 8, spec).WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		args  []string
 		into  any
@@ -65,6 +77,8 @@ func TestJSONOutputs(t *testing.T) {
 				p := *v.(*[]checkResult)
 				return len(p) == 1 && p[0].CommID == "0x5e5e" && !p[0].Compared
 			}},
+		{args: []string{"agree", "--json", "--combine", "-o", all, partA, partB}, into: &map[string]any{},
+			check: func(v any) bool { m := *v.(*map[string]any); return m["output"] == all && m["keys"] == 0.0 }},
 		{args: []string{"reload", "--json", "--dir", dir, pid, reloadObj}, into: &[]map[string]any{},
 			check: func(v any) bool { p := *v.(*[]map[string]any); return len(p) == 1 && p[0]["pid"] == pid }},
 	} {

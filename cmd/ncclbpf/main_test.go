@@ -70,6 +70,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{args: []string{"zz-test", "--help"}, code: 0, stdout: "Usage:\n  ncclbpf zz-test [--n N] [--s S] ARG..."},
 		{args: []string{"zz-test", "-h"}, code: 0, stdout: "  -s, --str string"},
 		{args: []string{"zz-test", "--help"}, code: 0, stdout: "      --n NUMBER"},
+		{args: []string{"ps", "--timeout", "5"}, code: 2, stderrOnce: `ncclbpf ps: invalid argument "5" for "--timeout" flag: want a duration with its unit, such as 500ms, 2s or 5m` + "\n"},
 		{args: []string{"no-such-command"}, code: 2, stderrOnce: `ncclbpf: unknown command "no-such-command"`},
 		{args: []string{}, code: 2, stderrOnce: "Commands:"},
 		{args: []string{"--help"}, code: 0, stdout: "zz-test"},
