@@ -45,7 +45,8 @@ var netDocs = map[string]string{
 	NetConn: "runs when the wrapped net plugin's listen, connect or accept returned a connection; " +
 		"kind says which, peer_key identifies the remote listener",
 	NetSendEnd: "runs once per isend, at the test call that reported it done: bytes, tag, and the time " +
-		"from isend to that test (host CLOCK_MONOTONIC ns)",
+		"from isend to that test (host CLOCK_MONOTONIC ns; measured only for a program that reads the " +
+		"times, see NCCLBPF_NET_F_UNTIMED)",
 	NetRecvEnd: "runs once per irecv (all its grouped receives), at the test call that reported it done",
 }
 

@@ -54,7 +54,10 @@ typedef unsigned long long __u64;
 
 /* ctx->flags */
 #define NCCLBPF_NET_F_ERROR    0x1 /* test returned an error: the request failed */
-#define NCCLBPF_NET_F_UNTIMED  0x2 /* the request table was full at isend/irecv: start_ns unknown */
+#define NCCLBPF_NET_F_UNTIMED  0x2 /* not timed: start_ns, end_ns and duration_ns are 0. Requests are
+                                    * timed only while the hook's program reads one of those fields
+                                    * (so a counting program costs no clock read); one posted before
+                                    * such a program was loaded completes untimed. */
 
 struct ncclbpf_net_ctx {
 	__u64 comm_id;     /*   0 [uniform] NCCL's communicator hash (net ABI v11+, from init); 0 on v10 */

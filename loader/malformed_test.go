@@ -180,18 +180,18 @@ func TestBadInstructions(t *testing.T) {
 		// tuner pc 11: if r0 == 0 goto +1.
 		b := bytes.Clone(obj)
 		le.PutUint16(b[tuner(b)+11*8+2:], 0x7000)
-		expectError(t, b, false, "pc 11", "out of range")
+		expectError(t, b, false, "pc 11", "E003", "outside the program", `function "tuner_main"`)
 	})
 	t.Run("jump backwards out of range", func(t *testing.T) {
 		b := bytes.Clone(obj)
 		le.PutUint16(b[tuner(b)+11*8+2:], uint16(0x10000-20))
-		expectError(t, b, false, "pc 11", "out of range")
+		expectError(t, b, false, "pc 11", "E003", "outside the program")
 	})
 	t.Run("jump into another function", func(t *testing.T) {
 		// tuner_main has 32 slots, then bump: 11 + 1 + 25 = 37 is in bump.
 		b := bytes.Clone(obj)
 		le.PutUint16(b[tuner(b)+11*8+2:], 25)
-		expectError(t, b, false, "pc 11", `outside function "tuner_main"`)
+		expectError(t, b, false, "pc 11", "E032", `leaves the function at pcs 0..31 (in function "tuner_main")`)
 	})
 	t.Run("jump into LD_IMM64", func(t *testing.T) {
 		// pc 14-15 is an LD_IMM64: pc 11 + 1 + 3 = 15 is its second slot.

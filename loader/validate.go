@@ -4,13 +4,18 @@ import (
 	"fmt"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/structure"
 )
 
 // validate checks the invariants every later stage relies on without
-// re-checking: the slices line up, every LD_IMM64 is complete and its
-// pseudo references are valid, every jump lands on an instruction of its
-// own function, and every BPF-to-BPF call lands on the first slot of a
-// function.
+// re-checking: the slices line up, the function table covers the
+// instructions, the instructions pass package structure (the one
+// validation every engine trusts: known opcodes, complete LD_IMM64s with
+// valid map references, jumps and calls that land on instructions, no
+// fall-through between functions), and what the ELF adds: every
+// BPF-to-BPF call lands on the first slot of a function symbol, every jump
+// stays inside its function symbol and every map-value reference inside
+// the global data.
 // It does not judge the program's safety: that is the verifier's job.
 func (p *ProgramSpec) validate(maps []*MapSpec) error {
 	n := len(p.Insns)
@@ -30,74 +35,40 @@ func (p *ProgramSpec) validate(maps []*MapSpec) error {
 		}
 		funcStart[f.Start] = true
 	}
-
-	// Second slots of LD_IMM64 are not instructions: nothing may jump there.
-	second := make([]bool, n)
+	// Calls first: a call into the middle of a function symbol is named as
+	// such, not as the fall-through the structure would then find.
 	for pc := 0; pc < n; pc++ {
-		ins := p.Insns[pc]
-		if !ins.IsLdImm64() {
-			continue
-		}
-		if f := p.FuncAt(pc); pc+1 >= n || f == nil || f.End == pc+1 {
-			return structErr(pc, codeInvalidOpcode, "LD_IMM64 without its second slot")
-		}
-		if lo := p.Insns[pc+1]; lo.Op != 0 || lo.Dst != 0 || lo.Src != 0 || lo.Off != 0 {
-			return structErr(pc+1, codeInvalidOpcode, "second slot of LD_IMM64 has non-zero fields")
-		}
-		switch ins.Src {
-		case 0:
-		case asm.PseudoMapFD, asm.PseudoMapValue:
-			if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
-				return structErr(pc, codeBadMapRef, "map index %d out of range (%d maps)", ins.Imm, len(maps))
+		switch ins := p.Insns[pc]; {
+		case ins.IsLdImm64():
+			pc++
+		case ins.Op == asm.OpCall && ins.Src == asm.PseudoCall:
+			if t := pc + 1 + int(ins.Imm); t >= 0 && t < n && !funcStart[t] {
+				return structErr(pc, codeBadJumpTarget, "call target %d is not the start of a function", t)
 			}
-			if ins.Src == asm.PseudoMapValue {
+		}
+	}
+	sp, serr := structure.Validate(p.Insns, structure.Options{Maps: len(maps), Callx: true})
+	if serr != nil {
+		msg := serr.Msg
+		if f := p.FuncAt(serr.PC); f != nil {
+			msg += fmt.Sprintf(" (in function %q)", f.Name)
+		}
+		return structErr(serr.PC, structureCodes[serr.Code], "%s", msg)
+	}
+	for pc := 0; pc < n; pc++ {
+		switch sp.Kind(pc) {
+		case structure.LdImm64:
+			if ins := p.Insns[pc]; ins.Src == asm.PseudoMapValue {
 				m := maps[ins.Imm]
 				if off := uint32(p.Insns[pc+1].Imm); !m.IsGlobalData() || off >= m.ValueSize {
 					return structErr(pc, codeBadMapRef, "value offset %d outside map %q", off, m.Name)
 				}
 			}
-		default:
-			return structErr(pc, codeInvalidOpcode, "LD_IMM64 with unknown pseudo source %d", ins.Src)
-		}
-		second[pc+1] = true
-		pc++
-	}
-
-	for pc := 0; pc < n; pc++ {
-		if second[pc] {
-			continue
-		}
-		ins := p.Insns[pc]
-		if !ins.Op.Class().IsJump() {
-			continue
-		}
-		switch op := ins.Op.JumpOp(); {
-		case op == asm.JumpExit:
-			continue
-		case op == asm.JumpCall:
-			if ins.Op != asm.OpCall || ins.Src != asm.PseudoCall {
-				continue // helper calls and the rest: the verifier's business
+		case structure.Goto, structure.Branch:
+			// clang never jumps between functions; calls do that.
+			if t, f := sp.Target(pc), p.FuncAt(pc); t < f.Start || t >= f.End {
+				return structErr(pc, codeBadJumpTarget, "jump target %d is outside function %q [%d, %d)", t, f.Name, f.Start, f.End)
 			}
-			t := pc + 1 + int(ins.Imm)
-			if t < 0 || t >= n || !funcStart[t] {
-				return structErr(pc, codeBadJumpTarget, "call target %d is not the start of a function", t)
-			}
-			continue
-		}
-		off := int(ins.Off)
-		if ins.Op == asm.OpJa32 {
-			off = int(ins.Imm)
-		}
-		t := pc + 1 + off
-		if t < 0 || t >= n {
-			return structErr(pc, codeJumpOutOfRange, "jump target %d out of range [0, %d)", t, n)
-		}
-		// clang never jumps between functions; calls do that.
-		if f := p.FuncAt(pc); t < f.Start || t >= f.End {
-			return structErr(pc, codeBadJumpTarget, "jump target %d is outside function %q [%d, %d)", t, f.Name, f.Start, f.End)
-		}
-		if second[t] {
-			return structErr(pc, codeJumpIntoLdImm64, "jump target %d is the second slot of an LD_IMM64", t)
 		}
 	}
 	return nil
@@ -128,6 +99,7 @@ func (e *StructureError) Error() string {
 // The verifier's codes (verifier/codes.go) for the faults the loader finds.
 const (
 	codeInvalidOpcode   = "E001 invalid-opcode"
+	codeInvalidRegister = "E002 invalid-register"
 	codeJumpOutOfRange  = "E003 jump-out-of-range"
 	codeJumpIntoLdImm64 = "E004 jump-into-ldimm64"
 	codeMissingExit     = "E005 missing-exit"
@@ -136,7 +108,18 @@ const (
 )
 
 // StructureCodes are the codes a StructureError may carry.
-var StructureCodes = []string{codeInvalidOpcode, codeJumpOutOfRange, codeJumpIntoLdImm64, codeMissingExit, codeBadMapRef, codeBadJumpTarget}
+var StructureCodes = []string{codeInvalidOpcode, codeInvalidRegister, codeJumpOutOfRange, codeJumpIntoLdImm64, codeMissingExit, codeBadMapRef, codeBadJumpTarget}
+
+// structureCodes names the codes structure.Validate returns.
+var structureCodes = map[structure.Code]string{
+	structure.InvalidOpcode:   codeInvalidOpcode,
+	structure.InvalidRegister: codeInvalidRegister,
+	structure.JumpOutOfRange:  codeJumpOutOfRange,
+	structure.JumpIntoLdImm64: codeJumpIntoLdImm64,
+	structure.MissingExit:     codeMissingExit,
+	structure.BadMapRef:       codeBadMapRef,
+	structure.BadJumpTarget:   codeBadJumpTarget,
+}
 
 func structErr(pc int, code, format string, args ...any) *StructureError {
 	return &StructureError{PC: pc, Code: code, Msg: fmt.Sprintf(format, args...)}

@@ -98,6 +98,9 @@ static void nbn_calibrate(void) {
 
 struct nbn_slot {
 	_Alignas(64) _Atomic(uintptr_t) fn;
+	/* the program reads start_ns, end_ns or duration_ns: only then are requests timed (the verifier
+	 * lists the context fields a program reads; a counting program costs no clock read) */
+	_Atomic int timed;
 };
 
 /* A record of calls into published code, for grace periods, with counters. Every connection has
@@ -134,8 +137,9 @@ int ncclbpf_net_hook_id(const char *name) {
 	return -1;
 }
 
-uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn) {
+uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, int timed) {
 	if (hook < NCCLBPF_NET_FIRST_HOOK || hook > NCCLBPF_NET_LAST_HOOK) return 0;
+	atomic_store_explicit(&g_slots[hook].timed, timed != 0, memory_order_relaxed);
 	return atomic_exchange_explicit(&g_slots[hook].fn, fn, memory_order_acq_rel);
 }
 
@@ -685,11 +689,17 @@ static inline int watching(int hook) {
 	return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed) != 0;
 }
 
+/* start_ticks is the request's start: the cycle counter when hook's program reads times, 0 (not
+ * timed) otherwise. */
+static inline uint64_t start_ticks(int hook) {
+	return atomic_load_explicit(&g_slots[hook].timed, memory_order_relaxed) ? nbn_ticks() : 0;
+}
+
 static nbn_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
                             void **request) {
 	nbn_result_t rc = g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
 	if (rc == NBN_SUCCESS && *request && watching(NCCLBPF_NET_SEND_END))
-		req_add(*request, conn_find(sendComm), size, tag, 1, 1, nbn_ticks());
+		req_add(*request, conn_find(sendComm), size, tag, 1, 1, start_ticks(NCCLBPF_NET_SEND_END));
 	return rc;
 }
 
@@ -699,7 +709,8 @@ static nbn_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes, i
 	if (rc == NBN_SUCCESS && *request && watching(NCCLBPF_NET_RECV_END)) {
 		uint64_t posted = 0;
 		for (int i = 0; i < n; i++) posted += sizes ? sizes[i] : 0;
-		req_add(*request, conn_find(recvComm), posted, (n > 0 && tags) ? tags[0] : -1, n, 0, nbn_ticks());
+		req_add(*request, conn_find(recvComm), posted, (n > 0 && tags) ? tags[0] : -1, n, 0,
+		        start_ticks(NCCLBPF_NET_RECV_END));
 	}
 	return rc;
 }
@@ -714,7 +725,6 @@ static nbn_result_t w_test(void *request, int *done, int *sizes) {
 	nbn_result_t rc = g_in.v10.test(request, done, sizes);
 	if (__builtin_expect(!e, 1) || (rc == NBN_SUCCESS && !*done)) return rc;
 	/* done, or failed: the request is finished either way */
-	uint64_t end = nbn_ticks();
 	struct nbn_conn *c = e->conn;
 	struct nbn_rec *r = c ? &c->rec : &g_shared;
 	int hook = e->is_send ? NCCLBPF_NET_SEND_END : NCCLBPF_NET_RECV_END;
@@ -731,16 +741,22 @@ static nbn_result_t w_test(void *request, int *done, int *sizes) {
 		}
 		ctx.bytes = bytes;
 		ctx.posted_bytes = e->posted;
-		ctx.start_ns = nbn_ticks_ns(e->start);
-		ctx.end_ns = nbn_ticks_ns(end);
-		ctx.duration_ns = ctx.end_ns - ctx.start_ns;
+		uint32_t flags = rc == NBN_SUCCESS ? 0 : NCCLBPF_NET_F_ERROR;
+		if (e->start) {
+			ctx.start_ns = nbn_ticks_ns(e->start);
+			ctx.end_ns = nbn_ticks_ns(nbn_ticks());
+			ctx.duration_ns = ctx.end_ns - ctx.start_ns;
+		} else {
+			ctx.start_ns = ctx.end_ns = ctx.duration_ns = 0;
+			flags |= NCCLBPF_NET_F_UNTIMED;
+		}
 		ctx.local_seq = 0;
 		ctx.tag = e->tag;
 		ctx.n = e->n;
 		ctx.dev = c ? c->dev : -1;
 		ctx.kind = 0;
 		ctx.event = (uint32_t)hook;
-		ctx.flags = rc == NBN_SUCCESS ? 0 : NCCLBPF_NET_F_ERROR;
+		ctx.flags = flags;
 		ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
 		ctx.reserved = 0;
 		run(r, hook, &ctx);

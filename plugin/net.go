@@ -11,7 +11,19 @@ import (
 	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
+	"github.com/ncclbpf/ncclbpf/hook"
 )
+
+// readsNetTimes reports whether p reads the net context's times
+// (start_ns, end_ns or duration_ns), as its verifier result lists them.
+func readsNetTimes(p *bundle.Program) bool {
+	for _, name := range []string{"start_ns", "end_ns", "duration_ns"} {
+		if f := hook.NetContext.Field(name); f != nil && p.ReadsContext(f.Offset, f.Size) {
+			return true
+		}
+	}
+	return false
+}
 
 // publishNet points every net slot (net.c) at b's program for its hook, 0
 // where b has none or b is nil. Like the profiler's slots, each slot is
@@ -20,6 +32,7 @@ import (
 // never by none. Caller holds mu.
 func publishNet(b *bundle.Bundle) {
 	var entries [C.NCCLBPF_NET_LAST_HOOK + 1]C.uintptr_t
+	var timed [C.NCCLBPF_NET_LAST_HOOK + 1]C.int
 	if b != nil {
 		for _, p := range b.Programs {
 			cname := C.CString(p.Hook.Name)
@@ -27,11 +40,14 @@ func publishNet(b *bundle.Bundle) {
 			C.free(unsafe.Pointer(cname))
 			if id >= C.NCCLBPF_NET_FIRST_HOOK && id <= C.NCCLBPF_NET_LAST_HOOK {
 				entries[id] = C.uintptr_t(p.Entry())
+				if readsNetTimes(p) {
+					timed[id] = 1
+				}
 			}
 		}
 	}
 	for id := C.NCCLBPF_NET_FIRST_HOOK; id <= C.NCCLBPF_NET_LAST_HOOK; id++ {
-		C.ncclbpf_net_publish(C.int(id), entries[id])
+		C.ncclbpf_net_publish(C.int(id), entries[id], timed[id])
 	}
 }
 

@@ -6,7 +6,7 @@
  * named by NCCLBPF_NET_PLUGIN. Programs of the hooks net/conn, net/send_end and net/recv_end run
  * through one slot per hook, published and retired like the profiler's (profiler.h):
  *
- *     for each net hook h:  old[h] = ncclbpf_net_publish(h, entry_or_0);
+ *     for each net hook h:  old[h] = ncclbpf_net_publish(h, entry_or_0, reads_times);
  *     ncclbpf_net_synchronize() == 0           // => the old code may be unmapped
  */
 #ifndef NCCLBPF_PLUGIN_NET_H
@@ -22,8 +22,9 @@
 int ncclbpf_net_hook_id(const char *name);
 
 /* ncclbpf_net_publish makes fn (0: none) the code hook runs from the next event on and returns the
- * previous entry (0 if none or hook out of range). */
-uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn);
+ * previous entry (0 if none or hook out of range). timed != 0 says fn reads start_ns, end_ns or
+ * duration_ns: requests are timed (two cycle-counter reads) only for such a program. */
+uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, int timed);
 
 /* ncclbpf_net_synchronize waits until no thread still runs net code published before the call.
  * Returns 0 when that is guaranteed, -1 when it cannot be (no membarrier). */

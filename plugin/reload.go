@@ -164,7 +164,7 @@ var errReloadBusy = errors.New("another reload is in progress or waiting for its
 // reloadPolicy loads req's object and swaps it in. It never panics; an
 // error leaves the running policy as it was and says why.
 func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
-	if !reloadMu.TryLock() {
+	if !reloadMu.TryLock() && !(awaitCompleting(completingWait) && reloadMu.TryLock()) {
 		return res, errReloadBusy
 	}
 	handedOff := false
@@ -292,6 +292,31 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	handedOff = true
 	go activate(old, b, act)
 	return res, nil
+}
+
+// completingWait bounds how long a reload waits for an earlier at-seq
+// reload that has reached its activation and is only retiring the old
+// policy (a grace period; its goroutine may lag on a loaded host).
+const completingWait = 10 * time.Second
+
+// awaitCompleting waits, at most d, for the pending at-seq reload to finish
+// when every communicator has already reached its activation, and reports
+// whether it finished. It returns false at once when no such reload is
+// pending, or when the pending one still waits for its activation: a
+// reload then is refused as busy, as it is during another immediate reload.
+func awaitCompleting(d time.Duration) bool {
+	stateMu.Lock()
+	act := pending
+	stateMu.Unlock()
+	if act == nil || checkAt(act.AtSeq, act.CommAt).waiting != 0 {
+		return false
+	}
+	select {
+	case <-act.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // publishArmed is publishBundle for an at-seq reload: the tuner slots get

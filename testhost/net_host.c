@@ -293,8 +293,9 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 	}
 	int (*mapu64)(const char *, unsigned, unsigned long long *) = dlsym(g_lib, "ncclbpfTestingMapU64");
 	if (mapu64) {
-		static const char *names[] = {"m_sends", "m_recvs", "m_sent_bytes", "m_recv_bytes", "m_conns"};
-		for (unsigned k = 0; k < 5; k++) {
+		static const char *names[] = {"m_sends", "m_recvs", "m_sent_bytes", "m_recv_bytes", "m_conns",
+		                              "m_untimed", "m_timed"};
+		for (unsigned k = 0; k < 7; k++) {
 			unsigned long long v;
 			if (mapu64("net_counts", k, &v) == 0) printf("r%d %s %llu\n", rank, names[k], v);
 		}

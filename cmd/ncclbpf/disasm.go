@@ -35,9 +35,9 @@ Each instruction is printed as "PC: TEXT" in the uBPF assembler dialect
 ("ncclbpf asm" reads it back). --plain prints only the text, which
 assembles back to exactly the same instructions.
 
---jit compiles each program with the x86-64 JIT and prints, under each
+--jit compiles each program with the JIT of this machine (x86-64 or AArch64) and prints, under each
 instruction, the native code it compiled to (offset from the entry point,
-bytes, Intel syntax), then the out-of-line code: common return path, unwind
+bytes, Intel or GNU syntax), then the out-of-line code: common return path, unwind
 and fault stubs, callx table. Maps and helpers get placeholder addresses:
 the listing is for reading; the code never runs.
 
@@ -48,7 +48,7 @@ instructions (pc, text, 64-bit words, annotation, source position).`,
 			"ncclbpf disasm --section tuner policy.bpf.o  # one section only",
 			"ncclbpf disasm --plain ../shared/conformance/bpf_conformance/lddw.data",
 			"ncclbpf disasm prog.bin",
-			"ncclbpf disasm --jit policy.bpf.o  # eBPF and x86-64 side by side",
+			"ncclbpf disasm --jit policy.bpf.o  # eBPF and native code side by side",
 			"ncclbpf disasm --json policy.bpf.o | jq '.[0].insns | length'",
 		},
 		Setup: func(fs *pflag.FlagSet) runFunc {
@@ -56,7 +56,7 @@ instructions (pc, text, 64-bit words, annotation, source position).`,
 			fs.StringVar(&o.section, "section", "", "ELF objects: print only the programs of this `SECTION` (or with this name)")
 			fs.BoolVar(&o.plain, "plain", false, "print only assembler text: no pc, annotations or source lines")
 			fs.BoolVar(&o.raw, "raw", false, "raw bytes: print slots that are no known instruction as .insn instead of refusing the file")
-			fs.BoolVar(&o.jit, "jit", false, "compile with the x86-64 JIT and print the native code under each instruction")
+			fs.BoolVar(&o.jit, "jit", false, "compile with this machine's JIT (x86-64 or AArch64) and print the native code under each instruction")
 			fs.BoolVar(&o.json, "json", false, "print the programs and their instructions as JSON")
 			return func(e *env, args []string) error { return runDisasm(e, args, &o) }
 		},

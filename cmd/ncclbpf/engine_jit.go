@@ -6,14 +6,13 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
-// This file registers the x86-64 JIT as an engine and writes the native
-// listings of disasm --jit.
+// This file registers the running architecture's JIT as an engine and
+// writes the native listings of disasm --jit (x86-64 or AArch64 code).
 func init() { registerEngine("jit", func() vm.Engine { return native.New() }) } // the running architecture's JIT
 
 // Placeholder addresses for listings: maps at mapHandleBase + 64 KiB * i,
@@ -44,7 +43,7 @@ func writeJITListing(w io.Writer, name string, insns []asm.Instruction, specs []
 	if _, ok := table[conformance.UnwindHelper]; !ok {
 		table[conformance.UnwindHelper] = vm.Helper{ID: conformance.UnwindHelper, Addr: helperBase + 16*uintptr(conformance.UnwindHelper), UnwindOnZero: true}
 	}
-	text, err := amd64.Disassemble(&vm.Program{Name: name, Insns: insns, Maps: maps, Helpers: table})
+	text, err := native.Disassemble("", &vm.Program{Name: name, Insns: insns, Maps: maps, Helpers: table})
 	if err != nil {
 		return err
 	}

@@ -149,14 +149,15 @@ func requireRan(t *testing.T, out string, names ...string) {
 	}
 }
 
-// The arm64 JIT's own tests: encodings, semantic corner cases in both
-// atomic lowerings, faults, concurrency, and the differential test
-// (interpreter vs arm64 JIT on random programs).
+// The arm64 JIT's tests (jit/internal/jittest's, shared with x86-64, and
+// its own): encodings, semantic corner cases in both atomic lowerings,
+// faults, concurrency, and the differential tests (interpreter vs arm64 JIT
+// on random programs, and on random loads from a frozen .rodata).
 func TestArm64JIT(t *testing.T) {
 	c := setup(t)
 	n := getenv("NCCLBPF_ARM64_DIFF_N", "3000")
 	out := runArm64(t, c, "jit/arm64", []string{"NCCLBPF_DIFF_N=" + n}, "-test.timeout", "6h")
-	requireRan(t, out, "TestEncodings", "TestSemantics", "TestDifferential", "TestCallDepthBoundary", "TestConcurrentRuns")
+	requireRan(t, out, "TestEncodings", "TestSemantics", "TestDifferential", "TestFoldDifferential", "TestCallDepthBoundary", "TestConcurrentRuns")
 	if m := regexp.MustCompile(`(\d+) programs \(seeds [^)]*\), 0 mismatches`).FindStringSubmatch(out); m == nil || m[1] != n {
 		t.Errorf("differential test: want %s programs, 0 mismatches\n%s", n, tail(out, 2000))
 	}
@@ -209,12 +210,15 @@ func TestArm64OwnCorpus(t *testing.T) {
 	t.Logf("%d files of vm/testdata/interp pass on the arm64 interpreter and JIT", len(files))
 }
 
-// The tuner and profiler plugin tests and a short reload hammer against the
-// arm64 libncclbpf.so, loaded by the arm64 C hosts under qemu-aarch64 (the
-// nccl package's tests cross-build both under NCCLBPF_TEST_ARCH=arm64).
+// The tuner, profiler and net plugin tests and a short reload hammer
+// against the arm64 libncclbpf.so, loaded by the arm64 C hosts under
+// qemu-aarch64 (plugin/e2e's tests cross-build them under
+// NCCLBPF_TEST_ARCH=arm64): the net wrapper moves checked data between two
+// arm64 processes through the test plugin, with policies and reloads.
 func TestArm64Plugin(t *testing.T) {
 	c := setup(t)
-	tests := []string{"TestPluginSymbolsAndShim", "TestPolicyGrids", "TestProfilerEvents", "TestProfilerMaskFromBundle", "TestReloadHammer"}
+	tests := []string{"TestPluginSymbolsAndShim", "TestPolicyGrids", "TestProfilerEvents", "TestProfilerMaskFromBundle", "TestReloadHammer",
+		"TestNetTransfer", "TestNetReload", "TestNetTiming"}
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-timeout", "20m", "-run", "^("+strings.Join(tests, "|")+")$", "./plugin/e2e")
 	cmd.Dir = c.root
 	cmd.Env = append(os.Environ(), "NCCLBPF_TEST_ARCH=arm64", "NCCLBPF_QEMU_AARCH64="+c.qemu,

@@ -19,16 +19,13 @@ func aluMR(op asm.ALUOp) (mr, ext byte) {
 	}
 }
 
-// alu emits an ALU (32-bit, zero-extending) or ALU64 instruction.
-func (c *compiler) alu(pc int, ins asm.Instruction) error {
+// ALU emits an ALU (32-bit, zero-extending) or ALU64 instruction.
+func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 	w := ins.Op.Class() == asm.ClassALU64
 	x := ins.Op.Source() == asm.SourceX
 	dst := regMap[ins.Dst]
 	src := regMap[ins.Src%asm.NumRegisters]
 	op := ins.Op.ALUOp()
-	if ins.Off != 0 && op != asm.ALUMov && op != asm.ALUDiv && op != asm.ALUMod {
-		return errAt(pc, ins, "offset %d on an ALU operation", ins.Off)
-	}
 	switch op {
 	case asm.ALUAdd, asm.ALUSub, asm.ALUOr, asm.ALUAnd, asm.ALUXor:
 		mr, ext := aluMR(op)
@@ -46,9 +43,6 @@ func (c *compiler) alu(pc int, ins asm.Instruction) error {
 			c.imulRRI(w, dst, dst, ins.Imm)
 		}
 	case asm.ALUDiv, asm.ALUMod:
-		if ins.Off != 0 && ins.Off != 1 {
-			return errAt(pc, ins, "division offset %d (0 unsigned, 1 signed)", ins.Off)
-		}
 		c.divmod(w, x, ins.Off == 1, op == asm.ALUMod, dst, src, ins.Imm)
 	case asm.ALULsh:
 		c.shift(extShl, w, x, dst, src, ins.Imm)
@@ -69,9 +63,6 @@ func (c *compiler) alu(pc int, ins asm.Instruction) error {
 // mov emits mov, mov32 and the sign-extending movsx forms (Off 8, 16, 32).
 func (c *compiler) mov(pc int, ins asm.Instruction, w, x bool, dst, src reg) error {
 	if !x {
-		if ins.Off != 0 {
-			return errAt(pc, ins, "offset %d on mov of an immediate", ins.Off)
-		}
 		if w {
 			c.loadImm(dst, uint64(int64(ins.Imm)))
 		} else {
@@ -87,9 +78,6 @@ func (c *compiler) mov(pc int, ins asm.Instruction, w, x bool, dst, src reg) err
 	case 8, 16:
 		c.movsxRR(w, int(ins.Off), dst, src)
 	case 32:
-		if !w {
-			return errAt(pc, ins, "movsx32 from 32 bits")
-		}
 		c.movsxRR(true, 32, dst, src)
 	default:
 		return errAt(pc, ins, "movsx offset %d (want 8, 16 or 32)", ins.Off)
@@ -231,9 +219,6 @@ func (c *compiler) shift(ext byte, w, x bool, dst, src reg, imm int32) {
 
 // endian emits le (ALU|END|K), be (ALU|END|X) and bswap (ALU64|END|K).
 func (c *compiler) endian(pc int, ins asm.Instruction, w, x bool, dst reg) error {
-	if w && x {
-		return errAt(pc, ins, "bswap with a register source")
-	}
 	swap := w || x
 	switch ins.Imm {
 	case 16:

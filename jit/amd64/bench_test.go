@@ -7,7 +7,9 @@ import (
 	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/jit/amd64/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
+	"github.com/ncclbpf/ncclbpf/jit/internal/jittest"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -29,10 +31,11 @@ func BenchmarkCompile(b *testing.B) {
 	b.Run("emit-only/insns="+strconv.Itoa(len(prog.Insns)), func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c := &compiler{prog: prog, insns: prog.Insns, base: 0x10000000}
-			if err := c.analyze(); err != nil {
+			c, err := newCompiler(prog)
+			if err != nil {
 				b.Fatal(err)
 			}
+			c.base = 0x10000000
 			if err := c.emitProgram(); err != nil {
 				b.Fatal(err)
 			}
@@ -43,7 +46,7 @@ func BenchmarkCompile(b *testing.B) {
 // genSized returns the first generated program with n±10% slots.
 func genSized(n int) *vm.Program {
 	for seed := uint64(1); ; seed++ {
-		p, _ := genProgram(seed, n/4)
+		p, _ := jittest.GenProgram(seed, n/4)
 		if l := len(p.Insns); l*10 >= n*9 && l*10 <= n*11 {
 			return p
 		}
@@ -178,7 +181,7 @@ func BenchmarkRun(b *testing.B) {
 		})
 		b.Run(prog.name+"/jit-native", func(b *testing.B) {
 			b.ResetTimer()
-			xj.runLoop(ctx, b.N)
+			executable.RunLoop(xj.compiled, ctx, b.N)
 		})
 		xi.Close()
 		xj.Close()

@@ -4,15 +4,14 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/internal/execmem"
-	"github.com/ncclbpf/ncclbpf/structure"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
-// mainPrologue saves the callee-saved registers the program uses,
+// MainPrologue saves the callee-saved registers the program uses,
 // allocates the outermost frame, records it in r12 (when needed), points
 // r10 (rbp) at the top of the eBPF stack (when the program names r10) and
 // zeroes the registers that may be read before written (see mainFrame).
-func (c *compiler) mainPrologue() {
+func (c *compiler) MainPrologue() {
 	fr := &c.frame
 	for _, r := range fr.saved {
 		c.push(r)
@@ -50,9 +49,9 @@ func (c *compiler) mainReturn() {
 	c.ret()
 }
 
-// subPrologue saves r6-r9 and the caller's r10, allocates a 512-byte eBPF
+// SubPrologue saves r6-r9 and the caller's r10, allocates a 512-byte eBPF
 // stack and points r10 at its top.
-func (c *compiler) subPrologue() {
+func (c *compiler) SubPrologue() {
 	for _, r := range [...]reg{rbp, rbx, r13, r14, r15} {
 		c.push(r)
 	}
@@ -68,8 +67,8 @@ func (c *compiler) subEpilogue() {
 	c.ret()
 }
 
-// exit returns from the current function.
-func (c *compiler) exit(outermost bool) {
+// Exit returns from the current function.
+func (c *compiler) Exit(outermost bool) {
 	if outermost {
 		c.mainEpilogue()
 	} else {
@@ -77,30 +76,9 @@ func (c *compiler) exit(outermost bool) {
 	}
 }
 
-// call emits a helper call, a BPF-to-BPF call or callx.
-func (c *compiler) call(pc int, ins asm.Instruction) error {
-	switch c.sp.Kind(pc) {
-	case structure.Callx:
-		c.callx(pc, regMap[ins.Dst])
-		return nil
-	case structure.LocalCall:
-		c.localCall(pc, c.sp.Target(pc))
-		return nil
-	}
-	h, ok := c.prog.Helpers[helpers.ID(ins.Imm)]
-	if !ok {
-		return errAt(pc, ins, "call to unknown helper %d", ins.Imm)
-	}
-	if h.Addr == 0 {
-		return errAt(pc, ins, "helper %d has no address", ins.Imm)
-	}
-	c.helperCall(h)
-	return nil
-}
-
-// helperCall calls a native helper: r1-r5 already are the System V argument
+// HelperCall calls a native helper: r1-r5 already are the System V argument
 // registers and the result lands in rax (r0).
-func (c *compiler) helperCall(h vm.Helper) {
+func (c *compiler) HelperCall(_ int, h vm.Helper) {
 	c.callAbs(h.Addr)
 	if h.UnwindOnZero {
 		c.aluRR(opTestMR, true, rax, rax)
@@ -111,7 +89,7 @@ func (c *compiler) helperCall(h vm.Helper) {
 // callAbs emits a call to an absolute address: rel32 when it is in reach
 // of the code, else through rax.
 func (c *compiler) callAbs(addr uintptr) {
-	next := c.base + uintptr(c.len()) + 5
+	next := c.base + uintptr(c.Len()) + 5
 	if execmem.Rel32Reachable(next, addr) {
 		c.byte1(0xe8)
 		c.u32(uint32(int32(int64(addr) - int64(next))))
@@ -121,9 +99,9 @@ func (c *compiler) callAbs(addr uintptr) {
 	c.callR(rax)
 }
 
-// localCall emits a BPF-to-BPF call to the function starting at target.
-func (c *compiler) localCall(pc, target int) {
-	if c.depthCheck {
+// LocalCall emits a BPF-to-BPF call to the function starting at target.
+func (c *compiler) LocalCall(pc, target int) {
+	if c.DepthCheck {
 		// In the frame at depth d (outermost = 1), rsp = r12 - (d-1)*subFrameSize;
 		// a call is allowed while d < MaxCallDepth.
 		c.leaRM(tmp3, frameReg, -int32((MaxCallDepth-2)*subFrameSize))
@@ -134,15 +112,16 @@ func (c *compiler) localCall(pc, target int) {
 	c.fixups = append(c.fixups, fixup{at: at, target: int32(target), kind: fixCall})
 }
 
-// callx calls the helper whose id is in r through the program's helper
+// Callx calls the helper whose id is in r through the program's helper
 // table; an id without a helper faults (FaultCallx).
-func (c *compiler) callx(pc int, r reg) {
-	if c.tableLen == 0 {
+func (c *compiler) Callx(pc int, ebpf asm.Register) {
+	r := regMap[ebpf]
+	if c.TableLen == 0 {
 		c.fault(FaultCallx, pc, c.jmpRel32())
 		return
 	}
 	c.aluRR(opMovMR, true, tmp3, r)
-	c.aluRI(extCmp, true, tmp3, c.tableLen)
+	c.aluRI(extCmp, true, tmp3, c.TableLen)
 	c.fault(FaultCallx, pc, c.jccRel32(ccAE))
 	c.tableRefs = append(c.tableRefs, c.leaRIP(tmp2))
 	c.loadRMIndex8(tmp2, tmp2, tmp3)
@@ -161,11 +140,11 @@ func (c *compiler) fault(kind FaultKind, pc int, at int32) {
 // from r12, so it works at any call depth), the unwind stub, one stub per
 // fault site, the callx thunks and table.
 func (c *compiler) emitCold() {
-	if len(c.unwinds) == 0 && len(c.faults) == 0 && c.tableLen == 0 {
+	if len(c.unwinds) == 0 && len(c.faults) == 0 && c.TableLen == 0 {
 		return // no way out but exit
 	}
 	c.align(16)
-	retCommon := c.len()
+	retCommon := c.Len()
 	// Without the r12 anchor there are no BPF-to-BPF calls or callx thunks:
 	// every unwind leaves from the outermost frame's body, where rsp already
 	// points at the frame.
@@ -173,7 +152,7 @@ func (c *compiler) emitCold() {
 		c.aluRR(opMovMR, true, rsp, frameReg)
 	}
 	c.mainReturn()
-	unwind := c.len()
+	unwind := c.Len()
 	c.aluRR(opXorMR, false, rax, rax)
 	c.aluRR(opXorMR, false, rdx, rdx)
 	c.jmpBack(0, true, retCommon)
@@ -181,17 +160,17 @@ func (c *compiler) emitCold() {
 		c.bindRel32(at, unwind)
 	}
 	for _, f := range c.faults {
-		c.bindRel32(f.at, c.len())
+		c.bindRel32(f.at, c.Len())
 		c.aluRR(opXorMR, false, rax, rax)
 		c.movRI32(rdx, f.word)
 		c.jmpBack(0, true, retCommon)
 	}
-	if c.tableLen == 0 {
+	if c.TableLen == 0 {
 		return
 	}
 	// Thunks for helpers that unwind on zero: entered with rsp ≡ 8 (mod 16).
-	entries := make([]uint64, c.tableLen)
-	for _, id := range c.helperIDs {
+	entries := make([]uint64, c.TableLen)
+	for _, id := range c.HelperIDs {
 		h := c.prog.Helpers[helpers.ID(id)]
 		if h.Addr == 0 {
 			continue
@@ -200,7 +179,7 @@ func (c *compiler) emitCold() {
 			entries[id] = uint64(h.Addr)
 			continue
 		}
-		entries[id] = uint64(c.base) + uint64(c.len())
+		entries[id] = uint64(c.base) + uint64(c.Len())
 		c.aluRI(extSub, true, rsp, 8)
 		c.callAbs(h.Addr)
 		c.aluRI(extAdd, true, rsp, 8)
@@ -209,7 +188,7 @@ func (c *compiler) emitCold() {
 		c.ret()
 	}
 	c.align(8)
-	table := c.len()
+	table := c.Len()
 	for _, e := range entries {
 		c.u64(e)
 	}
@@ -220,7 +199,7 @@ func (c *compiler) emitCold() {
 
 // align pads with int3 to a multiple of n.
 func (c *compiler) align(n int32) {
-	for c.len()%n != 0 {
+	for c.Len()%n != 0 {
 		c.byte1(0xcc)
 	}
 }

@@ -4,14 +4,14 @@ import (
 	"fmt"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/internal/execmem"
-	"github.com/ncclbpf/ncclbpf/structure"
+	"github.com/ncclbpf/ncclbpf/jit/internal/analysis"
+	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
 // MaxInstructions is the largest program (in slots) the JIT compiles; fault
 // words carry the pc in 24 bits.
-const MaxInstructions = 1 << 20
+const MaxInstructions = analysis.MaxInstructions
 
 // MaxCallDepth is the number of frames (the main program and the
 // BPF-to-BPF calls nested in it) that may be live at once: the
@@ -64,44 +64,19 @@ func Compile(p *vm.Program) (*Executable, error) {
 	if p == nil {
 		return nil, fmt.Errorf("jit: compile: nil program: %w", ErrInvalidProgram)
 	}
-	c := &compiler{prog: p, insns: p.Insns}
-	if err := c.analyze(); err != nil {
+	c, err := newCompiler(p)
+	if err != nil {
 		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
 	}
-	c.foldConstLoads()
-	c.planFrame()
-	near := c.nearHint()
-	size := c.sizeBound()
-	for attempt := 0; ; attempt++ {
-		blk, err := execmem.Reserve(size, near)
-		if err != nil {
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		c.base = blk.Addr()
-		if err := c.emitProgram(); err != nil {
-			_ = blk.Free()
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		if len(c.b) > blk.Cap() {
-			// The bound was too small: reserve what is needed and emit again
-			// (code depends on its address through rel32 helper calls).
-			_ = blk.Free()
-			if attempt > 2 {
-				return nil, fmt.Errorf("jit: program %q: code size %d keeps exceeding its reservation", p.Name, len(c.b))
-			}
-			size = len(c.b) + 4096
-			continue
-		}
-		if err := blk.Seal(c.b); err != nil {
-			_ = blk.Free()
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		mapOff := append([]int32(nil), c.pcOff...)
-		for f := 1; f < len(c.funcStart); f++ {
-			mapOff[c.funcStart[f]] = c.entryOff[f] // the prologue belongs to the entry pc
-		}
-		return &Executable{name: p.Name, block: blk, entry: blk.Addr(), pcOff: mapOff, code: blk.Code()}, nil
+	blk, err := executable.Build(p.Name, c.sizeBound(), c.NearHint(), func(base uintptr) ([]byte, error) {
+		c.base = base
+		err := c.emitProgram()
+		return c.b, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &Executable{executable.New(p.Name, "amd64", blk, c.pcOff, c.FuncStart, c.entryOff)}, nil
 }
 
 // compiler holds the state of one compilation.
@@ -111,19 +86,8 @@ type compiler struct {
 	insns []asm.Instruction
 	base  uintptr // address the code will run at
 
-	// Analysis results.
-	sp         *structure.Program
-	second     []bool  // slot pc is the second half of an LD_IMM64
-	funcStart  []int32 // entry pcs of the functions, ascending; [0] = 0
-	funcOf     []int32 // index into funcStart of the function holding each pc
-	depthCheck bool    // emit a call-depth check at each BPF-to-BPF call
-	helperIDs  []int32 // ids of p.Helpers, ascending (callx table order)
-	tableLen   int32   // entries in the callx table (max id + 1), 0 if no callx
-	hasCallx   bool
-	frame      mainFrame // prologue and epilogue of the outermost function
-	folded     []bool    // load at pc reads a frozen map: emit mov foldVal[pc] (nil: none)
-	foldVal    []uint64
-	dropLd     []bool // lddw at pc is dead after folding: emit nothing
+	*analysis.Info           // what the lowering needs to know (jit/internal/analysis)
+	frame          mainFrame // prologue and epilogue of the outermost function
 
 	// Emission state.
 	pcOff     []int32 // native offset of each pc (len n+1)
@@ -154,16 +118,15 @@ type faultSite struct {
 	word uint32
 }
 
-// nearHint returns an address the code should be placed near: the first
-// helper, so that helper calls can be rel32.
-func (c *compiler) nearHint() uintptr {
-	var best uintptr
-	for _, h := range c.prog.Helpers {
-		if h.Addr != 0 && (best == 0 || h.Addr < best) {
-			best = h.Addr
-		}
+// newCompiler analyses p and plans its outermost frame.
+func newCompiler(p *vm.Program) (*compiler, error) {
+	a, err := analysis.Analyze(p)
+	if err != nil {
+		return nil, err
 	}
-	return best
+	c := &compiler{Info: a, prog: p, insns: p.Insns}
+	c.planFrame()
+	return c, nil
 }
 
 // maxSlotBytes bounds the code one instruction slot produces (the largest,
@@ -172,7 +135,7 @@ const maxSlotBytes = 96
 
 func (c *compiler) sizeBound() int {
 	n := len(c.insns)
-	return 256 + n*maxSlotBytes + len(c.funcStart)*64 + int(c.tableLen)*8 + len(c.helperIDs)*32
+	return 256 + n*maxSlotBytes + len(c.FuncStart)*64 + int(c.TableLen)*8 + len(c.HelperIDs)*32
 }
 
 // emitProgram emits the whole program at c.base.
@@ -185,51 +148,22 @@ func (c *compiler) emitProgram() error {
 	c.fixups, c.faults, c.unwinds, c.tableRefs = c.fixups[:0], c.faults[:0], c.unwinds[:0], c.tableRefs[:0]
 	if c.pcOff == nil {
 		c.pcOff = make([]int32, n+1)
-		c.entryOff = make([]int32, len(c.funcStart))
+		c.entryOff = make([]int32, len(c.FuncStart))
 	}
-	c.mainPrologue()
-	for pc := 0; pc < n; pc++ {
-		f := c.funcOf[pc]
-		if f > 0 && int(c.funcStart[f]) == pc {
-			c.entryOff[f] = c.len()
-			c.subPrologue()
-		}
-		c.pcOff[pc] = c.len()
-		ins := c.insns[pc]
-		if err := c.emitInsn(pc, ins); err != nil {
-			return err
-		}
-		if ins.IsLdImm64() {
-			pc++
-			c.pcOff[pc] = c.len()
-		}
+	if err := c.Lower(c, c.pcOff, c.entryOff); err != nil {
+		return err
 	}
-	c.pcOff[n] = c.len()
 	c.emitCold()
 	for _, fx := range c.fixups {
 		switch fx.kind {
 		case fixJump:
 			c.bindRel32(fx.at, c.pcOff[fx.target])
 		case fixCall:
-			c.bindRel32(fx.at, c.entryOff[c.funcOf[fx.target]])
+			c.bindRel32(fx.at, c.entryOff[c.FuncOf[fx.target]])
 		}
 	}
 	return nil
 }
 
-// emitInsn emits one instruction (both slots of an LD_IMM64).
-func (c *compiler) emitInsn(pc int, ins asm.Instruction) error {
-	switch ins.Op.Class() {
-	case asm.ClassALU, asm.ClassALU64:
-		return c.alu(pc, ins)
-	case asm.ClassJMP, asm.ClassJMP32:
-		return c.jump(pc, ins)
-	case asm.ClassLD:
-		return c.ldImm64(pc, ins)
-	case asm.ClassLDX:
-		return c.load(pc, ins)
-	case asm.ClassST, asm.ClassSTX:
-		return c.store(pc, ins)
-	}
-	return errAt(pc, ins, "unknown instruction class")
-}
+// errAt formats a compile error at pc.
+var errAt = analysis.ErrAt

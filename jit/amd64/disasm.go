@@ -2,7 +2,6 @@ package amd64
 
 import (
 	"fmt"
-	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -29,33 +28,10 @@ func NativeLines(code []byte, start, end int) []string {
 }
 
 // Listing writes the eBPF instructions of x's program, each followed by the
-// native code it compiled to, then the out-of-line code. insns must be the
-// program x was compiled from.
+// native code it compiled to (Intel syntax), then the out-of-line code.
+// insns must be the program x was compiled from.
 func (x *Executable) Listing(insns []asm.Instruction) string {
-	code := x.Code()
-	if code == nil {
-		return "(closed)\n"
-	}
-	var b strings.Builder
-	m := x.PCMap()
-	fmt.Fprintf(&b, "; prologue\n")
-	for _, l := range NativeLines(code, 0, m[0].Start) {
-		fmt.Fprintf(&b, "\t%s\n", l)
-	}
-	for pc := 0; pc < len(insns) && pc < len(m); {
-		text, width := asm.FormatAt(insns, pc)
-		fmt.Fprintf(&b, "%d: %s\n", pc, text)
-		end := m[min(pc+width, len(m))-1].End
-		for _, l := range NativeLines(code, m[pc].Start, end) {
-			fmt.Fprintf(&b, "\t%s\n", l)
-		}
-		pc += width
-	}
-	fmt.Fprintf(&b, "; out of line: common return, unwind and fault stubs, callx table (%d bytes)\n", len(code)-m[len(m)-1].End)
-	for _, l := range NativeLines(code, m[len(m)-1].End, len(code)) {
-		fmt.Fprintf(&b, "\t%s\n", l)
-	}
-	return b.String()
+	return x.compiled.Listing(insns, NativeLines)
 }
 
 // Disassemble compiles p and returns its listing: each eBPF instruction

@@ -1,5 +1,12 @@
 // Package amd64 compiles eBPF programs (vm.Program) to x86-64 machine code.
 //
+// The package is an encoder and a lowering of each instruction. What it
+// knows about a program before lowering it (functions, jump targets, the
+// helper table, folded loads, registers read before written) comes from
+// jit/internal/analysis, which starts from the structure every engine
+// trusts (package structure) and serves jit/arm64 alike; the compiled
+// program, its C trampoline, faults and pc map are jit/internal/executable's.
+//
 // # Entry point
 //
 // The compiled code is a System V function
@@ -79,8 +86,9 @@
 // on every call) are read at compile time: "lddw rX, map_value(i)+off"
 // followed, on straight-line code with rX unchanged, by "ldx rY, [rX+k]"
 // inside one value becomes "mov rY, value" (sign-extended for ldxs), and the
-// lddw disappears when nothing else reads rX (constfold.go). A store by an
-// unverified program into such a map is not seen by folded loads.
+// lddw disappears when nothing else reads rX (the analysis, shared with
+// jit/arm64, is jit/internal/analysis's). A store by an unverified program
+// into such a map is not seen by folded loads.
 //
 // # Differences from the interpreter
 //
@@ -93,7 +101,7 @@
 // read them). Everything else, including every fault the interpreter
 // reports on programs it accepts (callx to an unknown id, call depth), and
 // the set of programs it refuses, is the same: the conformance corpus and
-// the differential tests (diff_test.go) check it.
+// the differential tests (jit/internal/jittest) check it.
 //
 // # Lifetime
 //

@@ -80,7 +80,8 @@ type enc struct {
 	b []byte
 }
 
-func (e *enc) len() int32 { return int32(len(e.b)) }
+// Len is the number of bytes emitted so far.
+func (e *enc) Len() int32 { return int32(len(e.b)) }
 
 func (e *enc) byte1(v byte)              { e.b = append(e.b, v) }
 func (e *enc) bytes(v ...byte)           { e.b = append(e.b, v...) }
@@ -402,7 +403,7 @@ func (e *enc) leaRM(dst, base reg, disp int32) {
 func (e *enc) leaRIP(dst reg) int32 {
 	e.rex(true, dst, 0, 0, false)
 	e.bytes(0x8d, 0x05|byte(dst&7)<<3)
-	at := e.len()
+	at := e.Len()
 	e.u32(0)
 	return at
 }
@@ -447,7 +448,7 @@ func (e *enc) callR(r reg) {
 // callRel32 emits "call rel32" and returns the offset of rel32.
 func (e *enc) callRel32() int32 {
 	e.byte1(0xe8)
-	at := e.len()
+	at := e.Len()
 	e.u32(0)
 	return at
 }
@@ -455,7 +456,7 @@ func (e *enc) callRel32() int32 {
 // jmpRel32 emits "jmp rel32" and returns the offset of rel32.
 func (e *enc) jmpRel32() int32 {
 	e.byte1(0xe9)
-	at := e.len()
+	at := e.Len()
 	e.u32(0)
 	return at
 }
@@ -463,7 +464,7 @@ func (e *enc) jmpRel32() int32 {
 // jccRel32 emits "jcc rel32" (0F 80+cc) and returns the offset of rel32.
 func (e *enc) jccRel32(cc byte) int32 {
 	e.bytes(0x0f, 0x80|cc)
-	at := e.len()
+	at := e.Len()
 	e.u32(0)
 	return at
 }
@@ -471,18 +472,18 @@ func (e *enc) jccRel32(cc byte) int32 {
 // jccRel8 emits "jcc rel8" (70+cc) and returns the offset of rel8.
 func (e *enc) jccRel8(cc byte) int32 {
 	e.bytes(0x70|cc, 0)
-	return e.len() - 1
+	return e.Len() - 1
 }
 
 // jmpRel8 emits "jmp rel8" (EB) and returns the offset of rel8.
 func (e *enc) jmpRel8() int32 {
 	e.bytes(0xeb, 0)
-	return e.len() - 1
+	return e.Len() - 1
 }
 
 // bindRel8 points the rel8 at "at" to the current offset.
 func (e *enc) bindRel8(at int32) {
-	d := e.len() - (at + 1)
+	d := e.Len() - (at + 1)
 	if d > 127 || d < -128 {
 		panic("BUG: jit/amd64: short jump out of range")
 	}
@@ -494,7 +495,7 @@ func (e *enc) bindRel32(at, target int32) { e.patch32(at, target-(at+4)) }
 
 // jmpBack emits a jump to the already known offset target, short when it fits.
 func (e *enc) jmpBack(cc byte, always bool, target int32) {
-	d := target - (e.len() + 2)
+	d := target - (e.Len() + 2)
 	if d >= -128 {
 		if always {
 			e.bytes(0xeb, byte(int8(d)))

@@ -17,7 +17,8 @@ import "github.com/ncclbpf/ncclbpf/asm"
 //   - alloc: the 512-byte eBPF stack only when r10 is named, plus 8 bytes
 //     when needed to keep rsp 16-byte aligned at helper calls;
 //   - zero: only the registers that some path may read before writing them
-//     (the interpreter starts r0 and r3-r9 at 0; see mayReadUninit).
+//     (the interpreter starts r0 and r3-r9 at 0; see
+//     analysis.Info.MayReadUninit).
 type mainFrame struct {
 	saved    []reg // pushed in this order, popped in reverse
 	alloc    int32 // bytes subtracted from rsp after the pushes
@@ -27,22 +28,11 @@ type mainFrame struct {
 	fullSave bool  // the frame of programs with BPF-to-BPF calls
 }
 
-// Register bit masks over eBPF registers.
-const (
-	regsArgs   = 1<<asm.R1 | 1<<asm.R2 | 1<<asm.R3 | 1<<asm.R4 | 1<<asm.R5
-	regsCaller = 1<<asm.R0 | regsArgs // clobbered by a helper call
-	// regsEntry are defined on entry: r1 = ctx, r2 = len, r10 = frame pointer.
-	regsEntry = 1<<asm.R1 | 1<<asm.R2 | 1<<asm.R10
-)
-
-// zeroOrder lists the registers the interpreter starts at 0, in the order
-// the prologue zeroes them.
-var zeroOrder = [...]asm.Register{asm.R0, asm.R3, asm.R4, asm.R5, asm.R6, asm.R7, asm.R8, asm.R9}
-
-// planFrame decides the outermost frame (after analyze).
+// planFrame decides the outermost frame (after analysis).
 func (c *compiler) planFrame() {
+	use := c.Frame()
 	fr := &c.frame
-	if len(c.funcStart) > 1 {
+	if use.Full {
 		*fr = mainFrame{
 			saved:    []reg{rbp, rbx, r12, r13, r14, r15},
 			alloc:    mainStackAlloc,
@@ -50,177 +40,32 @@ func (c *compiler) planFrame() {
 			stack:    true,
 			fullSave: true,
 		}
-		for _, r := range zeroOrder {
-			fr.zero = append(fr.zero, regMap[r])
-		}
-		return
-	}
-	var named uint16 // registers some instruction names
-	calls := false
-	for pc, ins := range c.insns {
-		if c.second[pc] {
-			continue
-		}
-		named |= 1<<ins.Dst | 1<<ins.Src
-		if ins.Op == asm.OpCall || ins.Op == asm.OpCallX {
-			calls = true
-		}
-	}
-	*fr = mainFrame{anchor: c.hasCallx, stack: named&(1<<asm.R10) != 0}
-	for _, s := range [...]struct {
-		x   reg
-		use bool
-	}{
-		{rbp, fr.stack},
-		{rbx, named&(1<<asm.R6) != 0},
-		{r12, fr.anchor},
-		{r13, named&(1<<asm.R7) != 0},
-		{r14, named&(1<<asm.R8) != 0},
-		{r15, named&(1<<asm.R9) != 0},
-	} {
-		if s.use {
-			fr.saved = append(fr.saved, s.x)
-		}
-	}
-	if fr.stack {
-		fr.alloc = asm.StackSize
-	}
-	// On entry rsp ≡ 8 (mod 16) (the return address); helper calls need 0.
-	if calls && (8+8*int32(len(fr.saved))+fr.alloc)%16 != 0 {
-		fr.alloc += 8
-	}
-	uninit := c.mayReadUninit()
-	for _, r := range zeroOrder {
-		if uninit&(1<<r) != 0 {
-			fr.zero = append(fr.zero, regMap[r])
-		}
-	}
-}
-
-// regUse returns the eBPF registers ins may read and those it surely
-// writes (as bit masks). Reads may be over-approximated and writes
-// under-approximated: either only adds zeroing.
-func regUse(ins asm.Instruction) (reads, writes uint16) {
-	x := ins.Op.Source() == asm.SourceX
-	dst, src := uint16(1)<<ins.Dst, uint16(1)<<ins.Src
-	switch ins.Op.Class() {
-	case asm.ClassALU, asm.ClassALU64:
-		switch op := ins.Op.ALUOp(); op {
-		case asm.ALUMov:
-			if x {
-				reads = src
-			}
-		case asm.ALUNeg, asm.ALUEnd:
-			reads = dst
-		default:
-			reads = dst
-			if x {
-				reads |= src
+	} else {
+		*fr = mainFrame{anchor: c.HasCallx, stack: use.UsesStack()}
+		for _, s := range [...]struct {
+			x   reg
+			use bool
+		}{
+			{rbp, fr.stack},
+			{rbx, use.Uses(asm.R6)},
+			{r12, fr.anchor},
+			{r13, use.Uses(asm.R7)},
+			{r14, use.Uses(asm.R8)},
+			{r15, use.Uses(asm.R9)},
+		} {
+			if s.use {
+				fr.saved = append(fr.saved, s.x)
 			}
 		}
-		writes = dst
-	case asm.ClassLD:
-		writes = dst
-	case asm.ClassLDX:
-		reads, writes = src, dst
-	case asm.ClassST:
-		reads = dst
-	case asm.ClassSTX:
-		reads = dst | src
-		if ins.Op.Mode() == asm.ModeAtomic {
-			switch {
-			case ins.Imm == asm.AtomicCmpXchg:
-				reads |= 1 << asm.R0
-				writes = 1 << asm.R0
-			case ins.Imm&asm.AtomicFetch != 0:
-				writes = src
-			}
+		if fr.stack {
+			fr.alloc = asm.StackSize
 		}
-	case asm.ClassJMP, asm.ClassJMP32:
-		switch ins.Op.JumpOp() {
-		case asm.JumpExit:
-			reads = 1 << asm.R0
-		case asm.JumpA:
-		case asm.JumpCall:
-			// Helpers receive r1-r5 whatever their prototype (the values are
-			// observable through them); r0-r5 are defined afterwards (the
-			// result, and what the interpreter keeps or the helper leaves).
-			reads, writes = regsArgs, regsCaller
-			switch {
-			case x:
-				reads |= dst
-			case ins.Src == asm.PseudoCall:
-				reads = 0x3ff // r0-r9: a subprogram may read anything
-				writes = 0
-			}
-		default:
-			reads = dst
-			if x {
-				reads |= src
-			}
+		// On entry rsp ≡ 8 (mod 16) (the return address); helper calls need 0.
+		if use.Calls && (8+8*int32(len(fr.saved))+fr.alloc)%16 != 0 {
+			fr.alloc += 8
 		}
 	}
-	return reads, writes
-}
-
-// mayReadUninit returns the registers (bit mask) that some path of the
-// outermost function may read before writing them: a forward must-analysis
-// of the defined registers (meet = intersection) over the control-flow
-// graph. Only called for programs of one function.
-func (c *compiler) mayReadUninit() uint16 {
-	n := len(c.insns)
-	in := make([]uint16, n)
-	for i := range in {
-		in[i] = 0xffff // not reached yet: the identity of the meet
+	for _, r := range use.Zero {
+		fr.zero = append(fr.zero, regMap[r])
 	}
-	seen := make([]bool, n)
-	in[0], seen[0] = regsEntry, true
-	work := []int{0}
-	flow := func(t int, out uint16) {
-		if t < 0 || t >= n { // analyze rejects such jumps; be safe anyway
-			return
-		}
-		if !seen[t] || in[t]&out != in[t] {
-			seen[t] = true
-			in[t] &= out
-			work = append(work, t)
-		}
-	}
-	for len(work) > 0 {
-		pc := work[len(work)-1]
-		work = work[:len(work)-1]
-		ins := c.insns[pc]
-		_, writes := regUse(ins)
-		out := in[pc] | writes
-		switch {
-		case ins.IsLdImm64():
-			flow(pc+2, out)
-		case ins.Op.Class().IsJump():
-			switch op := ins.Op.JumpOp(); op {
-			case asm.JumpExit:
-			case asm.JumpCall:
-				flow(pc+1, out)
-			case asm.JumpA:
-				off := int(ins.Off)
-				if ins.Op.Class() == asm.ClassJMP32 {
-					off = int(ins.Imm)
-				}
-				flow(pc+1+off, out)
-			default:
-				flow(pc+1, out)
-				flow(pc+1+int(ins.Off), out)
-			}
-		default:
-			flow(pc+1, out)
-		}
-	}
-	var uninit uint16
-	for pc, ins := range c.insns {
-		if !seen[pc] {
-			continue
-		}
-		reads, _ := regUse(ins)
-		uninit |= reads &^ in[pc]
-	}
-	return uninit &^ regsEntry
 }

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/jit/amd64/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/jittest"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -56,8 +57,8 @@ func FuzzDifferential(f *testing.F) {
 	f.Add(uint64(12345), uint8(90))
 	interp := vm.NewInterpreter()
 	f.Fuzz(func(t *testing.T, seed uint64, size uint8) {
-		if msg := diffOne(interp, seed, 5+int(size)%120); msg != "" {
-			p, _ := genProgram(seed, 5+int(size)%120)
+		if msg := jittest.DiffOne(interp, compileSeed, seed, 5+int(size)%120); msg != "" {
+			p, _ := jittest.GenProgram(seed, 5+int(size)%120)
 			t.Fatalf("seed %d size %d: %s\n%s", seed, size, msg, asm.Format(p.Insns))
 		}
 	})

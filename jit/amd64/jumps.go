@@ -18,27 +18,16 @@ var jumpCC = [16]byte{
 	asm.JumpSLE >> 4: ccLE,
 }
 
-// jump emits JMP and JMP32 instructions: ja, conditional jumps, call, exit.
-func (c *compiler) jump(pc int, ins asm.Instruction) error {
+// Goto emits ja and gotol.
+func (c *compiler) Goto(pc, target int) { c.jumpTo(0, true, pc, target) }
+
+// Branch emits a conditional JMP or JMP32 instruction.
+func (c *compiler) Branch(pc int, ins asm.Instruction, t int) error {
 	w := ins.Op.Class() == asm.ClassJMP
 	op := ins.Op.JumpOp()
-	switch op {
-	case asm.JumpExit:
-		c.exit(c.funcOf[pc] == 0)
-		return nil
-	case asm.JumpCall:
-		return c.call(pc, ins)
-	case asm.JumpA:
-		c.jumpTo(0, true, pc, c.sp.Target(pc))
-		return nil
-	}
 	cc := jumpCC[op>>4]
 	if cc == 0 {
 		return errAt(pc, ins, "unknown jump operation %#x", uint8(op))
-	}
-	t := pc + 1 + int(ins.Off)
-	if t == pc+1 {
-		return nil // flags are never live across instructions
 	}
 	dst := regMap[ins.Dst]
 	switch {

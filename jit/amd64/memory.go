@@ -2,21 +2,14 @@ package amd64
 
 import "github.com/ncclbpf/ncclbpf/asm"
 
-// load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
-func (c *compiler) load(pc int, ins asm.Instruction) error {
+// Load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
+func (c *compiler) Load(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	dst, base := regMap[ins.Dst], regMap[ins.Src]
-	if c.folded != nil && c.folded[pc] {
-		c.loadImm(dst, c.foldVal[pc]) // a frozen map's value (see foldConstLoads)
-		return nil
-	}
 	switch ins.Op.Mode() {
 	case asm.ModeMEM:
 		c.loadRM(size, dst, base, int32(ins.Off))
 	case asm.ModeMEMSX:
-		if size == 8 {
-			return errAt(pc, ins, "sign-extending load of 8 bytes")
-		}
 		c.loadsxRM(size, dst, base, int32(ins.Off))
 	default:
 		return errAt(pc, ins, "unsupported load mode %#x", uint8(ins.Op.Mode()))
@@ -24,8 +17,8 @@ func (c *compiler) load(pc int, ins asm.Instruction) error {
 	return nil
 }
 
-// store emits ST (immediate), STX (register) and STX|ATOMIC.
-func (c *compiler) store(pc int, ins asm.Instruction) error {
+// Store emits ST (immediate), STX (register) and STX|ATOMIC.
+func (c *compiler) Store(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	base := regMap[ins.Dst]
 	mode := ins.Op.Mode()
@@ -46,14 +39,7 @@ func (c *compiler) store(pc int, ins asm.Instruction) error {
 // a cmpxchg loop), xchg and cmpxchg. x86's locked instructions are
 // sequentially consistent.
 func (c *compiler) atomic(pc int, ins asm.Instruction) error {
-	var w bool
-	switch ins.Op.Size() {
-	case asm.SizeW:
-	case asm.SizeDW:
-		w = true
-	default:
-		return errAt(pc, ins, "atomic operation on %d bytes", ins.Op.Size().Bytes())
-	}
+	w := ins.Op.Size() == asm.SizeDW // the structure allows only W and DW
 	base, src, off := regMap[ins.Dst], regMap[ins.Src], int32(ins.Off)
 	switch ins.Imm {
 	case asm.AtomicAdd:
@@ -110,7 +96,7 @@ func (c *compiler) fetchLoop(op byte, w bool, base reg, off int32, src reg) {
 		operand = tmp2
 	}
 	c.loadRM(size, rax, base, off)
-	loop := c.len()
+	loop := c.Len()
 	c.aluRR(opMovMR, true, tmp3, rax)
 	c.aluRR(op, w, tmp3, operand)
 	c.lockCmpxchgMR(w, base, off, tmp3)
@@ -121,33 +107,5 @@ func (c *compiler) fetchLoop(op byte, w bool, base reg, off int32, src reg) {
 	}
 }
 
-// ldImm64 emits the two-slot LD_IMM64: a constant, a map handle
-// (PseudoMapFD) or the address of a map value (PseudoMapValue). The
-// validated structure (analyze) guarantees its form and map index.
-func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
-	v, _ := asm.Imm64(c.insns, pc)
-	maps := c.prog.Maps
-	switch ins.Src {
-	case asm.PseudoMapFD:
-		v = uint64(maps[ins.Imm].Handle)
-	case asm.PseudoMapValue:
-		m := maps[ins.Imm]
-		off := uint32(c.insns[pc+1].Imm)
-		if m.ArrayBase == 0 {
-			return errAt(pc, ins, "map %q has no direct value address", m.Name)
-		}
-		stride := m.ArrayStride
-		if stride == 0 {
-			stride = (m.ValueSize + 7) &^ 7
-		}
-		if size := uint64(stride) * uint64(m.MaxEntries); uint64(off) >= size {
-			return errAt(pc, ins, "offset %d beyond the %d bytes of map %q", off, size, m.Name)
-		}
-		v = uint64(m.ArrayBase) + uint64(off)
-	}
-	if c.dropLd != nil && c.dropLd[pc] {
-		return nil // only folded loads read it (see foldConstLoads)
-	}
-	c.loadImm(regMap[ins.Dst], v)
-	return nil
-}
+// Const sets eBPF register r to v (LD_IMM64, folded loads).
+func (c *compiler) Const(r asm.Register, v uint64) { c.loadImm(regMap[r], v) }

@@ -52,10 +52,11 @@ func BenchmarkCompileExamplePolicies(b *testing.B) {
 			b.Run(name+"/emit-only", func(b *testing.B) {
 				b.ReportMetric(float64(len(p.Insns)), "insns")
 				for b.Loop() {
-					c := &compiler{prog: p, insns: p.Insns, base: 0x10000000}
-					if err := c.analyze(); err != nil {
+					c, err := newCompiler(p)
+					if err != nil {
 						b.Fatal(err)
 					}
+					c.base = 0x10000000
 					if err := c.emitProgram(); err != nil {
 						b.Fatal(err)
 					}

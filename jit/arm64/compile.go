@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/internal/execmem"
+	"github.com/ncclbpf/ncclbpf/jit/internal/analysis"
+	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
 // MaxInstructions is the largest program (in slots) the JIT compiles; fault
 // words carry the pc in 24 bits.
-const MaxInstructions = 1 << 20
+const MaxInstructions = analysis.MaxInstructions
 
 // MaxCallDepth is the number of frames (the main program and the
 // BPF-to-BPF calls nested in it) that may be live at once: the
@@ -92,7 +93,10 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 	if p == nil {
 		return nil, fmt.Errorf("jit: compile: nil program: %w", ErrInvalidProgram)
 	}
-	c := &compiler{prog: p, insns: p.Insns}
+	c, err := newCompiler(p)
+	if err != nil {
+		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
+	}
 	switch o.Atomics {
 	case AtomicsAuto:
 		c.lse = hasLSE()
@@ -102,49 +106,23 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 	default:
 		return nil, fmt.Errorf("jit: program %q: unknown atomics mode %d", p.Name, o.Atomics)
 	}
-	if err := c.analyze(); err != nil {
-		return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-	}
-	c.foldConstLoads()
-	c.planFrame()
-	size := 256 + len(c.insns)*maxSlotBytes + int(c.tableLen)*8 + len(c.helperIDs)*48
-	for attempt := 0; ; attempt++ {
-		blk, err := execmem.Reserve(size, c.nearHint())
-		if err != nil {
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		c.base = blk.Addr()
-		err = c.emitProgram()
+	size := 256 + len(c.insns)*maxSlotBytes + int(c.TableLen)*8 + len(c.HelperIDs)*48
+	blk, err := executable.Build(p.Name, size, c.NearHint(), func(base uintptr) ([]byte, error) {
+		c.base = base
+		err := c.emitProgram()
 		if err == errBranchRange && !c.long {
 			// A conditional branch is beyond ±1 MiB: emit all of them as an
 			// inverted branch over an unconditional one.
-			_ = blk.Free()
 			c.long = true
-			continue
+			err = c.emitProgram()
 		}
-		if err != nil {
-			_ = blk.Free()
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		if len(c.b) > blk.Cap() {
-			_ = blk.Free()
-			if attempt > 3 {
-				return nil, fmt.Errorf("jit: program %q: code size %d keeps exceeding its reservation", p.Name, len(c.b))
-			}
-			size = len(c.b) + 4096
-			continue
-		}
-		if err := blk.Seal(c.b); err != nil {
-			_ = blk.Free()
-			return nil, fmt.Errorf("jit: program %q: %w", p.Name, err)
-		}
-		syncICache(blk.Addr(), len(c.b))
-		mapOff := append([]int32(nil), c.pcOff...)
-		for f := 1; f < len(c.funcStart); f++ {
-			mapOff[c.funcStart[f]] = c.entryOff[f] // the prologue belongs to the entry pc
-		}
-		return &Executable{name: p.Name, block: blk, entry: blk.Addr(), pcOff: mapOff, code: blk.Code()}, nil
+		return c.b, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	syncICache(blk.Addr(), blk.Len())
+	return &Executable{executable.New(p.Name, "arm64", blk, c.pcOff, c.FuncStart, c.entryOff)}, nil
 }
 
 // maxSlotBytes bounds the code of one instruction slot (the largest, an
@@ -152,16 +130,15 @@ func CompileWith(p *vm.Program, o Options) (*Executable, error) {
 // instructions).
 const maxSlotBytes = 96
 
-// nearHint returns an address the code should be placed near (the first
-// helper), so that helper calls can be direct BLs.
-func (c *compiler) nearHint() uintptr {
-	var best uintptr
-	for _, h := range c.prog.Helpers {
-		if h.Addr != 0 && (best == 0 || h.Addr < best) {
-			best = h.Addr
-		}
+// newCompiler analyses p and plans its outermost frame.
+func newCompiler(p *vm.Program) (*compiler, error) {
+	a, err := analysis.Analyze(p)
+	if err != nil {
+		return nil, err
 	}
-	return best
+	c := &compiler{Info: a, prog: p, insns: p.Insns}
+	c.planFrame()
+	return c, nil
 }
 
 // compiler holds the state of one compilation.
@@ -172,18 +149,8 @@ type compiler struct {
 	lse   bool // FEAT_LSE atomics
 	long  bool // conditional branches as b.!cond +8; b target
 
-	// Analysis results (structure.go, constfold.go).
-	second     []bool
-	funcStart  []int32
-	funcOf     []int32
-	depthCheck bool
-	helperIDs  []int32
-	tableLen   int32
-	hasCallx   bool
-	folded     []bool
-	foldVal    []uint64
-	dropLd     []bool
-	frame      mainFrame
+	*analysis.Info           // what the lowering needs to know (jit/internal/analysis)
+	frame          mainFrame // prologue and epilogue of the outermost function
 
 	// Emission state.
 	b        []byte
@@ -228,7 +195,8 @@ const (
 
 var errBranchRange = fmt.Errorf("conditional branch out of range")
 
-func (c *compiler) len() int32 { return int32(len(c.b)) }
+// Len is the number of bytes emitted so far.
+func (c *compiler) Len() int32 { return int32(len(c.b)) }
 
 // emit appends instruction words.
 func (c *compiler) emit(ws ...uint32) {
@@ -248,25 +216,10 @@ func (c *compiler) emitProgram() error {
 	c.faults = c.faults[:0]
 	c.unwinds = false
 	c.pcOff = make([]int32, n+1)
-	c.entryOff = make([]int32, len(c.funcStart))
-	c.mainPrologue()
-	for pc := 0; pc < n; pc++ {
-		f := c.funcOf[pc]
-		if f > 0 && int(c.funcStart[f]) == pc {
-			c.entryOff[f] = c.len()
-			c.subPrologue()
-		}
-		c.pcOff[pc] = c.len()
-		ins := c.insns[pc]
-		if err := c.emitInsn(pc, ins); err != nil {
-			return err
-		}
-		if ins.IsLdImm64() {
-			pc++
-			c.pcOff[pc] = c.len()
-		}
+	c.entryOff = make([]int32, len(c.FuncStart))
+	if err := c.Lower(c, c.pcOff, c.entryOff); err != nil {
+		return err
 	}
-	c.pcOff[n] = c.len()
 	labels := c.emitCold()
 	for _, fx := range c.fixups {
 		var to int32
@@ -274,7 +227,7 @@ func (c *compiler) emitProgram() error {
 		case toPC:
 			to = c.pcOff[fx.target]
 		case toFunc:
-			to = c.entryOff[c.funcOf[fx.target]]
+			to = c.entryOff[c.FuncOf[fx.target]]
 		case toLabel, toAbs64:
 			to = labels[fx.target]
 		}
@@ -298,37 +251,20 @@ func (c *compiler) emitProgram() error {
 	return nil
 }
 
-// emitInsn emits one instruction (both slots of an LD_IMM64).
-func (c *compiler) emitInsn(pc int, ins asm.Instruction) error {
-	switch ins.Op.Class() {
-	case asm.ClassALU, asm.ClassALU64:
-		return c.alu(pc, ins)
-	case asm.ClassJMP, asm.ClassJMP32:
-		return c.jump(pc, ins)
-	case asm.ClassLD:
-		return c.ldImm64(pc, ins)
-	case asm.ClassLDX:
-		return c.load(pc, ins)
-	case asm.ClassST, asm.ClassSTX:
-		return c.store(pc, ins)
-	}
-	return errAt(pc, ins, "unknown instruction class")
-}
-
 // branch emits B (always) or B.cond to a target patched later.
 func (c *compiler) branch(cc cond, tk targetKind, target int32) {
 	if cc == condAL {
-		c.fixups = append(c.fixups, fixup{at: c.len(), target: target, tk: tk, bk: brImm26})
+		c.fixups = append(c.fixups, fixup{at: c.Len(), target: target, tk: tk, bk: brImm26})
 		c.emit(encB(0))
 		return
 	}
 	if c.long {
 		c.emit(encBcond(cc.invert(), 8))
-		c.fixups = append(c.fixups, fixup{at: c.len(), target: target, tk: tk, bk: brImm26})
+		c.fixups = append(c.fixups, fixup{at: c.Len(), target: target, tk: tk, bk: brImm26})
 		c.emit(encB(0))
 		return
 	}
-	c.fixups = append(c.fixups, fixup{at: c.len(), target: target, tk: tk, bk: brImm19})
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: target, tk: tk, bk: brImm19})
 	c.emit(encBcond(cc, 0))
 }
 
@@ -343,7 +279,7 @@ func (c *compiler) cbz(nz bool, r reg, label int32) {
 		c.branch(condAL, toLabel, label)
 		return
 	}
-	c.fixups = append(c.fixups, fixup{at: c.len(), target: label, tk: toLabel, bk: brImm19})
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: label, tk: toLabel, bk: brImm19})
 	if nz {
 		c.emit(encCBNZ(true, r, 0))
 	} else {
@@ -353,7 +289,7 @@ func (c *compiler) cbz(nz bool, r reg, label int32) {
 
 // branchBack emits a branch to an already emitted offset.
 func (c *compiler) branchBack(cc cond, to int32) {
-	d := to - c.len()
+	d := to - c.Len()
 	if cc == condAL {
 		c.emit(encB(d))
 		return
@@ -363,7 +299,7 @@ func (c *compiler) branchBack(cc cond, to int32) {
 		return
 	}
 	c.emit(encBcond(cc.invert(), 8))
-	c.emit(encB(to - c.len()))
+	c.emit(encB(to - c.Len()))
 }
 
 // loadImm sets r to v: 64-bit (w) or 32-bit zero-extended, with the
@@ -421,7 +357,7 @@ func (c *compiler) patchAbs64(at int32, v uint64) {
 
 // loadAbs64Label emits a placeholder for the absolute address of a label.
 func (c *compiler) loadAbs64Label(r reg, label int32) {
-	c.fixups = append(c.fixups, fixup{at: c.len(), target: label, tk: toAbs64})
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: label, tk: toAbs64})
 	for range 4 {
 		c.emit(encMovWide(opMOVZ, true, r, 0, 0))
 	}
@@ -433,3 +369,6 @@ func (c *compiler) mov64(rd, rn reg) {
 		c.emit(encRRR(opORR, true, rd, xzr, rn))
 	}
 }
+
+// errAt formats a compile error at pc.
+var errAt = analysis.ErrAt

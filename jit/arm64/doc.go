@@ -53,9 +53,13 @@
 // membarrier(PRIVATE_EXPEDITED_SYNC_CORE) before publishing (see
 // plugin/sync_core.h).
 //
-// Loads from frozen read-only maps are folded to constants as in jit/amd64
-// (constfold.go). The code can be produced on any architecture (for its
-// size), but Run refuses to execute it elsewhere (ErrWrongArch).
+// Like jit/amd64, the package is an encoder and a lowering of each
+// instruction: the analysis before lowering (functions and jump targets
+// from package structure, the helper table, loads from frozen read-only
+// maps folded to constants, registers read before written) is
+// jit/internal/analysis's, the compiled program and its C trampoline
+// jit/internal/executable's. The code can be produced on any architecture
+// (for its size), but Run refuses to execute it elsewhere (ErrWrongArch).
 //
 // # Differences from the interpreter
 //

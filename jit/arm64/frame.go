@@ -6,9 +6,6 @@ import (
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
-// zeroOrder lists the registers the interpreter starts at 0.
-var zeroOrder = [...]asm.Register{asm.R0, asm.R3, asm.R4, asm.R5, asm.R6, asm.R7, asm.R8, asm.R9}
-
 // mainFrame describes the prologue and epilogue of the outermost function.
 //
 // Programs with BPF-to-BPF calls get the full frame: the frame record
@@ -21,7 +18,7 @@ var zeroOrder = [...]asm.Register{asm.R0, asm.R3, asm.R4, asm.R5, asm.R6, asm.R7
 // when it names r10, x24 when it uses callx (whose unwinding thunks leave
 // from below the frame); registers are stored in pairs (XZR pads an odd
 // count) so sp stays 16-byte aligned. It zeroes only the registers some
-// path may read before writing them (mayReadUninit).
+// path may read before writing them (analysis.Info.MayReadUninit).
 type mainFrame struct {
 	pairs  [][2]reg // stored in this order with STP pre-index, loaded in reverse
 	stack  bool     // 512-byte eBPF stack, r10 (x23) at its top
@@ -29,66 +26,50 @@ type mainFrame struct {
 	zero   []reg
 }
 
-// planFrame decides the outermost frame (after analyze).
+// planFrame decides the outermost frame (after analysis).
 func (c *compiler) planFrame() {
+	use := c.Frame()
 	fr := &c.frame
-	if len(c.funcStart) > 1 {
+	if use.Full {
 		*fr = mainFrame{pairs: [][2]reg{{x29, x30}, {x19, x20}, {x21, x22}, {x23, x24}}, stack: true, anchor: true}
-		for _, r := range zeroOrder {
-			fr.zero = append(fr.zero, regMap[r])
+	} else {
+		*fr = mainFrame{stack: use.UsesStack(), anchor: c.HasCallx}
+		if use.Calls {
+			fr.pairs = append(fr.pairs, [2]reg{x29, x30})
 		}
-		return
-	}
-	var named uint16
-	calls := false
-	for pc, ins := range c.insns {
-		if c.second[pc] {
-			continue
+		var regs []reg
+		for _, s := range [...]struct {
+			x   reg
+			use bool
+		}{
+			{x19, use.Uses(asm.R6)},
+			{x20, use.Uses(asm.R7)},
+			{x21, use.Uses(asm.R8)},
+			{x22, use.Uses(asm.R9)},
+			{x23, fr.stack},
+			{x24, fr.anchor},
+		} {
+			if s.use {
+				regs = append(regs, s.x)
+			}
 		}
-		named |= 1<<ins.Dst | 1<<ins.Src
-		if ins.Op == asm.OpCall || ins.Op == asm.OpCallX {
-			calls = true
-		}
-	}
-	*fr = mainFrame{stack: named&(1<<asm.R10) != 0, anchor: c.hasCallx}
-	if calls {
-		fr.pairs = append(fr.pairs, [2]reg{x29, x30})
-	}
-	var regs []reg
-	for _, s := range [...]struct {
-		x   reg
-		use bool
-	}{
-		{x19, named&(1<<asm.R6) != 0},
-		{x20, named&(1<<asm.R7) != 0},
-		{x21, named&(1<<asm.R8) != 0},
-		{x22, named&(1<<asm.R9) != 0},
-		{x23, fr.stack},
-		{x24, fr.anchor},
-	} {
-		if s.use {
-			regs = append(regs, s.x)
+		for i := 0; i < len(regs); i += 2 {
+			p := [2]reg{regs[i], xzr}
+			if i+1 < len(regs) {
+				p[1] = regs[i+1]
+			}
+			fr.pairs = append(fr.pairs, p)
 		}
 	}
-	for i := 0; i < len(regs); i += 2 {
-		p := [2]reg{regs[i], xzr}
-		if i+1 < len(regs) {
-			p[1] = regs[i+1]
-		}
-		fr.pairs = append(fr.pairs, p)
-	}
-	uninit := c.mayReadUninit()
-	for _, r := range zeroOrder {
-		if uninit&(1<<r) != 0 {
-			fr.zero = append(fr.zero, regMap[r])
-		}
+	for _, r := range use.Zero {
+		fr.zero = append(fr.zero, regMap[r])
 	}
 }
 
-// mainPrologue saves the registers of the frame plan, allocates the eBPF
+// MainPrologue saves the registers of the frame plan, allocates the eBPF
 // stack, points r10 at its top, sets the anchor and zeroes the registers
 // that may be read before written. sp stays 16-byte aligned throughout.
-func (c *compiler) mainPrologue() {
+func (c *compiler) MainPrologue() {
 	fr := &c.frame
 	for _, p := range fr.pairs {
 		c.emit(encSTPpre(p[0], p[1], sp, -16))
@@ -123,9 +104,9 @@ func (c *compiler) mainReturn() {
 	c.emit(insRET)
 }
 
-// subPrologue saves the frame record, r6-r9 and the caller's r10,
+// SubPrologue saves the frame record, r6-r9 and the caller's r10,
 // allocates a 512-byte eBPF stack and points r10 at its top.
-func (c *compiler) subPrologue() {
+func (c *compiler) SubPrologue() {
 	c.emit(
 		encSTPpre(x29, x30, sp, -16),
 		encRRI12(opADDi, true, x29, sp, 0),
@@ -148,8 +129,8 @@ func (c *compiler) subEpilogue() {
 	)
 }
 
-// exit returns from the current function.
-func (c *compiler) exit(outermost bool) {
+// Exit returns from the current function.
+func (c *compiler) Exit(outermost bool) {
 	if !outermost {
 		c.subEpilogue()
 		return
@@ -159,34 +140,9 @@ func (c *compiler) exit(outermost bool) {
 	c.mainReturn()
 }
 
-// call emits a helper call, a BPF-to-BPF call or callx.
-func (c *compiler) call(pc int, ins asm.Instruction) error {
-	switch {
-	case ins.Op == asm.OpCallX:
-		c.callx(pc, regMap[ins.Dst])
-		return nil
-	case ins.Op != asm.OpCall:
-		return errAt(pc, ins, "malformed call")
-	case ins.Src == asm.PseudoCall:
-		c.localCall(pc, pc+1+int(ins.Imm))
-		return nil
-	case ins.Src == asm.PseudoHelper:
-		h, ok := c.prog.Helpers[helpers.ID(ins.Imm)]
-		if !ok {
-			return errAt(pc, ins, "call to unknown helper %d", ins.Imm)
-		}
-		if h.Addr == 0 {
-			return errAt(pc, ins, "helper %d has no address", ins.Imm)
-		}
-		c.helperCall(h)
-		return nil
-	}
-	return errAt(pc, ins, "call with source %d", ins.Src)
-}
-
-// helperCall calls a native helper: r1-r5 already are x0-x4 (AAPCS64's
+// HelperCall calls a native helper: r1-r5 already are x0-x4 (AAPCS64's
 // first argument registers); the result comes back in x0 and moves to r0.
-func (c *compiler) helperCall(h vm.Helper) {
+func (c *compiler) HelperCall(_ int, h vm.Helper) {
 	c.callAbs(h.Addr)
 	c.mov64(regMap[asm.R0], x0)
 	if h.UnwindOnZero {
@@ -198,7 +154,7 @@ func (c *compiler) helperCall(h vm.Helper) {
 // callAbs calls an absolute address: BL when within ±128 MiB of the
 // code, else through x16.
 func (c *compiler) callAbs(addr uintptr) {
-	from := int64(c.base) + int64(c.len())
+	from := int64(c.base) + int64(c.Len())
 	if d := int64(addr) - from; d >= -(1<<27) && d < 1<<27 {
 		c.emit(encBL(int32(d)))
 		return
@@ -207,9 +163,9 @@ func (c *compiler) callAbs(addr uintptr) {
 	c.emit(encBLR(ipReg))
 }
 
-// localCall emits a BPF-to-BPF call to the function starting at target.
-func (c *compiler) localCall(pc, target int) {
-	if c.depthCheck {
+// LocalCall emits a BPF-to-BPF call to the function starting at target.
+func (c *compiler) LocalCall(pc, target int) {
+	if c.DepthCheck {
 		// In the frame at depth d (outermost = 1), sp = anchor - (d-1)*subFrameSize;
 		// a call is allowed while d < MaxCallDepth.
 		c.loadImm(true, tmp1, uint64((MaxCallDepth-2)*subFrameSize))
@@ -220,18 +176,19 @@ func (c *compiler) localCall(pc, target int) {
 		)
 		c.fault(condLO, FaultCallDepth, pc)
 	}
-	c.fixups = append(c.fixups, fixup{at: c.len(), target: int32(target), tk: toFunc, bk: brImm26})
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: int32(target), tk: toFunc, bk: brImm26})
 	c.emit(encBL(0))
 }
 
-// callx calls the helper whose id is in r through the program's helper
+// Callx calls the helper whose id is in r through the program's helper
 // table; an id without a helper faults (FaultCallx).
-func (c *compiler) callx(pc int, r reg) {
-	if c.tableLen == 0 {
+func (c *compiler) Callx(pc int, ebpf asm.Register) {
+	r := regMap[ebpf]
+	if c.TableLen == 0 {
 		c.fault(condAL, FaultCallx, pc)
 		return
 	}
-	c.loadImm(true, tmp1, uint64(c.tableLen))
+	c.loadImm(true, tmp1, uint64(c.TableLen))
 	c.emit(encRRR(opSUBS, true, xzr, r, tmp1))
 	c.fault(condHS, FaultCallx, pc)
 	c.loadAbs64Label(tabReg, labTable)
@@ -253,13 +210,13 @@ func (c *compiler) fault(cc cond, kind FaultKind, pc int) {
 // emitCold emits, after the program: the common return path (sp from the
 // anchor, so it works at any call depth), the unwind stub, one stub per
 // fault site, the thunks of unwinding helpers reached by callx, and the
-// callx table. It returns the offsets of the labels.
+// Callx table. It returns the offsets of the labels.
 func (c *compiler) emitCold() []int32 {
 	labels := make([]int32, labFirstFault+len(c.faults))
-	if !c.unwinds && len(c.faults) == 0 && c.tableLen == 0 {
+	if !c.unwinds && len(c.faults) == 0 && c.TableLen == 0 {
 		return labels // no way out but exit
 	}
-	labels[labRet] = c.len()
+	labels[labRet] = c.Len()
 	// Without the anchor there are no BPF-to-BPF calls or callx thunks:
 	// every unwind leaves from the outermost frame's body, where sp already
 	// points at the frame.
@@ -267,27 +224,27 @@ func (c *compiler) emitCold() []int32 {
 		c.emit(encRRI12(opADDi, true, sp, frameReg, 0))
 	}
 	c.mainReturn()
-	labels[labUnwind] = c.len()
+	labels[labUnwind] = c.Len()
 	c.emit(encRRR(opORR, true, x0, xzr, xzr), encRRR(opORR, true, x1, xzr, xzr))
 	c.branchBack(condAL, labels[labRet])
 	for i, w := range c.faults {
-		labels[labFirstFault+i] = c.len()
+		labels[labFirstFault+i] = c.Len()
 		c.emit(encRRR(opORR, true, x0, xzr, xzr))
 		c.loadImm(true, x1, uint64(w))
 		c.branchBack(condAL, labels[labRet])
 	}
-	if c.tableLen == 0 {
+	if c.TableLen == 0 {
 		return labels
 	}
-	entries := make([]uint64, c.tableLen)
-	for _, id := range c.helperIDs {
+	entries := make([]uint64, c.TableLen)
+	for _, id := range c.HelperIDs {
 		h := c.prog.Helpers[helpers.ID(id)]
 		if !h.UnwindOnZero {
 			entries[id] = uint64(h.Addr)
 			continue
 		}
 		// Thunk: keep the return address, call, unwind on zero.
-		entries[id] = uint64(c.base) + uint64(c.len())
+		entries[id] = uint64(c.base) + uint64(c.Len())
 		c.emit(encSTPpre(x29, x30, sp, -16), encRRI12(opADDi, true, x29, sp, 0))
 		c.callAbs(h.Addr)
 		c.emit(encLDPpost(x29, x30, sp, 16))
@@ -295,10 +252,10 @@ func (c *compiler) emitCold() []int32 {
 		c.branchBack(condAL, labels[labUnwind])
 		c.emit(insRET)
 	}
-	for c.len()%8 != 0 {
+	for c.Len()%8 != 0 {
 		c.emit(insBRK)
 	}
-	labels[labTable] = c.len()
+	labels[labTable] = c.Len()
 	for _, e := range entries {
 		c.emit(uint32(e), uint32(e>>32))
 	}

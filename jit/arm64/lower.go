@@ -2,17 +2,14 @@ package arm64
 
 import "github.com/ncclbpf/ncclbpf/asm"
 
-// alu emits an ALU (32-bit, zero-extending: every W-register write clears
+// ALU emits an ALU (32-bit, zero-extending: every W-register write clears
 // the upper half) or ALU64 instruction.
-func (c *compiler) alu(pc int, ins asm.Instruction) error {
+func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 	w := ins.Op.Class() == asm.ClassALU64
 	x := ins.Op.Source() == asm.SourceX
 	dst := regMap[ins.Dst]
 	src := regMap[ins.Src%asm.NumRegisters]
 	op := ins.Op.ALUOp()
-	if ins.Off != 0 && op != asm.ALUMov && op != asm.ALUDiv && op != asm.ALUMod {
-		return errAt(pc, ins, "offset %d on an ALU operation", ins.Off)
-	}
 	// operand returns src, or the immediate in tmp2.
 	operand := func() reg {
 		if x {
@@ -52,9 +49,6 @@ func (c *compiler) alu(pc int, ins asm.Instruction) error {
 	case asm.ALUMul:
 		c.emit(encR4(opMADD, w, dst, dst, operand(), xzr))
 	case asm.ALUDiv, asm.ALUMod:
-		if ins.Off != 0 && ins.Off != 1 {
-			return errAt(pc, ins, "division offset %d (0 unsigned, 1 signed)", ins.Off)
-		}
 		// UDIV/SDIV already give eBPF's results: x/0 = 0 and INT_MIN/-1 =
 		// INT_MIN (no trap); the remainder x - (x/y)*y is then x for y = 0
 		// and 0 for y = -1, as eBPF requires.
@@ -83,9 +77,6 @@ func (c *compiler) alu(pc int, ins asm.Instruction) error {
 // mov emits mov, mov32 and the sign-extending movsx forms (Off 8, 16, 32).
 func (c *compiler) mov(pc int, ins asm.Instruction, w, x bool, dst, src reg) error {
 	if !x {
-		if ins.Off != 0 {
-			return errAt(pc, ins, "offset %d on mov of an immediate", ins.Off)
-		}
 		c.loadImm(w, dst, uint64(int64(ins.Imm)))
 		return nil
 	}
@@ -97,9 +88,6 @@ func (c *compiler) mov(pc int, ins asm.Instruction, w, x bool, dst, src reg) err
 	case 8, 16:
 		c.emit(encBitfield(opSBFM, w, dst, src, 0, uint32(ins.Off)-1))
 	case 32:
-		if !w {
-			return errAt(pc, ins, "movsx32 from 32 bits")
-		}
 		c.emit(encBitfield(opSBFM, true, dst, src, 0, 31))
 	default:
 		return errAt(pc, ins, "movsx offset %d (want 8, 16 or 32)", ins.Off)
@@ -139,9 +127,6 @@ func (c *compiler) shift(op asm.ALUOp, w, x bool, dst, src reg, imm int32) {
 // endian emits le (ALU|END|K), be (ALU|END|X) and bswap (ALU64|END|K) on a
 // little-endian CPU.
 func (c *compiler) endian(pc int, ins asm.Instruction, w, x bool, dst reg) error {
-	if w && x {
-		return errAt(pc, ins, "bswap with a register source")
-	}
 	swap := w || x
 	switch ins.Imm {
 	case 16:
@@ -194,21 +179,14 @@ func (c *compiler) memOp(bytes int, opc uint32, rt, rn reg, off int32) {
 	}
 }
 
-// load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
-func (c *compiler) load(pc int, ins asm.Instruction) error {
+// Load emits LDX: zero-extending (MEM) or sign-extending (MEMSX) loads.
+func (c *compiler) Load(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	dst, base := regMap[ins.Dst], regMap[ins.Src]
-	if c.folded != nil && c.folded[pc] {
-		c.loadImm(true, dst, c.foldVal[pc]) // a frozen map's value (see foldConstLoads)
-		return nil
-	}
 	switch ins.Op.Mode() {
 	case asm.ModeMEM:
 		c.memOp(size, ldstLoad, dst, base, int32(ins.Off))
 	case asm.ModeMEMSX:
-		if size == 8 {
-			return errAt(pc, ins, "sign-extending load of 8 bytes")
-		}
 		c.memOp(size, ldstLoadSX, dst, base, int32(ins.Off))
 	default:
 		return errAt(pc, ins, "unsupported load mode %#x", uint8(ins.Op.Mode()))
@@ -216,8 +194,8 @@ func (c *compiler) load(pc int, ins asm.Instruction) error {
 	return nil
 }
 
-// store emits ST (immediate), STX (register) and STX|ATOMIC.
-func (c *compiler) store(pc int, ins asm.Instruction) error {
+// Store emits ST (immediate), STX (register) and STX|ATOMIC.
+func (c *compiler) Store(pc int, ins asm.Instruction) error {
 	size := ins.Op.Size().Bytes()
 	base := regMap[ins.Dst]
 	mode := ins.Op.Mode()
@@ -246,14 +224,7 @@ func (c *compiler) store(pc int, ins asm.Instruction) error {
 // would lose the acquire half); without it, an LDAXR/STLXR loop followed
 // by DMB ISH.
 func (c *compiler) atomic(pc int, ins asm.Instruction) error {
-	var w bool
-	switch ins.Op.Size() {
-	case asm.SizeW:
-	case asm.SizeDW:
-		w = true
-	default:
-		return errAt(pc, ins, "atomic operation on %d bytes", ins.Op.Size().Bytes())
-	}
+	w := ins.Op.Size() == asm.SizeDW // the structure allows only W and DW
 	base, src, off := regMap[ins.Dst], regMap[ins.Src], int32(ins.Off)
 	// The address goes to tmp1.
 	switch {
@@ -302,13 +273,13 @@ func (c *compiler) atomic(pc int, ins asm.Instruction) error {
 		c.emit(encLSE(lseOp, w, operand, old, tmp1))
 		return nil
 	}
-	loop := c.len()
+	loop := c.Len()
 	c.emit(
 		encLDAXR(w, tmp2, tmp1),
 		encRRR(rrr, w, tmp3, tmp2, src),
 		encSTLXR(w, tmp4, tmp3, tmp1),
 	)
-	c.emit(encCBNZ(false, tmp4, loop-c.len()))
+	c.emit(encCBNZ(false, tmp4, loop-c.Len()))
 	c.emit(insDMBISH)
 	if fetch {
 		c.emit(encRRR(opORR, w, src, xzr, tmp2))
@@ -322,9 +293,9 @@ func (c *compiler) xchg(w bool, src reg) {
 		c.emit(encLSE(lseSWP, w, src, src, tmp1))
 		return
 	}
-	loop := c.len()
+	loop := c.Len()
 	c.emit(encLDAXR(w, tmp2, tmp1), encSTLXR(w, tmp4, src, tmp1))
-	c.emit(encCBNZ(false, tmp4, loop-c.len()))
+	c.emit(encCBNZ(false, tmp4, loop-c.Len()))
 	c.emit(insDMBISH, encRRR(opORR, w, src, xzr, tmp2))
 }
 
@@ -336,55 +307,16 @@ func (c *compiler) cmpxchg(w bool, src reg) {
 		c.emit(encCASAL(w, r0, src, tmp1))
 		return
 	}
-	loop := c.len()
+	loop := c.Len()
 	c.emit(encLDAXR(w, tmp2, tmp1), encRRR(opSUBS, w, xzr, tmp2, r0))
 	c.emit(encBcond(condNE, 12)) // to the barrier
 	c.emit(encSTLXR(w, tmp4, src, tmp1))
-	c.emit(encCBNZ(false, tmp4, loop-c.len()))
+	c.emit(encCBNZ(false, tmp4, loop-c.Len()))
 	c.emit(insDMBISH, encRRR(opORR, w, r0, xzr, tmp2))
 }
 
-// ldImm64 emits the two-slot LD_IMM64: a constant, a map handle
-// (PseudoMapFD) or the address of a map value (PseudoMapValue).
-func (c *compiler) ldImm64(pc int, ins asm.Instruction) error {
-	if !ins.IsLdImm64() {
-		return errAt(pc, ins, "unsupported ld instruction (legacy packet access?)")
-	}
-	v, _ := asm.Imm64(c.insns, pc)
-	maps := c.prog.Maps
-	switch ins.Src {
-	case 0:
-	case asm.PseudoMapFD:
-		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
-			return errAt(pc, ins, "map index %d outside the %d maps", ins.Imm, len(maps))
-		}
-		v = uint64(maps[ins.Imm].Handle)
-	case asm.PseudoMapValue:
-		if ins.Imm < 0 || int(ins.Imm) >= len(maps) {
-			return errAt(pc, ins, "map index %d outside the %d maps", ins.Imm, len(maps))
-		}
-		m := maps[ins.Imm]
-		off := uint32(c.insns[pc+1].Imm)
-		if m.ArrayBase == 0 {
-			return errAt(pc, ins, "map %q has no direct value address", m.Name)
-		}
-		stride := m.ArrayStride
-		if stride == 0 {
-			stride = (m.ValueSize + 7) &^ 7
-		}
-		if size := uint64(stride) * uint64(m.MaxEntries); uint64(off) >= size {
-			return errAt(pc, ins, "offset %d beyond the %d bytes of map %q", off, size, m.Name)
-		}
-		v = uint64(m.ArrayBase) + uint64(off)
-	default:
-		return errAt(pc, ins, "unsupported lddw source %d", ins.Src)
-	}
-	if c.dropLd != nil && c.dropLd[pc] {
-		return nil // only folded loads read it (see foldConstLoads)
-	}
-	c.loadImm(true, regMap[ins.Dst], v)
-	return nil
-}
+// Const sets eBPF register r to v (LD_IMM64, folded loads).
+func (c *compiler) Const(r asm.Register, v uint64) { c.loadImm(true, regMap[r], v) }
 
 // jumpCC maps eBPF conditional jumps to condition codes (after CMP, or TST
 // for jset).
@@ -402,40 +334,16 @@ var jumpCC = [16]cond{
 	asm.JumpSLE >> 4: condLE,
 }
 
-// jump emits JMP and JMP32 instructions: ja, conditional jumps, call, exit.
-func (c *compiler) jump(pc int, ins asm.Instruction) error {
+// Goto emits ja and gotol.
+func (c *compiler) Goto(pc, target int) { c.jumpTo(condAL, pc, target) }
+
+// Branch emits a conditional JMP or JMP32 instruction.
+func (c *compiler) Branch(pc int, ins asm.Instruction, t int) error {
 	w := ins.Op.Class() == asm.ClassJMP
 	op := ins.Op.JumpOp()
-	switch op {
-	case asm.JumpExit:
-		if !w || ins.Op.Source() != asm.SourceK {
-			return errAt(pc, ins, "malformed exit")
-		}
-		c.exit(c.funcOf[pc] == 0)
-		return nil
-	case asm.JumpCall:
-		if !w {
-			return errAt(pc, ins, "call in the jmp32 class")
-		}
-		return c.call(pc, ins)
-	case asm.JumpA:
-		if ins.Op.Source() != asm.SourceK {
-			return errAt(pc, ins, "ja with a register source")
-		}
-		off := int(ins.Off)
-		if !w {
-			off = int(ins.Imm)
-		}
-		c.jumpTo(condAL, pc, pc+1+off)
-		return nil
-	}
 	cc := jumpCC[op>>4]
 	if cc == 0 && op != asm.JumpEq {
 		return errAt(pc, ins, "unknown jump operation %#x", uint8(op))
-	}
-	t := pc + 1 + int(ins.Off)
-	if t == pc+1 {
-		return nil // flags are never live across instructions
 	}
 	dst := regMap[ins.Dst]
 	y := regMap[ins.Src]

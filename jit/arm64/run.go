@@ -1,171 +1,43 @@
 package arm64
 
-/*
-#include <stdint.h>
-
-typedef struct { uint64_t r0; uint64_t fault; } ncclbpf_jit_result;
-typedef ncclbpf_jit_result (*ncclbpf_jit_fn)(void *ctx, uint64_t len);
-
-static ncclbpf_jit_result ncclbpf_jit_call(uintptr_t fn, void *ctx, uint64_t len) {
-	return ((ncclbpf_jit_fn)fn)(ctx, len);
-}
-
-// ncclbpf_jit_loop calls fn n times from C (benchmarks: no cgo cost per call).
-static uint64_t ncclbpf_jit_loop(uintptr_t fn, void *ctx, uint64_t len, uint64_t n) {
-	uint64_t acc = 0;
-	for (uint64_t i = 0; i < n; i++) acc += ((ncclbpf_jit_fn)fn)(ctx, len).r0;
-	return acc;
-}
-*/
-import "C"
-
-import (
-	"errors"
-	"fmt"
-	"runtime"
-	"sync"
-	"unsafe"
-
-	"github.com/ncclbpf/ncclbpf/internal/execmem"
-	"github.com/ncclbpf/ncclbpf/vm"
-)
+import "github.com/ncclbpf/ncclbpf/jit/internal/executable"
 
 // FaultKind says why a compiled program stopped abnormally. The native code
 // returns it in the low 8 bits of its fault word, the pc above them.
-type FaultKind uint8
+type FaultKind = executable.FaultKind
 
 // Fault kinds.
 const (
 	// FaultCallDepth: a BPF-to-BPF call would exceed MaxCallDepth frames.
-	FaultCallDepth FaultKind = 1
+	FaultCallDepth = executable.FaultCallDepth
 	// FaultCallx: callx with an id that is not in the program's helper table.
-	FaultCallx FaultKind = 2
+	FaultCallx = executable.FaultCallx
 )
 
 // Sentinel errors, wrapped by *FaultError. They are the interpreter's, so
-// errors.Is works alike for both engines.
+// errors.Is works alike for every engine.
 var (
 	// ErrCallDepth (vm.ErrCallDepth): see FaultCallDepth.
-	ErrCallDepth = vm.ErrCallDepth
+	ErrCallDepth = executable.ErrCallDepth
 	// ErrUnknownHelper (vm.ErrUnknownHelper): see FaultCallx.
-	ErrUnknownHelper = vm.ErrUnknownHelper
+	ErrUnknownHelper = executable.ErrUnknownHelper
 	// ErrClosed is returned by Run after Close.
-	ErrClosed = errors.New("jit: program closed")
-	// ErrWrongArch is returned by Run on a CPU that is not AArch64 (the
-	// code can still be compiled there, for its size and disassembly).
-	ErrWrongArch = errors.New("AArch64 code cannot run on " + runtime.GOARCH)
+	ErrClosed = executable.ErrClosed
+	// ErrWrongArch is returned by Run on a CPU that is not AArch64 (the code
+	// can still be compiled there, for its size and disassembly).
+	ErrWrongArch = executable.ErrWrongArch
 )
 
 // FaultError is a run-time fault of a compiled program.
-type FaultError struct {
-	Program string
-	PC      int
-	Kind    FaultKind
-}
-
-func (e *FaultError) Error() string {
-	return fmt.Sprintf("jit: program %q: pc %d: %v", e.Program, e.PC, e.Unwrap())
-}
-
-// Unwrap returns the sentinel error of e.Kind.
-func (e *FaultError) Unwrap() error {
-	switch e.Kind {
-	case FaultCallDepth:
-		return ErrCallDepth
-	case FaultCallx:
-		return ErrUnknownHelper
-	}
-	return fmt.Errorf("fault kind %d", e.Kind)
-}
-
-// Executable is a compiled program. It implements vm.NativeExecutable.
-type Executable struct {
-	name  string
-	pcOff []int32 // native offset of each pc, len(insns)+1 entries
-
-	mu    sync.Mutex
-	block *execmem.Block
-	entry uintptr
-	code  []byte
-}
-
-// Entry returns the address of the native entry point (see the package
-// doc for its signature); 0 after Close.
-func (x *Executable) Entry() uintptr {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.entry
-}
-
-// Run executes the program with r1 = &mem[0] (0 when mem is empty) and
-// r2 = len(mem). It may be called from several goroutines at once, never
-// concurrently with Close.
-func (x *Executable) Run(mem []byte) (uint64, error) {
-	entry := x.Entry()
-	if entry == 0 {
-		return 0, ErrClosed
-	}
-	if runtime.GOARCH != "arm64" {
-		return 0, fmt.Errorf("jit: program %q: %w", x.name, ErrWrongArch)
-	}
-	var p unsafe.Pointer
-	if len(mem) > 0 {
-		p = unsafe.Pointer(&mem[0])
-	}
-	r := C.ncclbpf_jit_call(C.uintptr_t(entry), p, C.uint64_t(len(mem)))
-	if r.fault != 0 {
-		return 0, &FaultError{Program: x.name, PC: int(r.fault >> 8), Kind: FaultKind(r.fault & 0xff)}
-	}
-	return uint64(r.r0), nil
-}
-
-// runLoop calls the program n times from C and returns the sum of the
-// results (benchmarks).
-func (x *Executable) runLoop(mem []byte, n int) uint64 {
-	var p unsafe.Pointer
-	if len(mem) > 0 {
-		p = unsafe.Pointer(&mem[0])
-	}
-	return uint64(C.ncclbpf_jit_loop(C.uintptr_t(x.Entry()), p, C.uint64_t(len(mem)), C.uint64_t(n)))
-}
-
-// Close unmaps the code. The caller guarantees that no thread is running it
-// or about to call Entry's address. Close is idempotent.
-func (x *Executable) Close() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.block == nil {
-		return nil
-	}
-	err := x.block.Free()
-	x.block, x.entry, x.code = nil, 0, nil
-	if err != nil {
-		return fmt.Errorf("jit: program %q: close: %w", x.name, err)
-	}
-	return nil
-}
-
-// Code returns the machine code (read-only memory; nil after Close).
-func (x *Executable) Code() []byte {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.code
-}
+type FaultError = executable.FaultError
 
 // Range is the native code generated for one eBPF pc: bytes [Start, End)
 // from the entry point. The second slot of an LD_IMM64 has an empty range.
-type Range struct {
-	PC         int
-	Start, End int
-}
+type Range = executable.Range
 
-// PCMap returns, for each eBPF pc, the native code range it compiled to.
-// Code before the first range is the prologue; code after the last is the
-// out-of-line part (common return, fault stubs, callx table).
-func (x *Executable) PCMap() []Range {
-	out := make([]Range, len(x.pcOff)-1)
-	for pc := range out {
-		out[pc] = Range{PC: pc, Start: int(x.pcOff[pc]), End: int(x.pcOff[pc+1])}
-	}
-	return out
-}
+// Executable is a compiled program: Run, Entry, Close, Code and PCMap (the
+// native range of each eBPF pc). It implements vm.NativeExecutable.
+type Executable struct{ *compiled }
+
+// compiled is the architecture-independent part of an Executable.
+type compiled = executable.Executable

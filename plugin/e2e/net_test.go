@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -48,11 +49,17 @@ func netArtifacts(t *testing.T) {
 // lines by rank, and its stderr.
 func netHost(t *testing.T, env []string, args ...string) ([2]map[string]string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, netArt.host, args...)
+	cmd := hostCommand(netArt.host, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cleanEnv(), append([]string{"NCCLBPF_CONTROL=0"}, env...)...)
+	// both ranks are in the process group of net_host: a hang kills them all
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	timer := time.AfterFunc(2*time.Minute, func() {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	defer timer.Stop()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -246,6 +253,33 @@ func TestNetFallback(t *testing.T) {
 				t.Errorf("want one warning per process mentioning %q, got:\n%s", c.warn, stderr)
 			}
 		})
+	}
+}
+
+// TestNetTiming: a request is timed (two cycle-counter reads) only for a
+// program that reads start_ns, end_ns or duration_ns, as the verifier lists
+// the context fields each program reads. A program that reads only flags sees
+// every send untimed; one that reads duration_ns sees every send timed.
+func TestNetTiming(t *testing.T) {
+	netArtifacts(t)
+	const ch, msgs = 2, 100
+	for _, c := range []struct {
+		obj            string
+		untimed, timed uint64
+	}{
+		{"testhost/net_timing_flags.bpf.o", ch * msgs, 0},
+		{"testhost/net_timing_times.bpf.o", 0, ch * msgs},
+	} {
+		r, _ := netHost(t, []string{"NCCLBPF_POLICY=" + c.obj, "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+			"transfer", art.lib, "11", strconv.Itoa(ch), strconv.Itoa(msgs), "4")
+		checkTransfer(t, r, ch*msgs)
+		for rank := 0; rank < 2; rank++ {
+			m := r[rank]
+			if s, u, d := num(t, m, "m_sends"), num(t, m, "m_untimed"), num(t, m, "m_timed"); s != ch*msgs || u != c.untimed || d != c.timed {
+				t.Errorf("%s, rank %d: %d sends, %d untimed, %d with a duration; want %d, %d, %d",
+					c.obj, rank, s, u, d, ch*msgs, c.untimed, c.timed)
+			}
+		}
 	}
 }
 

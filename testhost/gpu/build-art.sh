@@ -6,6 +6,7 @@
 #   p2p_count.bpf.o, p2p_count_b.bpf.o (-DVARIANT_B: the object a reload swaps in),
 #   unsafe_null_deref.bpf.o, unsafe_join.bpf.o (rejected by the verifier, on purpose)
 #   footprint, libnative.so, libemptygo.so   for scripts/footprint.sh
+#   net_host, libnccl-net-tcpnet.so          for testhost/gpu/net-check.sh and scripts/bench-net.sh
 # The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
 # .o files are copied otherwise); the committed ones are left alone.
 set -euo pipefail
@@ -21,6 +22,8 @@ go build -buildmode=c-shared -o "$ART/libemptygo.so" ./testhost/emptygo
 rm -f "$ART/libemptygo.h"
 gcc -O2 -Wall -Werror -shared -fPIC -o "$ART/libnative.so" testhost/native_size_aware.c
 gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -I include -o "$ART/footprint" testhost/footprint.c -ldl
+gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -o "$ART/net_host" testhost/net_host.c -ldl
+gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -shared -fPIC -o "$ART/libnccl-net-tcpnet.so" testhost/tcpnet.c
 CLANG=${CLANG:-/usr/bin/clang-19}
 if [ -x "$CLANG" ]; then
 	C=("$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include)

@@ -38,7 +38,8 @@ static uint64_t ctest_unwind(uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
 	return a1;
 }
 
-// Checks that the stack is 16-byte aligned at the call, as AAPCS64 requires:
+// Checks that the stack is 16-byte aligned at the call, as the C ABIs
+// require (System V, AAPCS64):
 // returns 1 if it is, 0 if not (the address of a 16-aligned local tells).
 static uint64_t ctest_aligned(uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5) {
 	ctest_rec(7, a1, a2, a3, a4, a5);

@@ -1,4 +1,4 @@
-package amd64
+package jittest
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/jit/amd64/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -80,9 +80,9 @@ type gen struct {
 	items  int  // items left in the current function
 }
 
-// genProgram returns a random program (size: about how many items the main
+// GenProgram returns a random program (size: about how many items the main
 // function gets) and a random initial mem buffer.
-func genProgram(seed uint64, size int) (*vm.Program, []byte) {
+func GenProgram(seed uint64, size int) (*vm.Program, []byte) {
 	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	g.base = asm.R6 + asm.Register(g.r.IntN(4))
 	g.nfuncs = 1 + g.r.IntN(4)
@@ -384,24 +384,7 @@ func (g *gen) dynAccess() {
 		asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUAdd, asm.SourceX), Dst: t, Src: g.base})
 	size := genSizes[g.r.IntN(4)]
 	off := int16(g.r.IntN(16/size.Bytes())) * int16(size.Bytes())
-	if (size == asm.SizeW || size == asm.SizeDW) && g.r.IntN(3) == 0 {
-		g.atomicAt(t, off, size == asm.SizeDW, t)
-	} else {
-		// A store must not store the pointer itself; a load may overwrite t.
-		switch g.r.IntN(3) {
-		case 0:
-			g.f.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassLDX, asm.ModeMEM, size), Dst: g.writable(), Src: t, Off: off})
-		case 1:
-			g.f.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassST, asm.ModeMEM, size), Dst: t, Off: off, Imm: g.imm()})
-		default:
-			src := g.readable()
-			for src == t {
-				src = g.readable()
-			}
-			g.f.emit(asm.Instruction{Op: asm.MemOpCode(asm.ClassSTX, asm.ModeMEM, size), Dst: t, Src: src, Off: off})
-		}
-	}
-	g.setConst(t)
+	g.accessVia(t, size, off)
 }
 
 // mapAccess loads T = &value(0)+off0 with lddw map_value and accesses
@@ -413,6 +396,13 @@ func (g *gen) mapAccess() {
 	off0 := 8 * int32(g.r.IntN(genArraySize/8))
 	g.f.emit(asm.Instruction{Op: asm.OpLdImm64, Dst: t, Src: asm.PseudoMapValue}, asm.Instruction{Imm: off0})
 	off := int16((int32(g.r.IntN(int(genArraySize-off0-nb+1))) / nb) * nb) // aligned, in bounds
+	g.accessVia(t, size, off)
+}
+
+// accessVia loads, stores or atomically updates [t+off] (size bytes; atomics
+// only for words and double words), then makes the pointer t a scalar
+// again. A store must not store the pointer itself; a load may overwrite t.
+func (g *gen) accessVia(t asm.Register, size asm.Size, off int16) {
 	if (size == asm.SizeW || size == asm.SizeDW) && g.r.IntN(3) == 0 {
 		g.atomicAt(t, off, size == asm.SizeDW, t)
 	} else {

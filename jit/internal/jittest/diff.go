@@ -1,4 +1,4 @@
-package amd64
+package jittest
 
 import (
 	"bytes"
@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/jit/amd64/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
+	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
-// Differential testing: random programs (gen_test.go) run on the reference
+// Differential testing: random programs (gen.go) run on the reference
 // interpreter and on the JIT must agree on r0, the error (both or neither,
 // of the same kind), the final mem buffer, the array map's values and the
 // sequence of helper calls.
@@ -42,26 +43,30 @@ func runOn(x vm.Executable, mem []byte) runResult {
 	return runResult{r0: r0, err: err, mem: m, arr: genArrayBytes(), calls: calls, n: n}
 }
 
-// sameFault reports whether the interpreter's and the JIT's errors mean the
+// SameFault reports whether the interpreter's and the JIT's errors mean the
 // same thing.
-func sameFault(ei, ej error) bool {
+func SameFault(ei, ej error) bool {
 	switch {
 	case ei == nil || ej == nil:
 		return ei == nil && ej == nil
 	case errors.Is(ei, vm.ErrUnknownHelper):
-		return errors.Is(ej, ErrUnknownHelper)
+		return errors.Is(ej, executable.ErrUnknownHelper)
 	case errors.Is(ei, vm.ErrCallDepth):
-		return errors.Is(ej, ErrCallDepth)
+		return errors.Is(ej, executable.ErrCallDepth)
 	}
 	return false
 }
 
-// diffOne generates program seed, runs it on both engines and describes
-// the first disagreement ("" if none).
-func diffOne(interp vm.Engine, seed uint64, size int) string {
-	p, mem := genProgram(seed, size)
+// CompileSeed compiles generated program seed with the backend under test
+// (a backend may choose a lowering by seed).
+type CompileSeed func(p *vm.Program, seed uint64) (vm.Executable, error)
+
+// DiffOne generates program seed, runs it on the interpreter and on the
+// JIT and describes the first disagreement ("" if none).
+func DiffOne(interp vm.Engine, compile CompileSeed, seed uint64, size int) string {
+	p, mem := GenProgram(seed, size)
 	xi, erri := interp.Compile(p)
-	xj, errj := Compile(p)
+	xj, errj := compile(p, seed)
 	if erri != nil || errj != nil {
 		if xi != nil {
 			xi.Close()
@@ -76,7 +81,7 @@ func diffOne(interp vm.Engine, seed uint64, size int) string {
 	ri := runOn(xi, mem)
 	rj := runOn(xj, mem)
 	switch {
-	case !sameFault(ri.err, rj.err):
+	case !SameFault(ri.err, rj.err):
 		return fmt.Sprintf("errors differ: interp %v, jit %v", ri.err, rj.err)
 	case ri.err == nil && ri.r0 != rj.r0:
 		return fmt.Sprintf("r0: interp %#x, jit %#x", ri.r0, rj.r0)
@@ -99,7 +104,10 @@ func diffOne(interp vm.Engine, seed uint64, size int) string {
 	return ""
 }
 
-func TestDifferential(t *testing.T) {
+// Differential runs diffSeedPrograms generated programs (or
+// NCCLBPF_DIFF_N, from seed NCCLBPF_DIFF_SEED) on the interpreter and the
+// JIT and fails on the first five disagreements.
+func Differential(t *testing.T, compile CompileSeed) {
 	n, first := uint64(diffSeedPrograms), uint64(0)
 	if s := os.Getenv("NCCLBPF_DIFF_N"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -117,26 +125,26 @@ func TestDifferential(t *testing.T) {
 	}
 	interp := vm.NewInterpreter()
 	start := time.Now()
-	var insns, faults int
+	var insns int
 	mismatches := 0
 	for seed := first; seed < first+n; seed++ {
 		size := 10 + int(seed%90)
-		if msg := diffOne(interp, seed, size); msg != "" {
+		if msg := DiffOne(interp, compile, seed, size); msg != "" {
 			mismatches++
-			p, _ := genProgram(seed, size)
+			p, _ := GenProgram(seed, size)
 			t.Errorf("seed %d (size %d): %s\nprogram:\n%s", seed, size, msg, asm.Format(p.Insns))
 			if mismatches >= 5 {
 				t.Fatalf("stopping after %d mismatches", mismatches)
 			}
 		}
 		if seed%100 == 0 || n > diffSeedPrograms {
-			p, _ := genProgram(seed, size)
+			p, _ := GenProgram(seed, size)
 			insns += len(p.Insns)
 		}
 		if n > diffSeedPrograms && (seed-first+1)%100000 == 0 {
 			t.Logf("%d programs, %d mismatches, %v", seed-first+1, mismatches, time.Since(start).Round(time.Second))
 		}
 	}
-	_ = faults
+
 	t.Logf("%d programs (seeds %d..%d), %d mismatches, %v", n, first, first+n-1, mismatches, time.Since(start).Round(time.Millisecond))
 }

@@ -1,4 +1,4 @@
-package arm64
+package analysis
 
 import (
 	"unsafe"
@@ -13,7 +13,7 @@ import (
 // frozen for the control plane and read-only for programs: its contents
 // never change once the program is compiled. A load through
 // "lddw rX, map_value(i)+off" from such a map is therefore a constant, and
-// the JIT emits "mov rY, value" instead of the memory load. rX is tracked
+// the JITs emit a move of the value instead of the memory load. rX is tracked
 // forward from the lddw while it certainly still holds the pointer: no
 // write to rX, no jump target (or function entry) in between; a
 // conditional jump keeps the state on its fall-through path, whose only
@@ -39,10 +39,10 @@ type constPtr struct {
 	off int64
 }
 
-// foldConstLoads fills c.foldVal/c.folded (loads replaced by a constant)
-// and c.dropLd (lddws not emitted).
-func (c *compiler) foldConstLoads() {
-	maps := c.prog.Maps
+// foldConstLoads fills a.FoldVal/a.Folded (loads replaced by a constant)
+// and a.DropLd (lddws not emitted).
+func (a *Info) foldConstLoads() {
+	maps := a.prog.Maps
 	have := false
 	for _, m := range maps {
 		if constMap(m) {
@@ -53,58 +53,42 @@ func (c *compiler) foldConstLoads() {
 	if !have {
 		return
 	}
-	n := len(c.insns)
+	n := len(a.insns)
 	target := make([]bool, n)
-	for _, s := range c.funcStart {
+	for _, s := range a.FuncStart {
 		target[s] = true
 	}
 	for pc := 0; pc < n; pc++ {
-		if c.second[pc] {
-			continue
-		}
-		ins := c.insns[pc]
-		cl := ins.Op.Class()
-		if !cl.IsJump() {
-			continue
-		}
-		op := ins.Op.JumpOp()
-		if op == asm.JumpExit || op == asm.JumpCall {
-			continue
-		}
-		off := int(ins.Off)
-		if cl == asm.ClassJMP32 && op == asm.JumpA {
-			off = int(ins.Imm)
-		}
-		if t := pc + 1 + off; t >= 0 && t < n {
-			target[t] = true
+		if a.Structure.Kind(pc).IsJump() {
+			target[a.Structure.Target(pc)] = true
 		}
 	}
 
 	var st [asm.NumRegisters]constPtr
 	clearAll := func() { st = [asm.NumRegisters]constPtr{} }
 	for pc := 0; pc < n; pc++ {
-		if c.second[pc] {
+		if a.Second[pc] {
 			continue
 		}
 		if target[pc] {
 			clearAll()
 		}
-		ins := c.insns[pc]
+		ins := a.insns[pc]
 		switch cl := ins.Op.Class(); {
 		case ins.IsLdImm64():
 			st[ins.Dst] = constPtr{}
 			if ins.Src == asm.PseudoMapValue && ins.Imm >= 0 && int(ins.Imm) < len(maps) && constMap(maps[ins.Imm]) {
-				st[ins.Dst] = constPtr{ok: true, m: ins.Imm, off: int64(uint32(c.insns[pc+1].Imm))}
+				st[ins.Dst] = constPtr{ok: true, m: ins.Imm, off: int64(uint32(a.insns[pc+1].Imm))}
 			}
 		case cl == asm.ClassLDX:
 			if p := st[ins.Src]; p.ok {
 				if v, ok := readConst(maps[p.m], p.off+int64(ins.Off), ins); ok {
-					if c.folded == nil {
-						c.folded = make([]bool, n)
-						c.foldVal = make([]uint64, n)
-						c.dropLd = make([]bool, n)
+					if a.Folded == nil {
+						a.Folded = make([]bool, n)
+						a.FoldVal = make([]uint64, n)
+						a.DropLd = make([]bool, n)
 					}
-					c.folded[pc], c.foldVal[pc] = true, v
+					a.Folded[pc], a.FoldVal[pc] = true, v
 				}
 			}
 			st[ins.Dst] = constPtr{}
@@ -128,13 +112,13 @@ func (c *compiler) foldConstLoads() {
 			clearAll()
 		}
 	}
-	if c.folded == nil {
+	if a.Folded == nil {
 		return
 	}
 	for pc := 0; pc < n; pc++ {
-		ins := c.insns[pc]
-		if !c.second[pc] && ins.IsLdImm64() && ins.Src == asm.PseudoMapValue && c.usedOnlyByFolds(pc, ins.Dst, target) {
-			c.dropLd[pc] = true
+		ins := a.insns[pc]
+		if !a.Second[pc] && ins.IsLdImm64() && ins.Src == asm.PseudoMapValue && a.usedOnlyByFolds(pc, ins.Dst, target) {
+			a.DropLd[pc] = true
 		}
 	}
 }
@@ -143,14 +127,14 @@ func (c *compiler) foldConstLoads() {
 // is dead: on the straight-line code after it (no jump target, no branch)
 // it is overwritten before anything but a folded load reads it, or the
 // program exits with r other than r0.
-func (c *compiler) usedOnlyByFolds(pc int, r asm.Register, target []bool) bool {
-	n := len(c.insns)
+func (a *Info) usedOnlyByFolds(pc int, r asm.Register, target []bool) bool {
+	n := len(a.insns)
 	for q := pc + 2; q < n; q++ {
 		if target[q] {
 			return false
 		}
-		ins := c.insns[q]
-		if c.folded[q] {
+		ins := a.insns[q]
+		if a.Folded[q] {
 			if ins.Dst == r {
 				return true
 			}

@@ -1,4 +1,4 @@
-package arm64
+package analysis
 
 import "github.com/ncclbpf/ncclbpf/asm"
 
@@ -9,6 +9,58 @@ const (
 	// regsEntry are defined on entry: r1 = ctx, r2 = len, r10 = frame pointer.
 	regsEntry = 1<<asm.R1 | 1<<asm.R2 | 1<<asm.R10
 )
+
+// ZeroOrder lists the registers the interpreter starts at 0, in the order
+// the prologues zero them.
+var ZeroOrder = [...]asm.Register{asm.R0, asm.R3, asm.R4, asm.R5, asm.R6, asm.R7, asm.R8, asm.R9}
+
+// Frame is what the outermost function's prologue must provide.
+type Frame struct {
+	// Full: the program has BPF-to-BPF calls. The unwind and fault paths
+	// leave from any depth and skip the epilogues of the functions in
+	// between, so the outermost frame saves every callee-saved register
+	// the backend uses, allocates the eBPF stack and anchors itself.
+	Full bool
+	// Named is the set of eBPF registers (bit r) some instruction names;
+	// every register for a Full frame.
+	Named uint16
+	// Calls: some instruction calls a helper (call or callx).
+	Calls bool
+	// Zero are the registers to zero on entry, in ZeroOrder: all of them
+	// for a Full frame, else those that some path may read before writing
+	// them (MayReadUninit).
+	Zero []asm.Register
+}
+
+// UsesStack reports whether the frame needs the eBPF stack (r10 named).
+func (f Frame) UsesStack() bool { return f.Named&(1<<asm.R10) != 0 }
+
+// Uses reports whether register r is named.
+func (f Frame) Uses(r asm.Register) bool { return f.Named&(1<<r) != 0 }
+
+// Frame decides what the outermost function's prologue must provide.
+func (a *Info) Frame() Frame {
+	if len(a.FuncStart) > 1 {
+		return Frame{Full: true, Named: 1<<asm.NumRegisters - 1, Calls: true, Zero: ZeroOrder[:]}
+	}
+	var fr Frame
+	for pc, ins := range a.insns {
+		if a.Second[pc] {
+			continue
+		}
+		fr.Named |= 1<<ins.Dst | 1<<ins.Src
+		if ins.Op == asm.OpCall || ins.Op == asm.OpCallX {
+			fr.Calls = true
+		}
+	}
+	uninit := a.MayReadUninit()
+	for _, r := range ZeroOrder {
+		if uninit&(1<<r) != 0 {
+			fr.Zero = append(fr.Zero, r)
+		}
+	}
+	return fr
+}
 
 // regUse returns the eBPF registers ins may read and those it surely
 // writes (as bit masks). Reads may be over-approximated and writes
@@ -76,12 +128,12 @@ func regUse(ins asm.Instruction) (reads, writes uint16) {
 	return reads, writes
 }
 
-// mayReadUninit returns the registers (bit mask) that some path of the
+// MayReadUninit returns the registers (bit mask) that some path of the
 // outermost function may read before writing them: a forward must-analysis
 // of the defined registers (meet = intersection) over the control-flow
 // graph. Only called for programs of one function.
-func (c *compiler) mayReadUninit() uint16 {
-	n := len(c.insns)
+func (a *Info) MayReadUninit() uint16 {
+	n := len(a.insns)
 	in := make([]uint16, n)
 	for i := range in {
 		in[i] = 0xffff // not reached yet: the identity of the meet
@@ -90,7 +142,7 @@ func (c *compiler) mayReadUninit() uint16 {
 	in[0], seen[0] = regsEntry, true
 	work := []int{0}
 	flow := func(t int, out uint16) {
-		if t < 0 || t >= n { // analyze rejects such jumps; be safe anyway
+		if t < 0 || t >= n { // validation rejects such jumps; be safe anyway
 			return
 		}
 		if !seen[t] || in[t]&out != in[t] {
@@ -102,7 +154,7 @@ func (c *compiler) mayReadUninit() uint16 {
 	for len(work) > 0 {
 		pc := work[len(work)-1]
 		work = work[:len(work)-1]
-		ins := c.insns[pc]
+		ins := a.insns[pc]
 		_, writes := regUse(ins)
 		out := in[pc] | writes
 		switch {
@@ -128,7 +180,7 @@ func (c *compiler) mayReadUninit() uint16 {
 		}
 	}
 	var uninit uint16
-	for pc, ins := range c.insns {
+	for pc, ins := range a.insns {
 		if !seen[pc] {
 			continue
 		}
