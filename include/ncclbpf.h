@@ -13,7 +13,8 @@
  *
  * Maps are BTF-defined (`__uint(type, ...)`, `__type(key, ...)` in SEC(".maps")) and helpers are called
  * by their usual ids; both come from libbpf's <bpf/bpf_helpers.h>, included below when compiling for
- * BPF. Tunables are `volatile const` globals (.rodata), set by name at load time
+ * BPF (or, without libbpf's headers, from ncclbpf_helpers.h next to this file). Tunables are
+ * `volatile const` globals (.rodata), set by name at load time
  * (NCCLBPF_POLICY_CONFIG="name=value,...").
  *
  * The same header is included by the host side (the C shim in plugin/, testhost/): without __bpf__
@@ -47,7 +48,16 @@ typedef __u16 __be16;
 typedef __u32 __be32;
 typedef __u64 __be64;
 typedef __u32 __wsum;
+/* libbpf's helper declarations where installed (libbpf-dev); else the project's own. */
+#if defined(__has_include)
+#if __has_include(<bpf/bpf_helpers.h>)
 #include <bpf/bpf_helpers.h>
+#else
+#include "ncclbpf_helpers.h"
+#endif
+#else
+#include <bpf/bpf_helpers.h>
+#endif
 #else
 #include <linux/types.h>
 #endif
@@ -214,16 +224,45 @@ struct ncclbpf_chunk_ctx {
 #define NCCLBPF_F_RDONLY_PROG (1U << 7) /* Linux's BPF_F_RDONLY_PROG */
 #define NCCLBPF_F_WRONLY_PROG (1U << 8) /* Linux's BPF_F_WRONLY_PROG */
 #if defined(__bpf__)
-/* libbpf's headers leave these to <linux/bpf.h>, which a policy need not include (do not include it
- * after this header: it declares them as enumerators). */
-#ifndef BPF_F_RDONLY_PROG
-#define BPF_F_RDONLY_PROG NCCLBPF_F_RDONLY_PROG
-#endif
-#ifndef BPF_F_WRONLY_PROG
-#define BPF_F_WRONLY_PROG NCCLBPF_F_WRONLY_PROG
-#endif
 /* NCCLBPF_AGREED, inside a BTF map definition: the map is agreed (read-only for programs). */
 #define NCCLBPF_AGREED __uint(map_flags, BPF_F_RDONLY_PROG)
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Map types, update flags and map flags, numbered as Linux numbers them, for BTF map definitions
+ * and bpf_map_update_elem:
+ *
+ *     struct {
+ *         __uint(type, BPF_MAP_TYPE_ARRAY);
+ *         __uint(max_entries, 64);
+ *         __type(key, __u32);
+ *         __type(value, __u64);
+ *     } counts SEC(".maps");
+ *     ...
+ *     bpf_map_update_elem(&counts, &k, &v, BPF_ANY);
+ *
+ * libbpf's headers leave these to <linux/bpf.h>, which needs the architecture's include directory
+ * (-I /usr/include/x86_64-linux-gnu); a policy needs only this header and libbpf's. A policy that
+ * wants <linux/bpf.h> (or a vmlinux.h) anyway includes it before this header, which then uses its
+ * definitions (after this header, its enumerators would collide with these macros).
+ */
+#if defined(__bpf__) && !defined(__LINUX_BPF_H__) && !defined(__VMLINUX_H__)
+/* enum bpf_map_type: the types ncclbpf's loader accepts */
+#define BPF_MAP_TYPE_HASH            1
+#define BPF_MAP_TYPE_ARRAY           2
+#define BPF_MAP_TYPE_PERCPU_HASH     5
+#define BPF_MAP_TYPE_PERCPU_ARRAY    6
+#define BPF_MAP_TYPE_LRU_HASH        9
+#define BPF_MAP_TYPE_LRU_PERCPU_HASH 10
+#define BPF_MAP_TYPE_RINGBUF         27
+/* bpf_map_update_elem's flags */
+#define BPF_ANY     0 /* create an element or update an existing one */
+#define BPF_NOEXIST 1 /* create an element only if none exists */
+#define BPF_EXIST   2 /* update an existing element only */
+/* map_flags */
+#define BPF_F_NO_PREALLOC (1U << 0)
+#define BPF_F_RDONLY_PROG NCCLBPF_F_RDONLY_PROG
+#define BPF_F_WRONLY_PROG NCCLBPF_F_WRONLY_PROG
 #endif
 
 #endif /* NCCLBPF_H */

@@ -32,7 +32,7 @@
 # Knobs (environment): PY (python3), ROUNDS (5), PY_ROUNDS (3), GROUPS_A (4000), GROUPS_B (1000),
 # C_GROUPS (2000), CASE_TIMEOUT (90 s), BUDGET_S (0: none; cases that would start later than this
 # many seconds after the start are skipped and listed), SKIP_BENCH=1, SKIP_C=1, CUDA_HOME (/usr/local/cuda),
-# RELOAD_CMD / DUMP_CMD (templates with {cli} {pid} {obj} {n}; by default `ncclbpf reload --vars
+# RELOAD_CMD / DUMP_CMD (templates with {cli} {pid} {obj} {n}; by default `ncclbpf reload --var
 # target=N PID p2p_count_b.bpf.o` and `ncclbpf map dump PID MAP` of p2p_count, p2p_by_comm and b_count,
 # then `ncclbpf ps` and `ncclbpf stats PID`; used only when `ncclbpf help reload` / `help map` succeed).
 set -uo pipefail
@@ -135,7 +135,7 @@ HAVE_RELOAD=0 HAVE_DUMP=0
 "$CLI" help map >/dev/null 2>&1 && HAVE_DUMP=1
 N=$((GROUPS_A + GROUPS_B)) # send events and recv events each expected in py-prof
 # The reloaded object gets the same target, so its printk also proves the count across the reload.
-RELOAD_CMD=${RELOAD_CMD:-"{cli} reload --vars target={n} {pid} {obj}"}
+RELOAD_CMD=${RELOAD_CMD:-"{cli} reload --var target={n} {pid} {obj}"}
 DUMP_CMD=${DUMP_CMD:-"sh -c '{cli} map dump {pid} p2p_count; {cli} map dump {pid} p2p_by_comm; {cli} map dump {pid} b_count; {cli} ps; {cli} stats {pid}'"}
 fill() { local s=${1//\{cli\}/$CLI}; s=${s//\{obj\}/$PROF_B}; s=${s//\{n\}/$N}; echo "$s"; } # {pid}: by the program
 MID="" END=""

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{
-		Name: "agree",
-		Args: "[--dir DIR] [--comm ID] --from MAP --reduce SPEC [--elem T] (--to MAP --at-seq N|+K | --export FILE) [PID...]\n" +
-			"       ncclbpf agree --combine --out FILE FILE...\n" +
-			"       ncclbpf agree [--dir DIR] --import FILE --to MAP --at-seq N [PID...]",
+		Use: "agree [--dir DIR] [--comm ID] --from MAP --reduce SPEC [--elem T] (--to MAP --at-seq N|+K | --export FILE) [PID...]\n" +
+			"agree --combine --output FILE FILE...\n" +
+			"agree [--dir DIR] --import FILE --to MAP --at-seq N [PID...]",
 		Summary: "reduce a rank-local map over the ranks and write the result to every rank's agreed map at one call",
 		Help: `agree is the sanctioned closed loop of a rank-consistent policy. Programs
 record rank-local measurements in an ordinary map (--from); the tuner decides
@@ -34,7 +34,7 @@ that does not fit the type is an error.
 
 Across nodes: run agree --export FILE on every node (the node's partial
 reduction: per key the number of ranks and the sums or extremes), gather
-the files, agree --combine --out ALL FILE... anywhere, copy ALL to every
+the files, agree --combine --output ALL FILE... anywhere, copy ALL to every
 node and run agree --import ALL --to MAP --at-seq N there with the same
 absolute N (a +K would resolve differently per node). Pick N far enough
 ahead that no rank has passed it when its node imports: a node whose
@@ -46,34 +46,46 @@ A write of an agreed map without --at-seq is refused by the plugin.`,
 		Examples: []string{
 			"ncclbpf agree --from local --to agreed --reduce min:12,mean:12 --at-seq +64",
 			"ncclbpf agree --from local --reduce min:12,mean:12 --export node3.json",
-			"ncclbpf agree --combine --out all.json node*.json",
+			"ncclbpf agree --combine -o all.json node*.json",
 			"ncclbpf agree --import all.json --to agreed --at-seq 250000",
 		},
-		Run: runAgree,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var o agreeOptions
+			o.dir, o.asJSON = controlFlags(fs)
+			fs.StringVar(&o.from, "from", "", "the rank-local `MAP` to read from every process")
+			fs.StringVar(&o.to, "to", "", "the agreed `MAP` to write")
+			fs.StringVar(&o.reduce, "reduce", "", "per-element reduction `SPEC`: sum|mean|min|max, or OP:COUNT,...")
+			fs.StringVar(&o.elem, "elem", "u64", "element `TYPE`: u64, u32, i64, i32")
+			fs.StringVar(&o.atSeq, "at-seq", "", "activation call: `N`, or +K after the furthest target (not with --import)")
+			fs.StringVar(&o.comm, "comm", "", "only processes with this communicator `ID` (hex)")
+			fs.StringVar(&o.export, "export", "", "write this node's partial reduction to `FILE` instead of writing --to")
+			fs.BoolVar(&o.combine, "combine", false, "combine the partial files given as arguments into --output")
+			fs.StringVarP(&o.out, "output", "o", "", "with --combine: the combined `FILE`")
+			fs.StringVar(&o.out, "out", "", "")
+			replacedBy(fs, "out", "output")
+			fs.StringVar(&o.imp, "import", "", "write the reduction of a (combined) partial `FILE` instead of reading --from")
+			fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "longest wait (`D`, e.g. 30s) for a target's previous update to activate")
+			return func(e *env, args []string) error { return runAgree(e, args, &o) }
+		},
 	})
 }
 
-func runAgree(e *env, args []string) error {
-	fs := e.flags()
-	dir, asJSON := controlFlags(fs)
-	from := fs.String("from", "", "the rank-local map to read from every process")
-	to := fs.String("to", "", "the agreed map to write")
-	reduce := fs.String("reduce", "", "per-element reduction: sum|mean|min|max, or OP:COUNT,...")
-	elem := fs.String("elem", "u64", "element type: u64, u32, i64, i32")
-	atSeq := fs.String("at-seq", "", "activation call: N, or +K after the furthest target (not with --import)")
-	comm := fs.String("comm", "", "only processes with this communicator (hex id)")
-	export := fs.String("export", "", "write this node's partial reduction to FILE instead of writing --to")
-	combine := fs.Bool("combine", false, "combine the partial files given as arguments into --out")
-	out := fs.String("out", "", "with --combine: the combined file")
-	imp := fs.String("import", "", "write the reduction of a (combined) partial file instead of reading --from")
-	timeout := fs.Duration("timeout", 30*time.Second, "longest wait for a target's previous update to activate")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
+// agreeOptions are the flags of agree.
+type agreeOptions struct {
+	dir                                                   *string
+	asJSON                                                *bool
+	from, to, reduce, elem, atSeq, comm, export, out, imp string
+	combine                                               bool
+	timeout                                               time.Duration
+}
+
+func runAgree(e *env, args []string, o *agreeOptions) error {
+	dir, asJSON := o.dir, o.asJSON
+	from, to, reduce, elem, atSeq, comm := &o.from, &o.to, &o.reduce, &o.elem, &o.atSeq, &o.comm
+	export, combine, out, imp, timeout := &o.export, &o.combine, &o.out, &o.imp, &o.timeout
 	if *combine {
 		if *out == "" || len(args) == 0 {
-			return usageErrorf("--combine needs --out FILE and the partial files")
+			return usageErrorf("--combine needs --output FILE and the partial files")
 		}
 		var all *control.Partial
 		for _, f := range args {
@@ -89,6 +101,9 @@ func runAgree(e *env, args []string) error {
 		}
 		if err := all.WriteFile(*out); err != nil {
 			return err
+		}
+		if *asJSON {
+			return writeJSON(e, map[string]any{"combined": args, "keys": len(all.Entries), "output": *out})
 		}
 		fmt.Fprintf(e.Stdout, "combined %d files: %d keys into %s\n", len(args), len(all.Entries), *out)
 		return nil
@@ -129,6 +144,9 @@ func runAgree(e *env, args []string) error {
 	if *export != "" {
 		if err := part.WriteFile(*export); err != nil {
 			return err
+		}
+		if *asJSON {
+			return writeJSON(e, map[string]any{"map": part.Map, "keys": len(part.Entries), "pids": pids, "export": *export})
 		}
 		fmt.Fprintf(e.Stdout, "exported %d keys of %s from %d processes to %s\n", len(part.Entries), part.Map, len(pids), *export)
 		return nil

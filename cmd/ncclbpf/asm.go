@@ -7,14 +7,15 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/spf13/pflag"
+
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/conformance"
 )
 
 func init() {
 	register(&command{
-		Name:    "asm",
-		Args:    "[-o OUT] FILE",
+		Use:     "asm [-o OUT] [--json] FILE",
 		Summary: "assemble uBPF-dialect assembler text into instructions",
 		Help: `FILE is a .data conformance test (its "-- asm" section is assembled) or
 a file of assembler text in the uBPF / bpf_conformance dialect, as
@@ -28,17 +29,22 @@ raw little-endian bytes, which "ncclbpf disasm OUT" reads back.`,
 			"ncclbpf asm ../shared/conformance/bpf_conformance/lddw.data  # print the words",
 			"echo 'mov %r0, 1\nexit' | ncclbpf asm -",
 		},
-		Run: runAsm,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			out := fs.StringP("output", "o", "", "write raw little-endian instruction bytes to this `FILE`")
+			asJSON := fs.Bool("json", false, "print the instructions as JSON: words and their text")
+			return func(e *env, args []string) error { return runAsm(e, args, *out, *asJSON) }
+		},
 	})
 }
 
-func runAsm(e *env, args []string) error {
-	fs := e.flags()
-	out := fs.String("o", "", "write raw little-endian instruction bytes to this file")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
+// asmInsn is one instruction of asm --json.
+type asmInsn struct {
+	PC    int      `json:"pc"`
+	Words []string `json:"words"` // its 64-bit slots (two for lddw), 0x-prefixed hex
+	Text  string   `json:"text"`
+}
+
+func runAsm(e *env, args []string, out string, asJSON bool) error {
 	if len(args) != 1 {
 		return usageErrorf("want one FILE, got %d arguments", len(args))
 	}
@@ -70,8 +76,21 @@ func runAsm(e *env, args []string) error {
 	if len(insns) == 0 {
 		return fmt.Errorf("%s holds no instructions: want assembler text such as \"mov %%r0, 1\" and \"exit\", one a line", args[0])
 	}
-	if *out != "" {
-		return os.WriteFile(*out, asm.Encode(insns), 0o644)
+	if out != "" {
+		return os.WriteFile(out, asm.Encode(insns), 0o644)
+	}
+	if asJSON {
+		list := []asmInsn{}
+		for pc := 0; pc < len(insns); {
+			text, width := asm.FormatAt(insns, pc)
+			in := asmInsn{PC: pc, Text: text}
+			for _, ins := range insns[pc:min(pc+width, len(insns))] {
+				in.Words = append(in.Words, fmt.Sprintf("%#016x", ins.Word()))
+			}
+			list = append(list, in)
+			pc += width
+		}
+		return writeJSON(e, list)
 	}
 	for _, ins := range insns {
 		fmt.Fprintf(e.Stdout, "%#016x\n", ins.Word())

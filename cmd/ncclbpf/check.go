@@ -6,12 +6,12 @@ import (
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{
-		Name:    "check",
-		Args:    "[--dir DIR] [--json] [--comm ID] [PID...]",
+		Use:     "check [--dir DIR] [--json] [--comm ID] [PID...]",
 		Summary: "compare the tuner decisions of every process of each communicator on this host",
 		Help: `Every communicator folds each tuner decision (call sequence, collective,
 bytes, algorithm, protocol, channels, chunk size) into a rolling digest and
@@ -33,7 +33,12 @@ Communicator ids are NCCL's (tuner ABI v5 and later); with older ABIs every
 communicator has id 0 and processes cannot be told apart by communicator:
 compare them only when each process has one communicator.`,
 		Examples: []string{"ncclbpf check", "ncclbpf check --comm 0x5e5e", "ncclbpf check --json 4242 4243"},
-		Run:      runCheck,
+		Complete: func([]string) []string { return controlNames() },
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			dir, asJSON := controlFlags(fs)
+			comm := fs.String("comm", "", "only this communicator `ID` (hex, as ncclbpf stats prints it)")
+			return func(e *env, args []string) error { return runCheck(e, args, *dir, *asJSON, *comm) }
+		},
 	})
 }
 
@@ -92,29 +97,22 @@ func targets(dir string, args []string) ([]int, error) {
 	return pids, nil
 }
 
-func runCheck(e *env, args []string) error {
-	fs := e.flags()
-	dir, asJSON := controlFlags(fs)
-	comm := fs.String("comm", "", "only this communicator id (hex)")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
+func runCheck(e *env, args []string, dir string, asJSON bool, comm string) error {
 	var only *uint64
-	if *comm != "" {
-		v, err := parseCommID(*comm)
+	if comm != "" {
+		v, err := parseCommID(comm)
 		if err != nil {
 			return err
 		}
 		only = &v
 	}
-	pids, err := targets(*dir, args)
+	pids, err := targets(dir, args)
 	if err != nil {
 		return err
 	}
 	byPID := map[int][]control.CommDecisions{}
 	for _, pid := range pids {
-		resp, err := call(*dir, pidTarget(pid), &control.Request{Op: control.OpDecisions})
+		resp, err := call(dir, pidTarget(pid), &control.Request{Op: control.OpDecisions})
 		if err != nil {
 			fmt.Fprintf(e.Stderr, "ncclbpf check: %v (left out)\n", err)
 			continue
@@ -157,7 +155,7 @@ func runCheck(e *env, args []string) error {
 	if len(results) == 0 {
 		return fmt.Errorf("no live communicator in %d processes", len(byPID))
 	}
-	if *asJSON {
+	if asJSON {
 		if err := writeJSON(e, results); err != nil {
 			return err
 		}

@@ -43,7 +43,8 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 	case control.OpMaps:
 		return &control.Response{Maps: []control.MapInfo{{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2}}}
 	case control.OpMapDump:
-		d, _ := json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
+		// json.Marshal escapes <, > and & in strings: --json must not.
+		d, _ := json.Marshal(maps.MapDump{Name: "hits<&>", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
 			Entries: []maps.Entry{{Key: 0, Value: 41}, {Key: uint64(1), Value: maps.Struct{{Name: "big", Value: uint64(1<<60 + 1)},
 				{Name: "two_m", Value: uint64(2000000)}, {Name: "neg", Value: int64(-5)}}}}})
 		return &control.Response{Dump: d}
@@ -58,6 +59,8 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 			return &control.Response{Dump: d}
 		}
 		return &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(kv.Key), Value: hex.EncodeToString(kv.Value)}}}
+	case control.OpDecisions:
+		return &control.Response{Decisions: []control.CommDecisions{{CommDigest: control.CommDigest{CommID: 0x5e5e, NRanks: 2}}}}
 	case control.OpReload, control.OpRollback:
 		return &control.Response{Reload: &control.ReloadResult{Policy: req.Name, SHA256: strings.Repeat("cd", 32),
 			Attached: "tuner=reload_b", Reused: []string{"hits"}, Pending: req.AtSeq != nil, AtSeq: deref(req.AtSeq)}}
@@ -141,6 +144,50 @@ func TestPsStatsMap(t *testing.T) {
 	code, _, errs = ctlCLI("map", "update", "--dir", dir, pid, "hits", "zz", "42")
 	if code == 0 || !strings.Contains(errs, `"zz" is not an integer`) {
 		t.Fatalf("bad key: %d %q", code, errs)
+	}
+}
+
+// map update reads what follows PID as arguments, so that -1 is a value and
+// not a flag, and sends the words to the process, which reads them with the
+// map's BTF types (the fake reads them with maps.ParseKeyValue, as the
+// plugin does). (Mutation: parsing map update's flags interspersed reads -1
+// as an unknown shorthand flag.)
+func TestMapUpdateValues(t *testing.T) {
+	dir, f := startFake(t)
+	pid := itoa(os.Getpid())
+	for _, tc := range []struct {
+		args       []string
+		key, value string
+	}{
+		{[]string{"hits", "1", "-1"}, "01000000", "ffffffffffffffff"},
+		{[]string{"hits", "--", "1", "-2"}, "01000000", "feffffffffffffff"},
+		{[]string{"hits", "1", "2000000"}, "01000000", "80841e0000000000"},
+		{[]string{"hits", "0x1", "1152921504606846977"}, "01000000", "0100000000000010"},
+		{[]string{"hits", "key", "hex", "01", "00", "00", "00", "value", "hex", "2a", "00", "00", "00", "00", "00", "00", "00"}, "01000000", "2a00000000000000"},
+	} {
+		code, out, errs := ctlCLI(append([]string{"map", "update", "--dir", dir, "--force", pid}, tc.args...)...)
+		last := f.reqs[len(f.reqs)-1]
+		words := tc.args[1:]
+		if words[0] == "--" {
+			words = words[1:]
+		}
+		if code != 0 || last.Op != control.OpMapUpdate || strings.Join(last.Args, " ") != strings.Join(words, " ") || !last.Force ||
+			!strings.Contains(out, "hits["+tc.key+"] = "+tc.value) {
+			t.Errorf("map update %q: exit %d, %q %q; sent %s %q force %v", tc.args, code, out, errs, last.Op, last.Args, last.Force)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hits", "9", "1"}, "index 9 out of range"},
+		{[]string{"hits", "1", "2", "--force"}, "flags go before PID"},
+		{[]string{"hits", "1"}, "map update takes PID MAP KEY VALUE"},
+	} {
+		code, _, errs := ctlCLI(append([]string{"map", "update", "--dir", dir, pid}, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("map update %q: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		}
 	}
 }
 

@@ -13,12 +13,12 @@ import (
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/loader"
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{
-		Name:    "disasm",
-		Args:    "[--jit] [--section S] [--plain] [--raw] FILE",
+		Use:     "disasm [--jit | --plain | --json] [--section S] [--raw] FILE",
 		Summary: "disassemble an ELF object, a .data test or raw instruction bytes",
 		Help: `FILE is one of:
   - an ELF object built by clang -target bpf: each program is printed with
@@ -39,30 +39,43 @@ assembles back to exactly the same instructions.
 instruction, the native code it compiled to (offset from the entry point,
 bytes, Intel or GNU syntax), then the out-of-line code: common return path, unwind
 and fault stubs, callx table. Maps and helpers get placeholder addresses:
-the listing is for reading; the code never runs.`,
+the listing is for reading; the code never runs.
+
+--json prints every program as an object: section, name and its
+instructions (pc, text, 64-bit words, annotation, source position).`,
 		Examples: []string{
 			"ncclbpf disasm policy.bpf.o",
 			"ncclbpf disasm --section tuner policy.bpf.o  # one section only",
 			"ncclbpf disasm --plain ../shared/conformance/bpf_conformance/lddw.data",
 			"ncclbpf disasm prog.bin",
 			"ncclbpf disasm --jit policy.bpf.o  # eBPF and native code side by side",
+			"ncclbpf disasm --json policy.bpf.o | jq '.[0].insns | length'",
 		},
-		Run: runDisasm,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var o disasmOptions
+			fs.StringVar(&o.section, "section", "", "ELF objects: print only the programs of this `SECTION` (or with this name)")
+			fs.BoolVar(&o.plain, "plain", false, "print only assembler text: no pc, annotations or source lines")
+			fs.BoolVar(&o.raw, "raw", false, "raw bytes: print slots that are no known instruction as .insn instead of refusing the file")
+			fs.BoolVar(&o.jit, "jit", false, "compile with this machine's JIT (x86-64 or AArch64) and print the native code under each instruction")
+			fs.BoolVar(&o.json, "json", false, "print the programs and their instructions as JSON")
+			return func(e *env, args []string) error { return runDisasm(e, args, &o) }
+		},
 	})
 }
 
-func runDisasm(e *env, args []string) error {
-	fs := e.flags()
-	section := fs.String("section", "", "ELF objects: print only the programs of this section (or with this name)")
-	plain := fs.Bool("plain", false, "print only assembler text: no pc, annotations or source lines")
-	raw := fs.Bool("raw", false, "raw bytes: print slots that are no known instruction as .insn instead of refusing the file")
-	jit := fs.Bool("jit", false, "compile with this machine's JIT (x86-64 or AArch64) and print the native code under each instruction")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
+// disasmOptions are the flags of disasm.
+type disasmOptions struct {
+	section               string
+	plain, raw, jit, json bool
+}
+
+func runDisasm(e *env, args []string, o *disasmOptions) error {
+	section, plain, raw, jit := &o.section, &o.plain, &o.raw, &o.jit
+	if *jit && (*plain || *raw || o.json) {
+		return usageErrorf("--jit prints a listing: it does not go with --plain, --raw or --json")
 	}
-	if *jit && (*plain || *raw) {
-		return usageErrorf("--jit prints a listing: it does not go with --plain or --raw")
+	if *plain && o.json {
+		return usageErrorf("--plain and --json are two output formats: choose one")
 	}
 	if len(args) != 1 {
 		return usageErrorf("want one FILE, got %d arguments", len(args))
@@ -80,6 +93,9 @@ func runDisasm(e *env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
+		if o.json {
+			return disasmJSON(e, coll, *section)
+		}
 		return disasmCollection(e.Stdout, coll, *section, *plain, *jit)
 	case *section != "":
 		return usageErrorf("--section applies to ELF objects; %s is not one", args[0])
@@ -94,6 +110,9 @@ func runDisasm(e *env, args []string) error {
 		}
 		if *jit {
 			return writeJITListing(e.Stdout, args[0], insns, nil)
+		}
+		if o.json {
+			return writeJSON(e, []disasmProgram{{Name: args[0], Insns: listInsns(insns, nil)}})
 		}
 		writeInsns(e.Stdout, insns, nil, *plain)
 		return nil
@@ -114,6 +133,9 @@ func runDisasm(e *env, args []string) error {
 			pc += width
 		}
 	}
+	if o.json {
+		return writeJSON(e, []disasmProgram{{Name: args[0], Insns: listInsns(insns, nil)}})
+	}
 	writeInsns(e.Stdout, insns, nil, *plain)
 	return nil
 }
@@ -129,19 +151,9 @@ func readInput(path string) ([]byte, error) {
 // disasmCollection prints the programs of coll (those of section, if
 // given): their eBPF with source lines, or with jit their native listing.
 func disasmCollection(w io.Writer, coll *loader.CollectionSpec, section string, plain, jit bool) error {
-	var progs []*loader.ProgramSpec
-	var names []string
-	for _, p := range coll.Programs {
-		names = append(names, fmt.Sprintf("%s (%s)", p.Section, p.Name))
-		if section == "" || p.Section == section || p.Name == section {
-			progs = append(progs, p)
-		}
-	}
-	if len(progs) == 0 {
-		if section == "" {
-			return errors.New("the object has no programs")
-		}
-		return fmt.Errorf("no program in section %q; the object has: %s", section, strings.Join(names, ", "))
+	progs, err := pickPrograms(coll, section)
+	if err != nil {
+		return err
 	}
 	for i, p := range progs {
 		if i > 0 {
@@ -159,6 +171,25 @@ func disasmCollection(w io.Writer, coll *loader.CollectionSpec, section string, 
 		writeInsns(w, p.Insns, &programInfo{coll: coll, prog: p}, plain)
 	}
 	return nil
+}
+
+// pickPrograms returns the programs of coll in section (all for "").
+func pickPrograms(coll *loader.CollectionSpec, section string) ([]*loader.ProgramSpec, error) {
+	var progs []*loader.ProgramSpec
+	var names []string
+	for _, p := range coll.Programs {
+		names = append(names, fmt.Sprintf("%s (%s)", p.Section, p.Name))
+		if section == "" || p.Section == section || p.Name == section {
+			progs = append(progs, p)
+		}
+	}
+	if len(progs) == 0 {
+		if section == "" {
+			return nil, errors.New("the object has no programs")
+		}
+		return nil, fmt.Errorf("no program in section %q; the object has: %s", section, strings.Join(names, ", "))
+	}
+	return progs, nil
 }
 
 // programInfo adds what an ELF object knows to a disassembly: function

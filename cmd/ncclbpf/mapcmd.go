@@ -2,133 +2,253 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/maps"
+	"github.com/spf13/pflag"
 )
 
+// wordsSyntax describes how the process reads KEY and VALUE (the words
+// after MAP), for the help of update, lookup and delete.
+const wordsSyntax = `The process reads KEY and VALUE with the map's BTF types: an integer is
+decimal (10000000 is ten million) or hex with 0x, negative for a signed type,
+and must fit its field; an enum takes its names; a struct takes FIELD=VALUE
+settings (x=1,hist[2]=5; fields not named are zero). Raw bytes take
+bpftool's forms: key 1 0 0 0 (one word a byte) or key hex 01 00 00 00,
+value hex 2a 00 00 00 00 00 00 00.`
+
+const agreedNote = `An agreed map (declared with NCCLBPF_AGREED: the same on every rank, read-only
+for programs) is written with 'ncclbpf agree' at an agreed call; update
+refuses it unless --force, which writes this one process now: the ranks
+may decide differently until every one has the value. The same holds for
+any map the tuner reads and no program writes (a table filled at load):
+change it with a reload at an agreed call (--at-seq), or --force.`
+
 func init() {
+	dir, asJSON := new(string), new(bool)
 	register(&command{
-		Name:    "map",
-		Args:    "list|dump|lookup|update|delete [--dir DIR] [--json] [--force] PID [MAP [KEY [VALUE] | key DATA [value DATA]]]",
+		Use:     "map list|dump|lookup|update|delete [--dir DIR] [--json] PID [MAP [KEY [VALUE]]]",
 		Summary: "list, dump, look up, update or delete the entries of a running policy's maps",
 		Help: `list shows the maps of the policy a process runs; dump prints one map's
 entries, decoded with its BTF types (integers exact); lookup prints one
-entry; update writes one; delete removes one from a hash map. The process
-reads KEY and VALUE with the map's BTF types: an integer
-is decimal (10000000 is ten million) or hex with 0x, negative for a signed
-type, and must fit its field; an enum takes its names; a struct takes
-FIELD=VALUE settings (x=1,hist[2]=5; fields not named are zero). Raw bytes
-take bpftool's forms: key 1 0 0 0 (one word a byte) or key hex 01 00 00 00,
-value hex 2a 00 00 00 00 00 00 00. Put -- before a negative value.
+entry; update writes one; delete removes one from a hash map.
 
-An agreed map (declared with NCCLBPF_AGREED: the same on every rank, read-only
-for programs) is written with 'ncclbpf agree' at an agreed call; update
-refuses it unless --force, which writes this process alone, now: its ranks
-may decide differently until every one has the value. The same holds for
-any map the tuner reads and no program writes (a table filled at load):
-change it with a reload at an agreed call (--at-seq), or --force.`,
+` + wordsSyntax,
 		Examples: []string{
 			"ncclbpf map list 4242",
 			"ncclbpf map dump 4242 hits",
-			"ncclbpf map update 4242 hits 1 0  # hits[1] = 0",
-			"ncclbpf map update 4242 cfg 0 lo=4096,hi=1048576",
-			"ncclbpf map update 4242 cfg key hex 00 00 00 00 value hex 00 10 00 00 00 00 00 00",
-			"ncclbpf map update 4242 deltas -- 3 -1",
-			"ncclbpf map lookup 4242 hits key hex 01 00 00 00",
-			"ncclbpf map delete 4242 peers 7",
+			"ncclbpf map update 4242 hits 1 -1  # hits[1] = -1",
+			"ncclbpf map lookup 4242 hits 1",
 		},
-		Run: runMap,
+		Persistent: func(fs *pflag.FlagSet) {
+			fs.StringVar(dir, "dir", control.DefaultDir(os.Getenv), "control socket `DIR` ($"+control.EnvDir+")")
+			fs.BoolVar(asJSON, "json", false, "print JSON")
+		},
+		Sub: []*command{
+			{
+				Use:      "list [--dir DIR] [--json] PID",
+				Summary:  "list the maps of the policy a process runs",
+				Examples: []string{"ncclbpf map list 4242", "ncclbpf map list --json 4242"},
+				Complete: completeFirstPID,
+				Setup: func(*pflag.FlagSet) runFunc {
+					return func(e *env, args []string) error { return runMapList(e, args, *dir, *asJSON) }
+				},
+			},
+			{
+				Use:     "dump [--dir DIR] [--json] PID MAP",
+				Summary: "print one map's entries, decoded with its BTF types",
+				Help: `Keys and values are printed with the map's BTF types: integers exactly (to
+the last digit of a 64-bit value), structs by field, global data (.rodata,
+.data, .bss) with its variables' names. --json prints the same entries as JSON
+with exact numbers.`,
+				Examples: []string{"ncclbpf map dump 4242 hits", "ncclbpf map dump --json 4242 latency | jq .entries"},
+				Complete: completeFirstPID,
+				Setup: func(*pflag.FlagSet) runFunc {
+					return func(e *env, args []string) error { return runMapDump(e, args, *dir, *asJSON) }
+				},
+			},
+			{
+				Use:     "lookup [--dir DIR] [--json] PID MAP KEY",
+				Summary: "print one entry of a map of a running process",
+				Help: `Flags come before PID: what follows PID is read as MAP and KEY even where
+it starts with a dash.
+
+` + wordsSyntax,
+				Examples:       []string{"ncclbpf map lookup 4242 hits 1", "ncclbpf map lookup 4242 hits key hex 01 00 00 00"},
+				PositionalTail: true,
+				Complete:       completeFirstPID,
+				Setup: func(*pflag.FlagSet) runFunc {
+					return func(e *env, args []string) error {
+						return runMapWords(e, "lookup", control.OpMapLookup, args, *dir, *asJSON, false)
+					}
+				},
+			},
+			{
+				Use:     "update [--dir DIR] [--force] PID MAP KEY VALUE",
+				Summary: "write one entry of a map of a running process",
+				Help: `Flags come before PID: what follows PID is read as MAP, KEY and VALUE
+even where it starts with a dash, so negative values need no quoting
+(a -- before them is accepted too).
+
+` + wordsSyntax + `
+
+` + agreedNote,
+				Examples: []string{
+					"ncclbpf map update 4242 hits 1 0  # hits[1] = 0",
+					"ncclbpf map update 4242 hits 1 -1  # a negative value, no quoting",
+					"ncclbpf map update 4242 cfg 0 lo=4096,hi=1048576",
+					"ncclbpf map update 4242 cfg key hex 00 00 00 00 value hex 00 10 00 00 00 00 00 00",
+					"ncclbpf map update --force 4242 agreed 0 9  # an agreed map, this process alone",
+				},
+				PositionalTail: true,
+				Complete:       completeFirstPID,
+				Setup: func(fs *pflag.FlagSet) runFunc {
+					force := fs.Bool("force", false, "write a map the tuner decides on (agreed, or no program writes it) now, on this process alone")
+					return func(e *env, args []string) error {
+						return runMapWords(e, "update", control.OpMapUpdate, args, *dir, *asJSON, *force)
+					}
+				},
+			},
+			{
+				Use:     "delete [--dir DIR] [--force] PID MAP KEY",
+				Summary: "remove one entry of a hash map of a running process",
+				Help: `Array entries always exist: delete applies to hash maps. Flags come before
+PID.
+
+` + wordsSyntax + `
+
+` + agreedNote,
+				Examples:       []string{"ncclbpf map delete 4242 peers 7"},
+				PositionalTail: true,
+				Complete:       completeFirstPID,
+				Setup: func(fs *pflag.FlagSet) runFunc {
+					force := fs.Bool("force", false, "delete from a map the tuner decides on, on this process alone")
+					return func(e *env, args []string) error {
+						return runMapWords(e, "delete", control.OpMapDelete, args, *dir, *asJSON, *force)
+					}
+				},
+			},
+		},
 	})
 }
 
-func runMap(e *env, args []string) error {
-	fs := e.flags()
-	dir, asJSON := controlFlags(fs)
-	force := fs.Bool("force", false, "update: write a map the tuner decides on (agreed, or no program writes it) now, on this process alone")
-	args, err := e.parse(fs, args)
+// completeFirstPID suggests pids for the first argument and nothing after
+// (map names and values are not files).
+func completeFirstPID(args []string) []string {
+	if len(args) == 0 {
+		return controlNames()
+	}
+	return []string{}
+}
+
+func runMapList(e *env, args []string, dir string, asJSON bool) error {
+	if len(args) != 1 {
+		return usageErrorf("want one PID, got %d arguments", len(args))
+	}
+	pid, err := parsePID(args[0])
 	if err != nil {
 		return err
 	}
-	if len(args) < 2 {
-		return usageErrorf("want list|dump|lookup|update|delete PID [MAP [KEY [VALUE]]]")
+	resp, err := call(dir, pid, &control.Request{Op: control.OpMaps})
+	if err != nil {
+		return err
 	}
-	verb := args[0]
-	pid, err := parsePID(args[1])
+	if asJSON {
+		if resp.Maps == nil {
+			resp.Maps = []control.MapInfo{}
+		}
+		return writeJSON(e, resp.Maps)
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tKEY\tVALUE\tMAX_ENTRIES")
+	for _, m := range resp.Maps {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
+	}
+	return tw.Flush()
+}
+
+func runMapDump(e *env, args []string, dir string, asJSON bool) error {
+	if len(args) != 2 {
+		return usageErrorf("want PID MAP, got %d arguments", len(args))
+	}
+	pid, err := parsePID(args[0])
+	if err != nil {
+		return err
+	}
+	resp, err := call(dir, pid, &control.Request{Op: control.OpMapDump, Map: args[1]})
+	if err != nil {
+		return err
+	}
+	d, err := maps.DecodeDump(resp.Dump) // exact integers, fields in order
+	if err != nil {
+		return fmt.Errorf("pid %s: map %s: %w", pid, args[1], err)
+	}
+	if asJSON {
+		return d.WriteJSON(e.Stdout)
+	}
+	return d.WriteText(e.Stdout)
+}
+
+// runMapWords runs update, lookup or delete: PID MAP and the words the
+// process reads with the map's BTF types (maps.ParseKeyValue).
+func runMapWords(e *env, verb, op string, args []string, dir string, asJSON, force bool) error {
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "--" {
+		return usageErrorf("%q: flags go before PID", args[0])
+	}
+	for i, a := range args {
+		if a == "--" {
+			args = append(args[:i:i], args[i+1:]...)
+			break
+		}
+	}
+	min, want := 3, "PID MAP KEY, or PID MAP key DATA"
+	if verb == "update" {
+		min, want = 4, "PID MAP KEY VALUE, or PID MAP key DATA value DATA"
+	}
+	if len(args) < min {
+		return usageErrorf("map %s takes %s; got %d arguments", verb, want, len(args))
+	}
+	for _, a := range args[2:] {
+		if a == "--force" || strings.HasPrefix(a, "--dir") || a == "--json" {
+			return usageErrorf("%q after PID: flags go before PID (what follows PID is MAP, KEY and VALUE)", a)
+		}
+	}
+	pid, err := parsePID(args[0])
+	if err != nil {
+		return err
+	}
+	name := args[1]
+	resp, err := call(dir, pid, &control.Request{Op: op, Map: name, Args: args[2:], Force: force})
 	if err != nil {
 		return err
 	}
 	switch verb {
-	case "list":
-		if len(args) != 2 {
-			return usageErrorf("map list takes PID only")
-		}
-		resp, err := call(*dir, pid, &control.Request{Op: control.OpMaps})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(e, resp.Maps)
-		}
-		tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tTYPE\tKEY\tVALUE\tMAX_ENTRIES")
-		for _, m := range resp.Maps {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
-		}
-		return tw.Flush()
-	case "dump":
-		if len(args) != 3 {
-			return usageErrorf("map dump takes PID MAP")
-		}
-		resp, err := call(*dir, pid, &control.Request{Op: control.OpMapDump, Map: args[2]})
-		if err != nil {
-			return err
-		}
-		d, err := maps.DecodeDump(resp.Dump) // exact integers, fields in order
-		if err != nil {
-			return fmt.Errorf("pid %s: map %s: %w", pid, args[2], err)
-		}
-		if *asJSON {
-			return d.WriteJSON(e.Stdout)
-		}
-		return d.WriteText(e.Stdout)
 	case "update":
-		if len(args) < 4 {
-			return usageErrorf("map update takes PID MAP KEY VALUE, or PID MAP key DATA value DATA")
-		}
-		// The process reads the words with the map's BTF types (maps.ParseKeyValue).
-		resp, err := call(*dir, pid, &control.Request{Op: control.OpMapUpdate, Map: args[2], Args: args[3:], Force: *force})
-		if err != nil {
-			return err
+		if asJSON {
+			return writeJSON(e, resp.Entries)
 		}
 		for _, kv := range resp.Entries {
-			fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, args[2], kv.Key, kv.Value)
+			fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, name, kv.Key, kv.Value)
 		}
 		return nil
-	case "lookup", "delete":
-		if len(args) < 4 {
-			return usageErrorf("map %s takes PID MAP KEY, or PID MAP key DATA", verb)
+	case "delete":
+		if asJSON {
+			return writeJSON(e, resp.Entries)
 		}
-		op := map[string]string{"lookup": control.OpMapLookup, "delete": control.OpMapDelete}[verb]
-		resp, err := call(*dir, pid, &control.Request{Op: op, Map: args[2], Args: args[3:], Force: *force})
-		if err != nil {
-			return err
+		for _, kv := range resp.Entries {
+			fmt.Fprintf(e.Stdout, "pid %s: %s[%s] deleted\n", pid, name, kv.Key)
 		}
-		if verb == "delete" {
-			for _, kv := range resp.Entries {
-				fmt.Fprintf(e.Stdout, "pid %s: %s[%s] deleted\n", pid, args[2], kv.Key)
-			}
-			return nil
-		}
-		d, err := maps.DecodeDump(resp.Dump)
-		if err != nil {
-			return fmt.Errorf("pid %s: map %s: %w", pid, args[2], err)
-		}
-		if *asJSON {
-			return d.WriteJSON(e.Stdout)
-		}
-		return d.WriteEntries(e.Stdout)
+		return nil
 	}
-	return usageErrorf("unknown map verb %q (want list, dump, lookup, update or delete)", verb)
+	d, err := maps.DecodeDump(resp.Dump)
+	if err != nil {
+		return fmt.Errorf("pid %s: map %s: %w", pid, name, err)
+	}
+	if asJSON {
+		return d.WriteJSON(e.Stdout)
+	}
+	return d.WriteEntries(e.Stdout)
 }

@@ -1,21 +1,19 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{
-		Name:    "ps",
-		Args:    "[--dir DIR] [--json] [--timeout D] [-v]",
+		Use:     "ps [--dir DIR] [--json] [--timeout D] [-v]",
 		Summary: "list the processes running libncclbpf.so and their policies",
 		Help: `Every process that loads libncclbpf.so serves a control socket named by
 its pid in the control directory ($NCCLBPF_CONTROL_DIR, else
@@ -28,15 +26,43 @@ that, once. Sockets of processes that are gone are skipped (and say so with
 PID namespace is listed by its socket name (PID-nsINODE), which the other
 commands accept in place of a pid. Read-only sockets are marked [read-only].`,
 		Examples: []string{"ncclbpf ps", "ncclbpf ps --json"},
-		Run:      runPs,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			dir, asJSON := controlFlags(fs)
+			verbose := fs.BoolP("verbose", "v", false, "also report sockets that could not be used")
+			timeout := fs.Duration("timeout", 5*time.Second, "longest wait (`D`, e.g. 5s) for each process (all are asked at once)")
+			return func(e *env, args []string) error { return runPs(e, args, *dir, *asJSON, *verbose, *timeout) }
+		},
 	})
 }
 
 // controlFlags adds the flags every control command has.
-func controlFlags(fs *flag.FlagSet) (dir *string, asJSON *bool) {
-	dir = fs.String("dir", control.DefaultDir(os.Getenv), "control socket directory")
+func controlFlags(fs *pflag.FlagSet) (dir *string, asJSON *bool) {
+	dir = fs.String("dir", control.DefaultDir(os.Getenv), "control socket `DIR` ($"+control.EnvDir+")")
 	asJSON = fs.Bool("json", false, "print JSON")
 	return dir, asJSON
+}
+
+// completePIDs suggests the processes of the default control directory,
+// for the first argument only (later ones: files).
+func completePIDs(args []string) []string {
+	if len(args) > 0 {
+		return nil
+	}
+	return controlNames()
+}
+
+// controlNames lists the socket names (pids) of the default control
+// directory: what shell completion offers for a PID.
+func controlNames() []string {
+	es, err := control.Scan(control.DefaultDir(os.Getenv))
+	names := []string{}
+	if err != nil {
+		return names
+	}
+	for _, e := range es {
+		names = append(names, e.Name)
+	}
+	return names
 }
 
 // target is a process given on the command line: its pid, or the name of
@@ -102,12 +128,6 @@ func queryAll(dir string, req *control.Request, timeout time.Duration) ([]contro
 	return ok, bad, nil
 }
 
-func writeJSON(e *env, v any) error {
-	enc := json.NewEncoder(e.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func short(hash string) string {
 	if len(hash) > 12 {
 		return hash[:12]
@@ -115,23 +135,15 @@ func short(hash string) string {
 	return hash
 }
 
-func runPs(e *env, args []string) error {
-	fs := e.flags()
-	dir, asJSON := controlFlags(fs)
-	verbose := fs.Bool("v", false, "also report sockets that could not be used")
-	timeout := fs.Duration("timeout", 5*time.Second, "longest wait for each process (all are asked at once)")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
+func runPs(e *env, args []string, dir string, asJSON, verbose bool, timeout time.Duration) error {
 	if len(args) != 0 {
 		return usageErrorf("ps takes no arguments")
 	}
-	rs, bad, err := queryAll(*dir, &control.Request{Op: control.OpInfo}, *timeout)
+	rs, bad, err := queryAll(dir, &control.Request{Op: control.OpInfo}, timeout)
 	if err != nil {
 		return err
 	}
-	if *verbose {
+	if verbose {
 		for _, b := range bad {
 			fmt.Fprintf(e.Stderr, "ncclbpf ps: %s\n", b)
 		}
@@ -144,7 +156,7 @@ func runPs(e *env, args []string) error {
 			names = append(names, r.Name)
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSON(e, infos)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)

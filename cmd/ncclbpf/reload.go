@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -14,12 +13,15 @@ import (
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{
-		Name:    "reload",
-		Args:    "[--dir DIR] [--expect N] [--at-seq N|+K] [--timeout D] [--vars LIST] PID|--all OBJ | --rollback PID|--all | --cancel PID|--all",
+		Use: "reload [--dir DIR] [--at-seq N|+K] [--timeout D] [--var NAME=VALUE]... [--no-manifest] PID OBJ\n" +
+			"reload [--dir DIR] --all [--expect N] [--at-seq N|+K] [--timeout D] [--var NAME=VALUE]... OBJ\n" +
+			"reload [--dir DIR] --rollback PID|--all\n" +
+			"reload [--dir DIR] --cancel PID|--all",
 		Summary: "swap the policy of running processes, atomically, without a restart",
 		Help: `reload verifies and compiles OBJ here first (as 'ncclbpf verify' would,
 and with the JIT, as the plugin will), then sends it to each target
@@ -51,33 +53,75 @@ policy); --expect N also requires exactly N processes.
 
 --rollback reloads the object that ran before the last reload. --cancel
 withdraws an armed --at-seq reload that has not completed: the old
-policy keeps running everywhere.`,
+policy keeps running everywhere.
+
+--var NAME=VALUE sets a volatile const global of OBJ (repeatable, or
+NAME=VALUE,NAME=VALUE in one), as NCCLBPF_POLICY_CONFIG does at load.`,
 		Examples: []string{
 			"ncclbpf reload 4242 policy_v2.bpf.o",
 			"ncclbpf reload --all --at-seq +1000 policy_v2.bpf.o  # all ranks here switch at the same collective",
 			"ncclbpf reload --rollback 4242",
 			"ncclbpf reload --all --expect 8 --at-seq +1000 policy_v2.bpf.o  # refuse unless 8 processes answer",
 			"ncclbpf reload --cancel --all",
+			"ncclbpf reload --var size_lo=8M 4242 policies/size_aware.bpf.o  # new tunables, same object",
 		},
-		Run: runReload,
+		Complete: completePIDs,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var o reloadOptions
+			o.dir, o.asJSON = controlFlags(fs)
+			fs.BoolVar(&o.all, "all", false, "every process in the control directory")
+			fs.StringVar(&o.atSeq, "at-seq", "", "switch at this per-communicator call sequence (`N`, or +K from now)")
+			fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait (`D`, e.g. 10m) for every communicator to reach --at-seq")
+			varFlag(fs, &o.vars)
+			fs.BoolVar(&o.rollback, "rollback", false, "reload the object that ran before the last reload")
+			fs.BoolVar(&o.noManifest, "no-manifest", false, "ignore OBJ.activate (the activation manifest next to OBJ)")
+			fs.BoolVar(&o.cancel, "cancel", false, "withdraw an armed --at-seq reload")
+			fs.IntVar(&o.expect, "expect", 0, "with --all: the `N`umber of processes that must answer (0: any)")
+			return func(e *env, args []string) error {
+				o.timeoutSet = fs.Changed("timeout")
+				return runReload(e, args, &o)
+			}
+		},
 	})
 }
 
-func runReload(e *env, args []string) error {
-	fs := e.flags()
-	dir, asJSON := controlFlags(fs)
-	all := fs.Bool("all", false, "every process in the control directory")
-	atSeq := fs.String("at-seq", "", "switch at this per-communicator call sequence (N, or +K from now)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "longest wait for every communicator to reach --at-seq")
-	vars := fs.String("vars", "", "set volatile const globals: name=value,...")
-	rollback := fs.Bool("rollback", false, "reload the object that ran before the last reload")
-	noManifest := fs.Bool("no-manifest", false, "ignore OBJ.activate (the activation manifest next to OBJ)")
-	cancel := fs.Bool("cancel", false, "withdraw an armed --at-seq reload")
-	expect := fs.Int("expect", 0, "with --all: the number of processes that must answer (0: any)")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
+// reloadOptions are the flags of reload.
+type reloadOptions struct {
+	dir                               *string
+	asJSON                            *bool
+	all, rollback, noManifest, cancel bool
+	timeoutSet                        bool
+	atSeq                             string
+	vars                              []string
+	timeout                           time.Duration
+	expect                            int
+}
+
+// varFlag declares --var NAME=VALUE (repeatable; one may hold a
+// comma-separated list), and --vars, its deprecated spelling.
+func varFlag(fs *pflag.FlagSet, vars *[]string) {
+	fs.StringArrayVar(vars, "var", nil, "set a volatile const global of the object, `NAME=VALUE` (repeatable; or a comma-separated list)")
+	fs.StringArrayVar(vars, "vars", nil, "")
+	replacedBy(fs, "vars", "var")
+}
+
+// splitVars returns the NAME=VALUE items of the --var flags.
+func splitVars(flags []string) []string {
+	var out []string
+	for _, f := range flags {
+		for _, item := range strings.Split(f, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
 	}
+	return out
+}
+
+func runReload(e *env, args []string, o *reloadOptions) error {
+	dir, asJSON, all, atSeq, timeout := o.dir, o.asJSON, &o.all, &o.atSeq, &o.timeout
+	rollback, noManifest, cancel, expect := &o.rollback, &o.noManifest, &o.cancel, &o.expect
+	vars := strings.Join(splitVars(o.vars), ",")
 	if *rollback && *cancel {
 		return usageErrorf("--rollback and --cancel exclude each other")
 	}
@@ -98,6 +142,7 @@ func runReload(e *env, args []string) error {
 		return usageErrorf("want PID|--all and OBJ (or --rollback PID|--all, --cancel PID|--all), got %d arguments", len(args))
 	}
 	var pids []target
+	var err error
 	if *all {
 		pids, err = allTargets(*dir, *expect)
 		if err != nil {
@@ -114,7 +159,7 @@ func runReload(e *env, args []string) error {
 	if *cancel {
 		return sendAll(e, *dir, pids, &control.Request{Op: control.OpCancel}, *asJSON)
 	}
-	req := &control.Request{Op: control.OpReload, Vars: *vars, TimeoutMS: timeout.Milliseconds()}
+	req := &control.Request{Op: control.OpReload, Vars: vars, TimeoutMS: timeout.Milliseconds()}
 	if *rollback {
 		req.Op = control.OpRollback
 	} else {
@@ -124,10 +169,10 @@ func runReload(e *env, args []string) error {
 			return err
 		}
 		opts := bundle.Options{Name: path, RequireNative: true}
-		if *vars != "" {
-			vs, err := config.ParseVars(*vars)
+		if vars != "" {
+			vs, err := config.ParseVars(vars)
 			if err != nil {
-				return usageErrorf("--vars: %v", err)
+				return usageErrorf("--var: %v", err)
 			}
 			for _, v := range vs {
 				opts.Vars = append(opts.Vars, bundle.Var{Name: v.Name, Value: v.Value})
@@ -141,10 +186,8 @@ func runReload(e *env, args []string) error {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}
-		timeoutSet := false
-		fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
 		if !*noManifest {
-			if _, err := applyManifest(e.Stdout, args[0], *atSeq, timeoutSet, req); err != nil {
+			if _, err := applyManifest(e.Stdout, args[0], *atSeq, o.timeoutSet, req); err != nil {
 				return err
 			}
 		}

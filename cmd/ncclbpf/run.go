@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,12 +16,13 @@ import (
 	"github.com/ncclbpf/ncclbpf/tuner"
 	"github.com/ncclbpf/ncclbpf/verifier"
 	"github.com/ncclbpf/ncclbpf/vm"
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{
-		Name:    "run",
-		Args:    "[--section S | --hook H] [--engine E] [--set FIELD=VALUE ...] [--json] OBJ",
+		Use: "run [--section S | --hook H] [--engine E] [--coll C] [--bytes N] [--ranks N] [--nodes N] [--set FIELD=VALUE]... [--var NAME=VALUE]... [--json] OBJ\n" +
+			"run --hook H --fields",
 		Summary: "run a policy offline on a context you describe: no GPU, no NCCL",
 		Help: `Loads OBJ as the plugin does (every program verified against its hook;
 maps, --var settings and a --rules table shared by the bundle), builds the
@@ -61,11 +61,15 @@ other inputs unless set. The output ends with what the host would do with
 the decision (the chosen cell must be available, channels are clamped to 64)
 and what NCCL would have chosen without the policy.
 
-Programs with no hook (generic, e.g. from the conformance corpus) run with
-the interpreter only, unverified, with r1 = the --mem bytes and r2 = their
-length as in the conformance format; they may call no helper that takes a
-pointer. With a hook, --mem gives the raw initial context instead of the
-typical values.
+The program runs only when it is attached to a hook (by its section, or
+--hook) and passes the verifier, as the plugin would load it; a rejection is
+the verifier's located error. --unverified is for raw experiments: the
+program runs without the verifier on the interpreter, which traps bad memory
+accesses, may call only helpers that take no pointers, and the output says
+UNVERIFIED. A program with no hook (generic, e.g. from the conformance
+corpus) needs --unverified: it gets r1 = the --mem bytes and r2 = their
+length as in the conformance format. With a hook, --mem gives the raw
+initial context instead of the typical values.
 
 --repeat N runs the program N times on fresh copies of the context, the
 sequence numbers (call_seq, seq, local_seq) counting up, and sums up the
@@ -80,49 +84,46 @@ ran, 1 when the object, a value or the run failed, 2 for usage errors.`,
 			"ncclbpf run policies/size_aware.bpf.o --costs ring/simple=na --bytes 4MiB  # Ring/Simple unavailable",
 			"ncclbpf run policies/latency_stats/latency_stats.bpf.o --set func=allreduce --set duration_ns=250000 --repeat 3",
 			"ncclbpf run --hook profiler/coll_end --fields  # list a hook's context fields",
-			"ncclbpf run prog.o --section test --mem '01 00 00 00 ff'  # a generic program",
+			"ncclbpf run prog.o --unverified --section test --mem '01 00 00 00 ff'  # a generic program, no verifier",
 		},
-		Run: runRun,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var o runOptions
+			runFlags(fs, &o)
+			return func(e *env, args []string) error { return runRun(e, args, o) }
+		},
 	})
 }
-
-// listFlag collects every occurrence of a repeatable flag, in order.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 type runOptions struct {
 	section, hookName, engine, mem, rules, maps string
 	coll, bytes, ranks, nodes, costs            string
-	sets, vars                                  listFlag
+	sets, vars                                  []string
 	repeat                                      int
-	json, fields                                bool
+	json, fields, unverified                    bool
 }
 
-func runRun(e *env, args []string) error {
-	var o runOptions
-	fs := e.flags()
+// runFlags declares the flags of run.
+func runFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.section, "section", "", "run the program of this `SECTION` (or with this name)")
 	fs.StringVar(&o.hookName, "hook", "", "run the program attached to this `HOOK`, or verify the chosen program against it")
-	fs.StringVar(&o.engine, "engine", defaultEngine, "engine: "+strings.Join(engineNames(), ", ")+" (interp traps bad memory accesses)")
-	fs.Var(&o.sets, "set", "set a context field by its C name, `FIELD=VALUE`: n_bytes=4MiB, algorithm=ring, cost[1][2]=12.5 (repeatable)")
+	fs.StringVar(&o.engine, "engine", defaultEngine, "`ENGINE` to run on: "+strings.Join(engineNames(), ", ")+" (interp traps bad memory accesses)")
+	fs.StringArrayVar(&o.sets, "set", nil, "set a context field by its C name, `FIELD=VALUE`: n_bytes=4MiB, algorithm=ring, cost[1][2]=12.5 (repeatable)")
 	fs.StringVar(&o.coll, "coll", "", "collective `NAME`: broadcast, reduce, allgather, reducescatter, allreduce (profiler: also sendrecv, send, recv, alltoall)")
 	fs.StringVar(&o.bytes, "bytes", "", "`SIZE` of the collective in bytes, e.g. 4MiB or 65536")
 	fs.StringVar(&o.ranks, "ranks", "", "`N` ranks in the communicator")
 	fs.StringVar(&o.nodes, "nodes", "", "`N` nodes spanned by the communicator")
 	fs.StringVar(&o.costs, "costs", "", "edit the tuner's cost table: a `LIST` of ALGO=US, PROTO=US, ALGO/PROTO=US, all=US, none (US: microseconds or na)")
 	fs.StringVar(&o.mem, "mem", "", "`HEX` bytes: r1/r2 of a generic program, or the raw initial context (@FILE reads them from FILE)")
-	fs.Var(&o.vars, "var", "set a global variable of the object (a volatile const tunable), `NAME=VALUE` (repeatable)")
+	varFlag(fs, &o.vars)
 	fs.StringVar(&o.rules, "rules", "", "fill the rules policy's table from this `FILE` (NCCL's example CSV tuner format)")
 	fs.IntVar(&o.repeat, "repeat", 1, "run `N` times, sequence numbers counting up")
-	fs.StringVar(&o.maps, "maps", "changed", "maps to show: changed, all or none")
+	fs.StringVar(&o.maps, "maps", "changed", "`WHICH` maps to show: changed, all or none")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
 	fs.BoolVar(&o.fields, "fields", false, "list the context fields of the program's hook (or of --hook) and exit")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
+	fs.BoolVar(&o.unverified, "unverified", false, "raw experiments: run the program without the verifier, on the interpreter (the output says UNVERIFIED)")
+}
+
+func runRun(e *env, args []string, o runOptions) error {
 	if o.fields && len(args) == 0 && o.hookName != "" {
 		h, err := lookupHook(o.hookName)
 		if err != nil {
@@ -161,9 +162,7 @@ func runRun(e *env, args []string) error {
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(e.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(e, rep)
 	}
 	writeRunReport(e.Stdout, rep)
 	return nil
@@ -238,6 +237,14 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 		return nil, err
 	}
 	r.hook = h
+	if o.unverified && engine.Name() != "interp" {
+		return nil, usageErrorf("--unverified runs on the interpreter only, which traps bad memory accesses (not --engine %s)", engine.Name())
+	}
+	if h == nil && !o.unverified {
+		return nil, usageErrorf("program %s (section %q) is attached to no hook, so it cannot be verified: "+
+			"give --hook HOOK to verify it against one (ncclbpf run --hook tuner --fields lists a hook's context), "+
+			"or --unverified to run it raw on the interpreter", r.prog.Name, r.prog.Section)
+	}
 	vars, data, err := runVars(o)
 	if err != nil {
 		return nil, err
@@ -245,7 +252,7 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 	if spec, err = bundle.Configure(spec, vars, data); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if asBundle(spec, r.prog, h) {
+	if !o.unverified && asBundle(spec, r.prog, h) {
 		b, err := bundle.LoadSpec(spec, bundle.Options{Name: path, Engine: engine})
 		if err != nil {
 			return nil, explainLoad(err)
@@ -261,7 +268,7 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 			return nil, fmt.Errorf("%s: BUG: program %s is not in the loaded bundle", path, r.prog.Name)
 		}
 		r.maps, r.verified = b.Maps, true
-	} else if err := r.loadAlone(spec, engine); err != nil {
+	} else if err := r.loadAlone(spec, engine, o.unverified); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -371,7 +378,7 @@ func asBundle(coll *loader.CollectionSpec, sel *loader.ProgramSpec, h *hook.Hook
 // runVars turns --var and --rules into bundle settings.
 func runVars(o *runOptions) ([]bundle.Var, map[string][]byte, error) {
 	var vars []bundle.Var
-	for _, s := range o.vars {
+	for _, s := range splitVars(o.vars) {
 		name, val, ok := strings.Cut(s, "=")
 		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
 		if !ok || name == "" {
@@ -424,20 +431,20 @@ func (s silentWrap) Unwrap() error { return s.err }
 // bundle.Load's steps: the program is verified together with the others
 // (each at its section's hook), then the maps are created and the program
 // compiled.
-func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine) error {
+func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine, unverified bool) error {
 	p := r.prog
-	if r.hook != nil {
+	switch {
+	case unverified && r.hook == nil:
+		r.notes = append(r.notes, fmt.Sprintf("UNVERIFIED (--unverified): section %q names no hook; program %s runs without the verifier "+
+			"on the interpreter (helpers that take pointers are not available; give --hook to verify it against a hook)", p.Section, p.Name))
+	case unverified:
+		r.notes = append(r.notes, fmt.Sprintf("UNVERIFIED (--unverified): program %s runs at hook %s without the verifier, "+
+			"on the interpreter (helpers that take pointers are not available); the plugin would verify it first", p.Name, r.hook.Name))
+	default:
 		if err := verifyInBundle(spec, p, r.hook); err != nil {
 			return explainLoad(fmt.Errorf("%s: program %s (section %q, hook %s) rejected: %w", r.object, p.Name, p.Section, r.hook.Name, err))
 		}
 		r.verified = true
-	} else {
-		if engine.Name() != "interp" {
-			return usageErrorf("program %s (section %q) has no hook, so it is not verified: it runs only with --engine interp "+
-				"(or give --hook to verify it against a hook)", p.Name, p.Section)
-		}
-		r.notes = append(r.notes, fmt.Sprintf("section %q names no hook: program %s runs unverified with the interpreter "+
-			"(helpers that take pointers are not available; give --hook to verify it against a hook)", p.Section, p.Name))
 	}
 	live, _, err := bundle.CreateMaps(spec, nil)
 	if err != nil {
@@ -448,7 +455,7 @@ func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine) err
 	}
 	r.maps = live
 	refs, table := bundle.MapRefs(live), maps.HelperTable()
-	if r.hook == nil {
+	if unverified {
 		for id, h := range table {
 			if !scalarHelper(h.Proto) {
 				delete(table, id)
@@ -456,7 +463,7 @@ func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine) err
 		}
 	}
 	exe, err := bundle.Compile(engine, p, nil, refs, table)
-	if err != nil && r.hook == nil {
+	if err != nil && unverified {
 		return fmt.Errorf("%s: program %s: compile with %s: %w (unverified programs may call only helpers "+
 			"that take no pointers; give --hook to verify it against a hook)", r.object, p.Name, engine.Name(), err)
 	}

@@ -339,7 +339,7 @@ func TestRunLatencyStats(t *testing.T) {
 }
 
 func TestRunGenericAndCustomHook(t *testing.T) {
-	r := runJSON(t, runTestObj, "--section", "generic", "--mem", "01 02 03 04 05")
+	r := runJSON(t, runTestObj, "--unverified", "--section", "generic", "--mem", "01 02 03 04 05")
 	if r.R0 != 15 || r.Mem != "0102030405" || r.MemAfter != "0f02030405" || r.Verified || r.Hook != "" {
 		t.Errorf("generic: r0 %d, mem %s -> %s, verified %v, hook %q", r.R0, r.Mem, r.MemAfter, r.Verified, r.Hook)
 	}
@@ -347,14 +347,30 @@ func TestRunGenericAndCustomHook(t *testing.T) {
 		t.Errorf("generic: maps %+v", r.Maps)
 	}
 	memFile := writeFile(t, t.TempDir(), "mem.hex", "# three bytes\n0a 0b\n0c\n")
-	if r := runJSON(t, runTestObj, "--section", "sum_bytes", "--mem", "@"+memFile, "--repeat", "2"); r.R0 != 33 || len(r.Outcomes) != 1 {
+	if r := runJSON(t, runTestObj, "--section", "sum_bytes", "--mem", "@"+memFile, "--repeat", "2", "--unverified"); r.R0 != 33 || len(r.Outcomes) != 1 {
 		t.Errorf("generic with @file: r0 %d, outcomes %+v", r.R0, r.Outcomes)
 	}
-	if code, _, stderr := runCLI("run", runTestObj, "--section", "generic", "--engine", "jit"); code != 2 || !strings.Contains(stderr, "not verified") {
+	// Verified by default: a program attached to no hook runs only when
+	// asked for raw, on the interpreter, and the output says so.
+	if code, _, stderr := runCLI("run", runTestObj, "--section", "generic", "--mem", "01"); code != 2 ||
+		!strings.Contains(stderr, `program sum_bytes (section "generic") is attached to no hook, so it cannot be verified`) ||
+		!strings.Contains(stderr, "--unverified") {
+		t.Errorf("generic without --unverified: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runCLI("run", runTestObj, "--unverified", "--section", "generic", "--engine", "jit"); code != 2 || !strings.Contains(stderr, "interpreter only") {
 		t.Errorf("generic with jit: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, stderr := runCLI("run", runTestObj, "--section", "generic", "--bytes", "4"); code != 2 || !strings.Contains(stderr, "has no hook") {
+	if code, _, stderr := runCLI("run", runTestObj, "--unverified", "--section", "generic", "--bytes", "4"); code != 2 || !strings.Contains(stderr, "has no hook") {
 		t.Errorf("generic with --bytes: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, _ := runCLI("run", runTestObj, "--unverified", "--section", "generic", "--mem", "01")
+	if code != 0 || !strings.Contains(stdout, "no hook, UNVERIFIED)") || !strings.Contains(stdout, "note: UNVERIFIED (--unverified)") {
+		t.Errorf("generic text: exit %d\n%s", code, stdout)
+	}
+	// A hook's program run raw: not verified, and said so.
+	if r := runJSON(t, sizeAwareObj, "--unverified", "--bytes", "4MiB"); r.Verified || r.Hook != "tuner" ||
+		len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "UNVERIFIED") {
+		t.Errorf("size_aware --unverified: verified %v hook %q notes %q", r.Verified, r.Hook, r.Notes)
 	}
 
 	// A hook the CLI has never heard of: fields by name, 1-D arrays, the
@@ -470,9 +486,9 @@ func TestRunErrors(t *testing.T) {
 		{[]string{sizeAwareObj, "--mem", strings.Repeat("00", 161)}, 1, "--mem: 161 bytes, but the context of hook tuner (struct ncclbpf_tuner_ctx) has 160"},
 		{[]string{latencyStatsObj, "--costs", "ring=1"}, 1, "hook profiler/coll_end has no cost table"},
 		{[]string{latencyStatsObj, "--nodes", "2"}, 1, "the context of hook profiler/coll_end has no field n_nodes"},
-		{[]string{runTestObj, "--section", "generic/oob", "--mem", "0102"}, 1,
+		{[]string{runTestObj, "--unverified", "--section", "generic/oob", "--mem", "0102"}, 1,
 			`program read_past: run 1 of 1: interp: program "read_past": pc 1 (ldxb %r0, [%r1+8]): load of 1 bytes at `},
-		{[]string{runTestObj, "--section", "use_map", "--mem", "0102"}, 1,
+		{[]string{runTestObj, "--unverified", "--section", "use_map", "--mem", "0102"}, 1,
 			"unknown helper bpf_ringbuf_output (id 130) (unverified programs may call only helpers that take no pointers; give --hook"},
 		{[]string{}, 2, "want one object file, got 0 arguments"},
 		{[]string{sizeAwareObj, sizeAwareObj}, 2, "want one object file, got 2 arguments"},
@@ -482,7 +498,8 @@ func TestRunErrors(t *testing.T) {
 		{[]string{sizeAwareObj, "--hook", "nope"}, 2, `unknown hook "nope"; hooks: `},
 		{[]string{sizeAwareObj, "--hook", "profiler/coll_end"}, 1, "rejected by the verifier"},
 		{[]string{sizeAwareObj, "--var", "=1"}, 2, `--var "=1": want NAME=VALUE`},
-		{[]string{sizeAwareObj, "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{sizeAwareObj, "--bogus"}, 2, "unknown flag: --bogus"},
+		{[]string{sizeAwareObj, "--repeat", "x"}, 2, `invalid argument "x" for "--repeat" flag: want an integer`},
 	} {
 		code, stdout, stderr := runCLI(append([]string{"run"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) || strings.Count(stderr, "ncclbpf run: ") != 1 {

@@ -19,7 +19,7 @@ import (
 func writeRunReport(w io.Writer, rep *runReport) {
 	verified := "verified"
 	if !rep.Verified {
-		verified = "NOT verified"
+		verified = "UNVERIFIED"
 	}
 	if rep.Hook != "" {
 		fmt.Fprintf(w, "program %s (section %s, hook %s, %s) from %s, engine %s\n", rep.Program, rep.Section, rep.Hook, verified, rep.Object, rep.Engine)

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{
-		Name:    "stats",
-		Args:    "[--dir DIR] [--json] PID",
+		Use:     "stats [--dir DIR] [--json] [--cost D] PID",
 		Summary: "show a process's policy, hook call counts, guardrail hits and reloads",
 		Help: `The counters come from the C shim (relaxed per-communicator counters,
 summed on request) and from the reload machinery of the process:
@@ -30,18 +30,16 @@ summed on request) and from the reload machinery of the process:
              trampoline for D (1 call in 64 per thread timed), then put back;
              nothing is timed otherwise`,
 		Examples: []string{"ncclbpf stats 4242", "ncclbpf stats --json 4242", "ncclbpf stats --cost 1s 4242  # also time each hook's program"},
-		Run:      runStats,
+		Complete: func([]string) []string { return controlNames() },
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			dir, asJSON := controlFlags(fs)
+			cost := fs.Duration("cost", 0, "first time each hook's program for this long (`D`, e.g. 2s) (1 call in 64 per thread; at most 1m)")
+			return func(e *env, args []string) error { return runStats(e, args, *dir, *asJSON, cost) }
+		},
 	})
 }
 
-func runStats(e *env, args []string) error {
-	fs := e.flags()
-	dir, asJSON := controlFlags(fs)
-	cost := fs.Duration("cost", 0, "first time each hook's program for this long (1 call in 64 per thread)")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
+func runStats(e *env, args []string, dir string, asJSON bool, cost *time.Duration) error {
 	if len(args) != 1 {
 		return usageErrorf("want one PID, got %d arguments", len(args))
 	}
@@ -52,7 +50,7 @@ func runStats(e *env, args []string) error {
 	if *cost < 0 || *cost > time.Minute {
 		return usageErrorf("--cost %v: want up to 1m", *cost)
 	}
-	resp, err := call(*dir, pid, &control.Request{Op: control.OpStats, SampleMS: cost.Milliseconds()})
+	resp, err := call(dir, pid, &control.Request{Op: control.OpStats, SampleMS: cost.Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -60,7 +58,7 @@ func runStats(e *env, args []string) error {
 	if st == nil {
 		return fmt.Errorf("pid %s: empty answer", pid)
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSON(e, st)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 1, ' ', 0)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,12 +9,12 @@ import (
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/verifier"
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{
-		Name:    "verify",
-		Args:    "[--section S] [--hook NAME] [--json] OBJ",
+		Use:     "verify [--section S] [--hook NAME] [--json] OBJ",
 		Summary: "check that an object file's programs are safe for their hooks",
 		Help: `Each program of OBJ is verified against the hook its ELF section attaches
 to (or the hook named by --hook): memory safety on the stack, map values,
@@ -37,7 +36,12 @@ otherwise. The error codes are listed by 'go doc verifier.Code'.`,
 			"ncclbpf verify --section tuner policy.bpf.o  # one section only",
 			"ncclbpf verify --hook tuner --json policy.bpf.o",
 		},
-		Run: runVerify,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			section := fs.String("section", "", "verify only the programs of this `SECTION` (or with this name)")
+			hookName := fs.String("hook", "", "verify against this `HOOK` instead of the one the section selects")
+			asJSON := fs.Bool("json", false, "print one JSON object per program")
+			return func(e *env, args []string) error { return runVerify(e, args, *section, *hookName, *asJSON) }
+		},
 	})
 }
 
@@ -71,15 +75,8 @@ func problem(e *verifier.Error) *verifyProblem {
 		File: e.File, Line: e.Line, Col: e.Col, Source: e.Source, Hint: e.Hint}
 }
 
-func runVerify(e *env, args []string) error {
-	fs := e.flags()
-	section := fs.String("section", "", "verify only the programs of this section (or with this name)")
-	hookName := fs.String("hook", "", "verify against this hook instead of the one the section selects")
-	asJSON := fs.Bool("json", false, "print one JSON object per program")
-	args, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
+func runVerify(e *env, args []string, sectionName, hookArg string, jsonOut bool) error {
+	section, hookName, asJSON := &sectionName, &hookArg, &jsonOut
 	if len(args) != 1 {
 		return usageErrorf("want one object file, got %d arguments", len(args))
 	}
@@ -120,9 +117,7 @@ func runVerify(e *env, args []string) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+		if err := writeJSON(e, reports); err != nil {
 			return err
 		}
 	} else {

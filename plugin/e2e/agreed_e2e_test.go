@@ -147,7 +147,7 @@ func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 		strconv.Itoa(pids[2])); code != 0 {
 		t.Fatalf("export: %s", out)
 	}
-	if out, code := cli(t, "agree", "--combine", "--out", all, nodeA, nodeB); code != 0 {
+	if out, code := cli(t, "agree", "--combine", "--output", all, nodeA, nodeB); code != 0 {
 		t.Fatalf("combine: %s", out)
 	}
 	if out, code := cli(t, "agree", "--dir", dir, "--import", all, "--to", "agreed", "--at-seq", "+40"); code != 2 ||
