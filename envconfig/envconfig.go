@@ -21,6 +21,8 @@ const (
 	Policy            = "NCCLBPF_POLICY"
 	PolicyConfig      = "NCCLBPF_POLICY_CONFIG"
 	RulesFile         = "NCCLBPF_RULES_FILE"
+	Strict            = "NCCLBPF_STRICT"
+	RulesLog          = "NCCLBPF_RULES_LOG"
 	Control           = "NCCLBPF_CONTROL"
 	ControlDir        = "NCCLBPF_CONTROL_DIR"
 	ReloadAllow       = "NCCLBPF_RELOAD_ALLOW"
@@ -64,6 +66,9 @@ const (
 	PtrgenPar         = "NCCLBPF_PTRGEN_PAR"
 	PtrgenFindings    = "NCCLBPF_PTRGEN_FINDINGS"
 	PtrgenCrashTest   = "NCCLBPF_PTRGEN_CRASHTEST"
+	// TunerConfigFile is NCCL's example CSV tuner's variable, read by the
+	// plugin in place of RulesFile when that is unset.
+	TunerConfigFile = "NCCL_TUNER_CONFIG_FILE"
 )
 
 // Reader says which part of ncclbpf reads a variable.
@@ -83,7 +88,7 @@ const (
 
 // Var describes one environment variable.
 type Var struct {
-	// Name is the variable, NCCLBPF_*.
+	// Name is the variable, NCCLBPF_* (or NCCL_* for one of NCCL's the plugin honours).
 	Name string
 	// Reader says who reads it.
 	Reader Reader
@@ -105,7 +110,17 @@ var Vars = []Var{
 		"sets `volatile const` variables of the policy by name"},
 	{RulesFile, Plugin, "none",
 		"a file in the format of NCCL's example CSV tuner; a bad file refuses the policy",
-		"fills the policy's rule table (`builtin:rules`)"},
+		"fills the policy's rule table (`builtin:rules`); ignored, with a note in NCCL's log, by a policy that has no rule table"},
+	{TunerConfigFile, Plugin, "none",
+		"as `NCCLBPF_RULES_FILE`",
+		"NCCL's example CSV tuner's variable: the rules file when `NCCLBPF_RULES_FILE` is unset, so that a job moving from that tuner keeps its setting"},
+	{Strict, Plugin, "`0` (a policy that does not load leaves NCCL's defaults)",
+		"`1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; any other value is an error, treated as strict",
+		"when the policy (or its configuration or rules file) does not load, the library's init returns an error: " +
+			"NCCL fails the communicator's init at the tuner (docs/operators-guide.md, \"Failures\")"},
+	{RulesLog, Plugin, "`0`",
+		"`1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; any other value is off, with a warning",
+		"the rules policy logs, through NCCL's INFO log (bpf_printk, rate-limited), which rule matched each call"},
 	{Control, Plugin, "`on`",
 		"`on` (`1`, `true`, `yes`, `rw`), `off` (`0`, `false`, `no`, `none`), `ro` (`readonly`, `read-only`, `observe`); anything else is `ro`, with a warning",
 		"whether the process serves a control socket, and whether it may change anything"},
@@ -212,6 +227,20 @@ func ParseSwitch(name, v string) (on bool, warn string) {
 		return false, ""
 	}
 	return false, fmt.Sprintf("ncclbpf: %s=%q is not one of 1/0, on/off, true/false, yes/no; off", name, v)
+}
+
+// ParseStrict reads NCCLBPF_STRICT: 1/true/yes/on or 0/false/no/off
+// (any case); unset or empty is off. Any other value is an error, and
+// strict is then true: whoever set the variable wanted the job to stop
+// rather than run without its policy.
+func ParseStrict(v string) (strict bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "", "0", "false", "no", "off":
+		return false, nil
+	}
+	return true, fmt.Errorf("%s=%q is not one of 1/true/yes/on or 0/false/no/off", Strict, v)
 }
 
 // ParseWatchInterval reads NCCLBPF_WATCH_INTERVAL: a Go duration within

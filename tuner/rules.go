@@ -135,7 +135,7 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 // Layout of the rule table the rules policy reads (the global variable
 // `ncclbpf_rules` in policies/src/rules.bpf.c; keep the two in step):
 //
-//	struct rule  { __u64 key1, mask1, key2, mask2; __u32 need; __s32 algorithm, protocol, n_channels; };
+//	struct rule  { __u64 key1, mask1, key2, mask2; __u32 need; __s32 algorithm, protocol, n_channels; __u32 line, pad; };
 //	struct table { __u64 lo[NumColls][RulesMaxIvl]; struct rule r[NumColls][RulesMaxIvl][RulesMaxCand]; };
 //
 // For each collective the size axis is cut into ranges at every rule
@@ -150,9 +150,10 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 // rules the file has.
 const (
 	RulesVar       = "ncclbpf_rules"
+	RulesLogVar    = "log_matches" // nonzero: the policy reports the matching rule's line (bpf_printk)
 	RulesMaxIvl    = 512
 	RulesMaxCand   = 8
-	RuleSize       = 48
+	RuleSize       = 56
 	RulesTableSize = NumColls*RulesMaxIvl*8 + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
 )
 
@@ -280,6 +281,7 @@ func RulesTable(rules []Rule) ([]byte, error) {
 				le.PutUint32(b[p+36:], uint32(int32(r.Algorithm)))
 				le.PutUint32(b[p+40:], uint32(int32(r.Protocol)))
 				le.PutUint32(b[p+44:], uint32(int32(ch)))
+				le.PutUint32(b[p+48:], uint32(r.Line))
 			}
 		}
 	}
