@@ -58,6 +58,7 @@ const (
 	DiffN              = "NCCLBPF_DIFF_N"
 	DiffSeed           = "NCCLBPF_DIFF_SEED"
 	TestLib            = "NCCLBPF_TEST_LIB"
+	DemoRuns           = "NCCLBPF_DEMO_RUNS"
 	Ranks8             = "NCCLBPF_RANKS8"
 	StartupProcs       = "NCCLBPF_STARTUP_PROCS"
 	StartupRounds      = "NCCLBPF_STARTUP_ROUNDS"
@@ -187,6 +188,7 @@ var Vars = []Var{
 	{HelperSock, Tests, "unset", "a socket path, set by the test itself", "the socket the control test's helper process connects to"},
 	{DiffN, Tests, "the seed programs only", "a number", "random programs the JIT-interpreter differential test checks"},
 	{DiffSeed, Tests, "`0`", "a number", "the first seed of the differential test"},
+	{DemoRuns, Tests, "`3`", "a number", "runs of scripts/demo.sh under CPU load in TestDemoUnderLoad (scripts/test-long.sh: 20)"},
 	{TestLib, Tests, "the library built by the test", "a path to a `libncclbpf.so`", "tests another build of the plugin"},
 	{Ranks8, Tests, "unset", "`1`", "adds 4- and 8-rank cases to the profiler rank-consistency test"},
 	{StartupProcs, Tests, "`64`", "a number", "processes the control startup race test starts"},
