@@ -6,7 +6,7 @@ GO      ?= go
 BUILD   ?= build
 export CGO_ENABLED := 1
 
-.PHONY: all setup build cli lib demo test test-long clean policies arm64
+.PHONY: all setup build cli lib demo test test-long clean policies arm64 dist
 
 all: build
 
@@ -49,6 +49,11 @@ test: setup
 # Long runs that do not belong in CI: fuzzing, differential fuzzing, hammers.
 test-long: setup
 	./scripts/test-long.sh
+
+# A versioned release tarball (CLI, libncclbpf.so, headers, example policies,
+# SHA256SUMS) under $(BUILD)/dist; VERSION=... overrides `git describe`.
+dist: setup
+	BUILD=$(BUILD) GO=$(GO) ./scripts/dist.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -189,7 +189,7 @@ var Vars = []Var{
 	{DiffN, Tests, "the seed programs only", "a number", "random programs the JIT-interpreter differential test checks"},
 	{DiffSeed, Tests, "`0`", "a number", "the first seed of the differential test"},
 	{DemoRuns, Tests, "`3`", "a number", "runs of scripts/demo.sh under CPU load in TestDemoUnderLoad (scripts/test-long.sh: 20)"},
-	{TestLib, Tests, "the library built by the test", "a path to a `libncclbpf.so`", "tests another build of the plugin"},
+	{TestLib, Tests, "the library built by the test", "a path to a `libncclbpf.so` built with `-tags ncclbpf_testing`", "tests another build of the plugin"},
 	{Ranks8, Tests, "unset", "`1`", "adds 4- and 8-rank cases to the profiler rank-consistency test"},
 	{StartupProcs, Tests, "`64`", "a number", "processes the control startup race test starts"},
 	{StartupRounds, Tests, "`3`", "a number", "rounds of the control startup race test"},

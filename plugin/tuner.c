@@ -173,11 +173,6 @@ const char *ncclbpf_load_message(void) { return nb_load_msg; }
 
 void ncclbpf_ensure_loaded(void) { pthread_once(&nb_load_once, nb_do_load); }
 
-void ncclbpf_testing_set_program(int slot, uintptr_t fn) {
-	pthread_once(&nb_load_once, nb_do_load);
-	ncclbpf_slot_publish(slot, fn);
-}
-
 /* ---- init / finalize ------------------------------------------------------------------------- */
 
 static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes, nb_logger_t log,

@@ -37,9 +37,10 @@ func repoRoot(t *testing.T) string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
-// artifacts builds the library, the host and the native plugin once per
-// test binary; NCCLBPF_TEST_LIB names a library to test instead of
-// building one.
+// artifacts builds the library (with its test entry points, -tags
+// ncclbpf_testing), the host and the native plugin once per test binary;
+// NCCLBPF_TEST_LIB names a library to test instead of building one (built
+// with that tag).
 func artifacts(t *testing.T) {
 	t.Helper()
 	root := repoRoot(t)
@@ -54,7 +55,8 @@ func artifacts(t *testing.T) {
 		art.host = filepath.Join(dir, "host")
 		art.native = filepath.Join(dir, "libnative-size-aware.so")
 		steps := [][]string{
-			{"go", "build", "-buildmode=c-shared", "-o", art.lib, "./plugin"},
+			// The test build: the production library lacks the entry points the hosts drive reloads with.
+			{"go", "build", "-tags", "ncclbpf_testing", "-buildmode=c-shared", "-o", art.lib, "./plugin"},
 			{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread", "-I", "include",
 				"-o", art.host, "testhost/host.c", "-ldl"},
 			{"gcc", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", art.native, "testhost/native_size_aware.c"},
