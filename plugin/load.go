@@ -135,8 +135,8 @@ func loadBundle(cfg config.Config) (*bundle.Bundle, []string, error) {
 // rulesSettings turns the rules settings into load options for spec: the
 // rule table for a policy that has one (tuner.RulesVar), and its
 // match-logging switch when NCCLBPF_RULES_LOG asks for it. A policy with a
-// rule table needs a rules file; a rules variable left set for a policy
-// without a table is noted and ignored.
+// rule table needs a rules file with at least one rule; a rules variable
+// left set for a policy without a table is noted and ignored.
 func rulesSettings(spec *loader.CollectionSpec, cfg config.Config) (map[string][]byte, []bundle.Var, []string, error) {
 	var notes []string
 	if spec.Variable(tuner.RulesVar) == nil {
@@ -161,10 +161,10 @@ func rulesSettings(spec *loader.CollectionSpec, cfg config.Config) (map[string][
 		return nil, nil, nil, fmt.Errorf("%s: %s %s: %w", cfg.Policy, cfg.RulesFrom, cfg.RulesFile, err)
 	}
 	if len(rules) == 0 {
-		notes = append(notes, fmt.Sprintf("no rules in %s (%s): NCCL decides every call", cfg.RulesFile, cfg.RulesFrom))
-	} else {
-		notes = append(notes, fmt.Sprintf("%d rules loaded from %s (%s)", len(rules), cfg.RulesFile, cfg.RulesFrom))
+		return nil, nil, nil, fmt.Errorf("%s: no rules: %s %s has no rule, only blank lines, comments or a header; "+
+			"the policy would leave every call to NCCL", cfg.Policy, cfg.RulesFrom, cfg.RulesFile)
 	}
+	notes = append(notes, fmt.Sprintf("%d rules loaded from %s (%s)", len(rules), cfg.RulesFile, cfg.RulesFrom))
 	var vars []bundle.Var
 	if cfg.RulesLog {
 		if spec.Variable(tuner.RulesLogVar) == nil {

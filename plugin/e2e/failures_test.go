@@ -51,13 +51,28 @@ func policyFailures(t *testing.T) map[string][]string {
 	if err := os.WriteFile(badRules, []byte("allreduce,0,100,ring\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	noRules := filepath.Join(dir, "empty.csv")
+	if err := os.WriteFile(noRules, []byte("# nothing yet\ncollective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return map[string][]string{
 		"missing policy file": {"NCCLBPF_POLICY=" + filepath.Join(dir, "nope.bpf.o")},
 		"config typo":         {"NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_POLICY_CONFIG=size_lo 4M"},
 		"bad rules file":      {"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + badRules},
 		"rules without rules": {"NCCLBPF_POLICY=builtin:rules"},
+		"rules file, no rule": {"NCCLBPF_POLICY=builtin:rules", "NCCL_TUNER_CONFIG_FILE=" + noRules},
 		"rejected policy":     {"NCCLBPF_POLICY=" + testdata(t, "unsafe_oob.bpf.o")},
 	}
+}
+
+// failureWhy is what the stderr line says for each of policyFailures.
+var failureWhy = map[string]string{
+	"missing policy file": "no such file or directory",
+	"config typo":         "NCCLBPF_POLICY_CONFIG",
+	"bad rules file":      "line 1",
+	"rules without rules": "no rules: the policy takes its decisions from a rules file and none is given",
+	"rules file, no rule": "no rules: NCCL_TUNER_CONFIG_FILE",
+	"rejected policy":     "rejected",
 }
 
 // TestLoadFailureOneStderrLine: a policy, configuration or rules file that
@@ -80,6 +95,9 @@ func TestLoadFailureOneStderrLine(t *testing.T) {
 			}
 			if !strings.Contains(lines[0], "NCCL's default tuning stays in effect") {
 				t.Errorf("the line does not say NCCL's defaults stay: %s", lines[0])
+			}
+			if why := failureWhy[name]; !strings.Contains(lines[0], why) {
+				t.Errorf("the line does not say %q: %s", why, lines[0])
 			}
 			if got := strings.Count(out, "init 0\n"); got != 3 {
 				t.Errorf("%d of 3 inits succeeded:\n%s", got, out)
