@@ -6,7 +6,7 @@ GO      ?= go
 BUILD   ?= build
 export CGO_ENABLED := 1
 
-.PHONY: all setup build cli lib demo test test-long clean policies arm64
+.PHONY: all setup build cli lib demo test test-long clean policies arm64 dist
 
 all: build
 
@@ -39,13 +39,21 @@ demo: build
 	./scripts/demo.sh
 
 # The default test run: everything CI runs (well under 15 minutes on 2 cores).
+# Without the bpf_conformance corpus (outside the repository) its tests skip,
+# one line each after the run; .ci/run requires it.
 test: setup
 	$(GO) vet ./...
 	$(GO) test -timeout 30m ./...
+	@GO=$(GO) ./scripts/corpus-skips.sh
 
 # Long runs that do not belong in CI: fuzzing, differential fuzzing, hammers.
 test-long: setup
 	./scripts/test-long.sh
+
+# A versioned release tarball (CLI, libncclbpf.so, headers, example policies,
+# SHA256SUMS) under $(BUILD)/dist; VERSION=... overrides `git describe`.
+dist: setup
+	BUILD=$(BUILD) GO=$(GO) ./scripts/dist.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/internal/corpus"
 )
 
 func alu(c Class, op ALUOp, s Source) OpCode  { return ALUOpCode(c, op, s) }
@@ -309,20 +311,6 @@ func checkRoundTrip(t *testing.T, insns []Instruction) {
 	}
 }
 
-// corpusDir is the bpf_conformance corpus shared by the team, resolved as
-// in package conformance.
-func corpusDir(t *testing.T) string {
-	dir := os.Getenv("NCCLBPF_CONFORMANCE_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "conformance", "bpf_conformance")
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.data"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("conformance corpus not found: no *.data files in %s (set NCCLBPF_CONFORMANCE_DIR to the bpf_conformance tests folder)", dir)
-	}
-	return dir
-}
-
 // sections splits a .data file into its "-- NAME" sections.
 func sections(text string) map[string]string {
 	out := map[string]string{}
@@ -343,7 +331,7 @@ func sections(text string) map[string]string {
 // format and assemble again give the same slots; and where a file has a
 // "-- raw" section, the assembly gives exactly those words.
 func TestCorpusRoundTrip(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(corpusDir(t), "*.data"))
+	files, _ := filepath.Glob(filepath.Join(corpus.Dir(t, ".."), "*.data"))
 	raws := 0
 	for _, file := range files {
 		b, err := os.ReadFile(file)

@@ -12,6 +12,8 @@ import (
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/vm"
+
+	"github.com/ncclbpf/ncclbpf/internal/corpus"
 )
 
 // engines are the engines the whole corpus runs on. Adding an engine is one
@@ -21,23 +23,8 @@ var engines = []func() vm.Engine{
 	native.New,
 }
 
-// corpusDir returns the shared bpf_conformance corpus:
-// $NCCLBPF_CONFORMANCE_DIR, or ../../shared/conformance/bpf_conformance
-// relative to this package. A missing corpus fails the test.
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("NCCLBPF_CONFORMANCE_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "conformance", "bpf_conformance")
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		t.Fatalf("CONFORMANCE CORPUS MISSING: %s is not a folder (%v). Point NCCLBPF_CONFORMANCE_DIR at the bpf_conformance tests folder.", dir, err)
-	}
-	return dir
-}
-
 func TestCorpus(t *testing.T) {
-	dir := corpusDir(t)
+	dir := corpus.Dir(t, "..")
 	// Every file parses and its program assembles, whatever the engines.
 	files, _ := filepath.Glob(filepath.Join(dir, "*.data"))
 	if len(files) == 0 {

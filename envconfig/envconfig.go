@@ -18,52 +18,59 @@ import (
 
 // The variables' names.
 const (
-	Policy            = "NCCLBPF_POLICY"
-	PolicyConfig      = "NCCLBPF_POLICY_CONFIG"
-	RulesFile         = "NCCLBPF_RULES_FILE"
-	Control           = "NCCLBPF_CONTROL"
-	ControlDir        = "NCCLBPF_CONTROL_DIR"
-	ReloadAllow       = "NCCLBPF_RELOAD_ALLOW"
-	Watch             = "NCCLBPF_WATCH"
-	WatchInterval     = "NCCLBPF_WATCH_INTERVAL"
-	GoMaxProcs        = "NCCLBPF_GOMAXPROCS"
-	ProfPool          = "NCCLBPF_PROF_POOL"
-	ProfReclaimMS     = "NCCLBPF_PROF_RECLAIM_MS"
-	ProfKchWaitMS     = "NCCLBPF_PROF_KCH_WAIT_MS"
-	ConformanceDir    = "NCCLBPF_CONFORMANCE_DIR"
-	KernelVerifier    = "NCCLBPF_KERNEL_VERIFIER"
-	PtrgenWorker      = "NCCLBPF_PTRGEN_WORKER"
-	AgreeCmd          = "NCCLBPF_AGREE_CMD"
-	HammerCalls       = "NCCLBPF_HAMMER_CALLS"
-	HammerReloads     = "NCCLBPF_HAMMER_RELOADS"
-	HammerThreads     = "NCCLBPF_HAMMER_THREADS"
-	HammerSwaps       = "NCCLBPF_HAMMER_SWAPS"
-	HammerSwapCalls   = "NCCLBPF_HAMMER_SWAP_CALLS"
-	HammerProfEvery   = "NCCLBPF_HAMMER_PROF_EVERY"
-	SyncRanks         = "NCCLBPF_SYNC_RANKS"
-	HammerEmptyUS     = "NCCLBPF_HAMMER_EMPTY_US"
-	HammerSeconds     = "NCCLBPF_HAMMER_SECONDS"
-	TestArch          = "NCCLBPF_TEST_ARCH"
-	NetPlugin         = "NCCLBPF_NET_PLUGIN"
-	NetRequests       = "NCCLBPF_NET_REQUESTS"
-	NetBenchN         = "NCCLBPF_NET_BENCH_N"
-	Aarch64CC         = "NCCLBPF_AARCH64_CC"
-	Aarch64Sysroot    = "NCCLBPF_AARCH64_SYSROOT"
-	QemuAarch64       = "NCCLBPF_QEMU_AARCH64"
-	Arm64DiffN        = "NCCLBPF_ARM64_DIFF_N"
-	HelperSock        = "NCCLBPF_HELPER_SOCK"
-	DiffN             = "NCCLBPF_DIFF_N"
-	DiffSeed          = "NCCLBPF_DIFF_SEED"
-	TestLib           = "NCCLBPF_TEST_LIB"
-	Ranks8            = "NCCLBPF_RANKS8"
-	StartupProcs      = "NCCLBPF_STARTUP_PROCS"
-	StartupRounds     = "NCCLBPF_STARTUP_ROUNDS"
-	StartupRoundsLong = "NCCLBPF_STARTUP_ROUNDS_LONG"
-	PtrgenN           = "NCCLBPF_PTRGEN_N"
-	PtrgenSeed        = "NCCLBPF_PTRGEN_SEED"
-	PtrgenPar         = "NCCLBPF_PTRGEN_PAR"
-	PtrgenFindings    = "NCCLBPF_PTRGEN_FINDINGS"
-	PtrgenCrashTest   = "NCCLBPF_PTRGEN_CRASHTEST"
+	Policy             = "NCCLBPF_POLICY"
+	PolicyConfig       = "NCCLBPF_POLICY_CONFIG"
+	RulesFile          = "NCCLBPF_RULES_FILE"
+	Strict             = "NCCLBPF_STRICT"
+	RulesLog           = "NCCLBPF_RULES_LOG"
+	Control            = "NCCLBPF_CONTROL"
+	ControlDir         = "NCCLBPF_CONTROL_DIR"
+	ReloadAllow        = "NCCLBPF_RELOAD_ALLOW"
+	Watch              = "NCCLBPF_WATCH"
+	WatchInterval      = "NCCLBPF_WATCH_INTERVAL"
+	GoMaxProcs         = "NCCLBPF_GOMAXPROCS"
+	ProfPool           = "NCCLBPF_PROF_POOL"
+	ProfReclaimMS      = "NCCLBPF_PROF_RECLAIM_MS"
+	ProfKchWaitMS      = "NCCLBPF_PROF_KCH_WAIT_MS"
+	ConformanceDir     = "NCCLBPF_CONFORMANCE_DIR"
+	RequireConformance = "NCCLBPF_REQUIRE_CONFORMANCE"
+	KernelVerifier     = "NCCLBPF_KERNEL_VERIFIER"
+	PtrgenWorker       = "NCCLBPF_PTRGEN_WORKER"
+	AgreeCmd           = "NCCLBPF_AGREE_CMD"
+	HammerCalls        = "NCCLBPF_HAMMER_CALLS"
+	HammerReloads      = "NCCLBPF_HAMMER_RELOADS"
+	HammerThreads      = "NCCLBPF_HAMMER_THREADS"
+	HammerSwaps        = "NCCLBPF_HAMMER_SWAPS"
+	HammerSwapCalls    = "NCCLBPF_HAMMER_SWAP_CALLS"
+	HammerProfEvery    = "NCCLBPF_HAMMER_PROF_EVERY"
+	SyncRanks          = "NCCLBPF_SYNC_RANKS"
+	HammerEmptyUS      = "NCCLBPF_HAMMER_EMPTY_US"
+	HammerSeconds      = "NCCLBPF_HAMMER_SECONDS"
+	TestArch           = "NCCLBPF_TEST_ARCH"
+	NetPlugin          = "NCCLBPF_NET_PLUGIN"
+	NetRequests        = "NCCLBPF_NET_REQUESTS"
+	NetBenchN          = "NCCLBPF_NET_BENCH_N"
+	Aarch64CC          = "NCCLBPF_AARCH64_CC"
+	Aarch64Sysroot     = "NCCLBPF_AARCH64_SYSROOT"
+	QemuAarch64        = "NCCLBPF_QEMU_AARCH64"
+	Arm64DiffN         = "NCCLBPF_ARM64_DIFF_N"
+	HelperSock         = "NCCLBPF_HELPER_SOCK"
+	DiffN              = "NCCLBPF_DIFF_N"
+	DiffSeed           = "NCCLBPF_DIFF_SEED"
+	TestLib            = "NCCLBPF_TEST_LIB"
+	DemoRuns           = "NCCLBPF_DEMO_RUNS"
+	Ranks8             = "NCCLBPF_RANKS8"
+	StartupProcs       = "NCCLBPF_STARTUP_PROCS"
+	StartupRounds      = "NCCLBPF_STARTUP_ROUNDS"
+	StartupRoundsLong  = "NCCLBPF_STARTUP_ROUNDS_LONG"
+	PtrgenN            = "NCCLBPF_PTRGEN_N"
+	PtrgenSeed         = "NCCLBPF_PTRGEN_SEED"
+	PtrgenPar          = "NCCLBPF_PTRGEN_PAR"
+	PtrgenFindings     = "NCCLBPF_PTRGEN_FINDINGS"
+	PtrgenCrashTest    = "NCCLBPF_PTRGEN_CRASHTEST"
+	// TunerConfigFile is NCCL's example CSV tuner's variable, read by the
+	// plugin in place of RulesFile when that is unset.
+	TunerConfigFile = "NCCL_TUNER_CONFIG_FILE"
 )
 
 // Reader says which part of ncclbpf reads a variable.
@@ -83,7 +90,7 @@ const (
 
 // Var describes one environment variable.
 type Var struct {
-	// Name is the variable, NCCLBPF_*.
+	// Name is the variable, NCCLBPF_* (or NCCL_* for one of NCCL's the plugin honours).
 	Name string
 	// Reader says who reads it.
 	Reader Reader
@@ -105,7 +112,17 @@ var Vars = []Var{
 		"sets `volatile const` variables of the policy by name"},
 	{RulesFile, Plugin, "none",
 		"a file in the format of NCCL's example CSV tuner; a bad file refuses the policy",
-		"fills the policy's rule table (`builtin:rules`)"},
+		"fills the policy's rule table (`builtin:rules`); ignored, with a note in NCCL's log, by a policy that has no rule table"},
+	{TunerConfigFile, Plugin, "none",
+		"as `NCCLBPF_RULES_FILE`",
+		"NCCL's example CSV tuner's variable: the rules file when `NCCLBPF_RULES_FILE` is unset, so that a job moving from that tuner keeps its setting"},
+	{Strict, Plugin, "`0` (a policy that does not load leaves NCCL's defaults)",
+		"`1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; any other value is an error, treated as strict",
+		"when the policy (or its configuration or rules file) does not load, the library's init returns an error: " +
+			"NCCL fails the communicator's init at the tuner (docs/operators-guide.md, \"Failures\")"},
+	{RulesLog, Plugin, "`0`",
+		"`1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; any other value is off, with a warning",
+		"the rules policy logs, through NCCL's INFO log (bpf_printk, rate-limited), which rule matched each call"},
 	{Control, Plugin, "`on`",
 		"`on` (`1`, `true`, `yes`, `rw`), `off` (`0`, `false`, `no`, `none`), `ro` (`readonly`, `read-only`, `observe`); anything else is `ro`, with a warning",
 		"whether the process serves a control socket, and whether it may change anything"},
@@ -139,8 +156,11 @@ var Vars = []Var{
 		"milliseconds, clamped to 1..3600000",
 		"how long a profiler context waits for kernel-channel events before it stops waiting for them"},
 	{ConformanceDir, Tests, "`../shared/conformance/bpf_conformance`",
-		"a directory of `.data` files; a missing corpus fails the tests",
-		"the bpf_conformance corpus"},
+		"a directory of `.data` files; when set, a missing corpus fails the tests",
+		"the bpf_conformance corpus (outside the repository; without it the corpus tests skip, one line each)"},
+	{RequireConformance, Tests, "`0` (CI's `.ci/run` sets `1`)",
+		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else requires it",
+		"a missing bpf_conformance corpus fails the corpus tests instead of skipping them"},
 	{KernelVerifier, Tests, "unset",
 		"`require`: a kernel that cannot load programs fails the test instead of skipping it",
 		"the comparison with the Linux verifier"},
@@ -168,7 +188,8 @@ var Vars = []Var{
 	{HelperSock, Tests, "unset", "a socket path, set by the test itself", "the socket the control test's helper process connects to"},
 	{DiffN, Tests, "the seed programs only", "a number", "random programs the JIT-interpreter differential test checks"},
 	{DiffSeed, Tests, "`0`", "a number", "the first seed of the differential test"},
-	{TestLib, Tests, "the library built by the test", "a path to a `libncclbpf.so`", "tests another build of the plugin"},
+	{DemoRuns, Tests, "`3`", "a number", "runs of scripts/demo.sh under CPU load in TestDemoUnderLoad (scripts/test-long.sh: 20)"},
+	{TestLib, Tests, "the library built by the test", "a path to a `libncclbpf.so` built with `-tags ncclbpf_testing`", "tests another build of the plugin"},
 	{Ranks8, Tests, "unset", "`1`", "adds 4- and 8-rank cases to the profiler rank-consistency test"},
 	{StartupProcs, Tests, "`64`", "a number", "processes the control startup race test starts"},
 	{StartupRounds, Tests, "`3`", "a number", "rounds of the control startup race test"},
@@ -212,6 +233,20 @@ func ParseSwitch(name, v string) (on bool, warn string) {
 		return false, ""
 	}
 	return false, fmt.Sprintf("ncclbpf: %s=%q is not one of 1/0, on/off, true/false, yes/no; off", name, v)
+}
+
+// ParseStrict reads NCCLBPF_STRICT: 1/true/yes/on or 0/false/no/off
+// (any case); unset or empty is off. Any other value is an error, and
+// strict is then true: whoever set the variable wanted the job to stop
+// rather than run without its policy.
+func ParseStrict(v string) (strict bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "", "0", "false", "no", "off":
+		return false, nil
+	}
+	return true, fmt.Errorf("%s=%q is not one of 1/true/yes/on or 0/false/no/off", Strict, v)
 }
 
 // ParseWatchInterval reads NCCLBPF_WATCH_INTERVAL: a Go duration within

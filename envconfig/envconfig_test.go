@@ -49,7 +49,7 @@ func TestEveryVariableListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	constOf := map[string]string{} // Go constant -> variable
-	for _, m := range regexp.MustCompile(`(?m)^\t(\w+)\s*=\s*"(NCCLBPF_[A-Z0-9_]+)"`).FindAllStringSubmatch(string(self), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\t(\w+)\s*=\s*"((?:NCCLBPF|NCCL_TUNER)_[A-Z0-9_]+)"`).FindAllStringSubmatch(string(self), -1) {
 		constOf[m[1]] = m[2]
 	}
 	seen := map[string]bool{}
@@ -85,6 +85,14 @@ func TestEveryVariableListed(t *testing.T) {
 }
 
 func TestParsers(t *testing.T) {
+	for v, want := range map[string]bool{"1": true, "TRUE": true, "yes": true, " on ": true, "": false, "0": false, "false": false, "No": false, "off": false} {
+		if got, err := ParseStrict(v); got != want || err != nil {
+			t.Errorf("ParseStrict(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if got, err := ParseStrict("2"); !got || err == nil || !strings.Contains(err.Error(), `NCCLBPF_STRICT="2"`) {
+		t.Errorf("ParseStrict(2) = %v, %v; want strict with an error naming the value", got, err)
+	}
 	if on, w := ParseSwitch(Watch, "yes"); !on || w != "" {
 		t.Errorf("ParseSwitch yes = %v %q", on, w)
 	}

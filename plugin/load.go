@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/ncclbpf/ncclbpf/policies"
@@ -33,32 +35,50 @@ var (
 
 // loadPolicy reads the configuration, loads the policy and publishes its
 // entries. It never panics: any failure leaves the slots empty (NCCL's
-// defaults) and is described in the message.
-func loadPolicy() (status int, msg string) {
+// defaults) and is described in the message, one line. strict reports
+// NCCLBPF_STRICT: a failure then makes the library's inits fail.
+func loadPolicy() (status int, msg string, strict bool) {
+	strict, serr := config.StrictFromEnv(cGetenv)
+	failed := func(what string) (int, string, bool) {
+		if strict {
+			return -1, what + "; " + config.EnvStrict + " is set: the library's init fails", true
+		}
+		return -1, what + "; NCCL's default tuning stays in effect", false
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			status, msg = -1, fmt.Sprintf("ncclbpf: internal error while loading the policy: %v; NCCL's default tuning stays in effect", r)
+			status, msg, strict = failed(fmt.Sprintf("ncclbpf: internal error while loading the policy: %v", r))
 		}
 	}()
+	if serr != nil {
+		return failed("ncclbpf: " + serr.Error() + " (taken as 1): the policy is not loaded")
+	}
 	cfg, err := config.ConfigFromEnv(cGetenv)
 	if err != nil {
-		return -1, fmt.Sprintf("ncclbpf: %v; NCCL's default tuning stays in effect", err)
+		return failed(fmt.Sprintf("ncclbpf: %v", err))
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(os.Stderr, w)
 	}
 	if cfg.Policy == "" {
-		return 1, "ncclbpf: no policy (" + config.EnvPolicy + "=none): NCCL's default tuning"
+		return 1, "ncclbpf: no policy (" + config.EnvPolicy + "=none): NCCL's default tuning", strict
 	}
 	start := time.Now()
-	b, err := loadBundle(cfg)
+	b, notes, err := loadBundle(cfg)
 	if err != nil {
-		return -1, fmt.Sprintf("ncclbpf: policy %v; NCCL's default tuning stays in effect", err)
+		return failed(fmt.Sprintf("ncclbpf: policy %v", err))
 	}
 	attached, err := publishBundle(b)
 	if err != nil {
 		b.Close()
-		return -1, fmt.Sprintf("ncclbpf: policy %s: %v; NCCL's default tuning stays in effect", cfg.Policy, err)
+		return failed(fmt.Sprintf("ncclbpf: policy %s: %v", cfg.Policy, err))
 	}
-	return 0, fmt.Sprintf("ncclbpf: policy %s loaded in %.1f ms: %s", cfg.Policy,
+	msg = fmt.Sprintf("ncclbpf: policy %s loaded in %.1f ms: %s", cfg.Policy,
 		float64(time.Since(start).Microseconds())/1000, attached)
+	for _, n := range notes {
+		msg += "; " + n
+	}
+	return 0, msg, strict
 }
 
 // cGetenv reads the C environment. os.Getenv would not do: a c-shared Go
@@ -75,40 +95,86 @@ func cGetenv(name string) string {
 	return C.GoString(v)
 }
 
-// loadBundle reads, verifies and compiles the configured policy.
-func loadBundle(cfg config.Config) (*bundle.Bundle, error) {
+// loadBundle reads, verifies and compiles the configured policy. The notes
+// say what became of the rules settings, for the load message.
+func loadBundle(cfg config.Config) (*bundle.Bundle, []string, error) {
 	var obj []byte
 	if name := cfg.Builtin(); name != "" {
 		o, ok := policies.Object(name)
 		if !ok {
-			return nil, fmt.Errorf("%s: no such builtin policy (have: %s)", cfg.Policy, strings.Join(policies.Names(), ", "))
+			return nil, nil, fmt.Errorf("%s: no such builtin policy (have: %s)", cfg.Policy, strings.Join(policies.Names(), ", "))
 		}
 		obj = o
 	} else {
 		o, err := config.ReadRegularFile(cfg.Policy, config.MaxPolicyBytes)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		obj = o
 	}
 	noteInitial(cfg.Policy, obj) // the control plane reports its name and hash (reload.go)
-	opts := bundle.Options{Name: cfg.Policy, RequireNative: true, Data: map[string][]byte{}}
+	spec, err := loader.LoadBytes(obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", cfg.Policy, err)
+	}
+	opts := bundle.Options{Name: cfg.Policy, RequireNative: true}
 	for _, v := range cfg.Vars {
 		opts.Vars = append(opts.Vars, bundle.Var{Name: v.Name, Value: v.Value})
 	}
-	if cfg.RulesFile != "" {
-		rules, err := config.ParseRulesFile(cfg.RulesFile)
-		if err != nil {
-			return nil, err
-		}
-		table, err := tuner.RulesTable(rules)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", config.EnvRulesFile, cfg.RulesFile, err)
-		}
-		opts.Data[tuner.RulesVar] = table
+	data, vars, notes, err := rulesSettings(spec, cfg)
+	if err != nil {
+		return nil, nil, err
 	}
+	opts.Data = data
+	opts.Vars = append(opts.Vars, vars...)
 	noteInitialOptions(opts.Vars, opts.Data)
-	return bundle.Load(obj, opts)
+	b, err := bundle.LoadSpec(spec, opts)
+	return b, notes, err
+}
+
+// rulesSettings turns the rules settings into load options for spec: the
+// rule table for a policy that has one (tuner.RulesVar), and its
+// match-logging switch when NCCLBPF_RULES_LOG asks for it. A policy with a
+// rule table needs a rules file with at least one rule; a rules variable
+// left set for a policy without a table is noted and ignored.
+func rulesSettings(spec *loader.CollectionSpec, cfg config.Config) (map[string][]byte, []bundle.Var, []string, error) {
+	var notes []string
+	if spec.Variable(tuner.RulesVar) == nil {
+		if cfg.RulesFile != "" {
+			notes = append(notes, fmt.Sprintf("%s=%s ignored: the policy has no rule table", cfg.RulesFrom, cfg.RulesFile))
+		}
+		if cfg.RulesLog {
+			notes = append(notes, config.EnvRulesLog+" ignored: the policy has no rule table")
+		}
+		return nil, nil, notes, nil
+	}
+	if cfg.RulesFile == "" {
+		return nil, nil, nil, fmt.Errorf("%s: no rules: the policy takes its decisions from a rules file and none is given; "+
+			"set %s (or NCCL's %s) to a file in NCCL's example CSV tuner format", cfg.Policy, config.EnvRulesFile, config.EnvTunerConfigFile)
+	}
+	rules, err := config.ParseRulesFile(cfg.RulesFile)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %s %w", cfg.Policy, cfg.RulesFrom, err)
+	}
+	table, err := tuner.RulesTable(rules)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %s %s: %w", cfg.Policy, cfg.RulesFrom, cfg.RulesFile, err)
+	}
+	if len(rules) == 0 {
+		return nil, nil, nil, fmt.Errorf("%s: no rules: %s %s has no rule, only blank lines, comments or a header; "+
+			"the policy would leave every call to NCCL", cfg.Policy, cfg.RulesFrom, cfg.RulesFile)
+	}
+	notes = append(notes, fmt.Sprintf("%d rules loaded from %s (%s)", len(rules), cfg.RulesFile, cfg.RulesFrom))
+	var vars []bundle.Var
+	if cfg.RulesLog {
+		if spec.Variable(tuner.RulesLogVar) == nil {
+			notes = append(notes, fmt.Sprintf("%s ignored: the policy has no %s setting", config.EnvRulesLog, tuner.RulesLogVar))
+		} else {
+			vars = append(vars, bundle.Var{Name: tuner.RulesLogVar, Value: 1})
+			notes = append(notes, "the rule that matches each call is logged (rate-limited)")
+		}
+	}
+	return map[string][]byte{tuner.RulesVar: table}, vars, notes, nil
 }
 
 // Context inputs the shim can skip filling.

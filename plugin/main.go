@@ -18,18 +18,27 @@ package main
 import "C"
 
 import (
+	"strings"
 	"unsafe"
 )
 
 // ncclbpfGoLoad loads the configured policy (once per process, called by
 // the shim under pthread_once) and publishes its entries. It writes a
-// one-line message for NCCL's log into msg and returns 0 when a policy is
-// running, 1 when none is configured, -1 when loading failed (NCCL's
-// defaults stay in effect).
+// one-line message for NCCL's log into msg, sets *strict to 1 under
+// NCCLBPF_STRICT (0 otherwise), and returns 0 when a policy is running, 1
+// when none is configured, -1 when loading failed (NCCL's defaults stay in
+// effect, or, strict, the library's inits fail).
 //
 //export ncclbpfGoLoad
-func ncclbpfGoLoad(msg *C.char, n C.size_t) C.int {
-	status, text := loadPolicy()
+func ncclbpfGoLoad(msg *C.char, n C.size_t, strict *C.int) C.int {
+	status, text, st := loadPolicy()
+	text = strings.ReplaceAll(text, "\n", "; ") // one line, on stderr and in NCCL's log
+	if strict != nil {
+		*strict = 0
+		if st {
+			*strict = 1
+		}
+	}
 	if n > 0 {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(msg)), int(n))
 		k := copy(b[:len(b)-1], text)

@@ -486,6 +486,9 @@ __attribute__((constructor)) static void nbn_ctor(void) { pthread_once(&g_load_o
 /* tuner.c: loads the policy if needed and reports the outcome through log, once per process (the
  * net plugin may be the only one NCCL loads from this library). */
 void ncclbpf_report_load(nbn_logger_t log);
+/* tuner.c: 1 when NCCLBPF_STRICT is set and the policy did not load: the init fails (NCCL then uses its
+ * next net transport; the tuner's failed init is what stops the communicator). */
+int ncclbpf_strict_failed(void) __attribute__((visibility("hidden")));
 
 /* init_common runs at every init: it reports a missing inner plugin once (WARN) and loads the policy,
  * reporting its outcome. */
@@ -497,6 +500,7 @@ static int init_common(int outer, nbn_logger_t log) {
 		ncclbpf_report_load(log);
 	else
 		ncclbpf_ensure_loaded();
+	if (ncclbpf_strict_failed()) return -1;
 	if (g_in_status != 0) {
 		if (atomic_exchange(&g_warned, 1) == 0 && log) log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__, "%s", g_in_msg);
 		return -1;

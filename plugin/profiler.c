@@ -826,6 +826,9 @@ extern void ncclbpf_ensure_loaded(void) __attribute__((weak));
 /* ... and reports its outcome (one warning if it failed) through NCCL's logger, once per process, so
  * that a job that uses libncclbpf.so only as its profiler also hears about a policy that did not load. */
 extern void ncclbpf_report_load(nbp_logger_t log) __attribute__((weak));
+/* ... and says whether the init must fail (NCCLBPF_STRICT and the policy did not load): NCCL then
+ * continues without the profiler (it fails no communicator for a profiler's init). */
+extern int ncclbpf_strict_failed(void) __attribute__((weak, visibility("hidden")));
 
 static nbp_result_t init_common(void **context, int version, uint64_t comm_id, int *mask, int nranks, int rank,
                                 nbp_logger_t log) {
@@ -833,6 +836,7 @@ static nbp_result_t init_common(void **context, int version, uint64_t comm_id, i
 	*context = NULL;
 	if (ncclbpf_ensure_loaded) ncclbpf_ensure_loaded();
 	if (log && ncclbpf_report_load) ncclbpf_report_load(log);
+	if (ncclbpf_strict_failed && ncclbpf_strict_failed()) return NBP_INTERNAL_ERROR;
 	struct pctx *pc = calloc(1, sizeof(*pc));
 	if (!pc) return NBP_INTERNAL_ERROR;
 	pc->version = version;

@@ -1,3 +1,8 @@
+//go:build ncclbpf_testing
+
+// Test entry points of the library, exported only by test builds
+// (go build -tags ncclbpf_testing): the production libncclbpf.so has none.
+
 package main
 
 /*

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
+	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
-	"github.com/ncclbpf/ncclbpf/tuner"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
 )
@@ -87,19 +87,6 @@ func watchPolicy() {
 	for _, v := range cfg.Vars {
 		req.Vars = append(req.Vars, bundle.Var{Name: v.Name, Value: v.Value})
 	}
-	if cfg.RulesFile != "" {
-		rules, err := config.ParseRulesFile(cfg.RulesFile)
-		if err == nil {
-			var table []byte
-			if table, err = tuner.RulesTable(rules); err == nil {
-				req.Data = map[string][]byte{tuner.RulesVar: table}
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %s: %v; not watching\n", config.EnvRulesFile, err)
-			return
-		}
-	}
 	last, _ := stampOf(cfg.Policy)
 	var seen fileStamp // a changed stamp waiting to settle
 	var failed fileStamp
@@ -141,6 +128,19 @@ func watchPolicy() {
 		}
 		r := req
 		r.Object = obj
+		if spec, err := loader.LoadBytes(obj); err == nil {
+			// The rules settings apply as at the first load: a rule table for a
+			// policy that has one (the rules file read again), nothing otherwise.
+			data, vars, _, err := rulesSettings(spec, cfg)
+			if err != nil {
+				if cur != failed {
+					fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %v; the running policy is unchanged\n", err)
+					failed = cur
+				}
+				continue
+			}
+			r.Data, r.Vars = data, append(append([]bundle.Var(nil), req.Vars...), vars...)
+		}
 		if merr == nil {
 			at := man.AtSeq
 			r.AtSeq, r.CommAt = &at, man.CommAt

@@ -80,7 +80,8 @@ uintptr_t ncclbpf_printk_sink(void);
 /*
  * ncclbpf_testing_set_program installs a native C function as the program of a slot, for tests and
  * benchmarks of the shim without the eBPF pipeline. It runs the policy load first (as the first
- * init would) so that the load does not overwrite it afterwards.
+ * init would) so that the load does not overwrite it afterwards. Only in test builds
+ * (-tags ncclbpf_testing, testing.c): the production library does not export it.
  */
 void ncclbpf_testing_set_program(int slot, uintptr_t fn);
 

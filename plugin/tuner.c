@@ -7,7 +7,8 @@
  *
  * Hot path (getCollInfo): read the slot, fill a stack context, call the program, check the decision,
  * write it into NCCL's table. No Go, no lock, no allocation, no read-modify-write. Everything that
- * can go wrong leaves NCCL's defaults in place and returns ncclSuccess.
+ * can go wrong leaves NCCL's defaults in place and returns ncclSuccess; only init fails, and only
+ * when NCCLBPF_STRICT is set and the policy did not load.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -25,6 +26,7 @@
 #include "_cgo_export.h"
 
 #define NB_SUCCESS 0
+#define NB_INVALID_USAGE 5 /* ncclInvalidUsage */
 
 _Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 160, "tuner ctx size is part of the ABI");
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 64, "chunk ctx size is part of the ABI");
@@ -88,6 +90,7 @@ static pthread_once_t nb_load_once = PTHREAD_ONCE_INIT;
 static atomic_int nb_load_rc = 2; /* see ncclbpf_tuner_stats.load_status */
 static char nb_load_msg[1024];
 static atomic_int nb_load_reported;
+static atomic_int nb_load_strict; /* NCCLBPF_STRICT: a failed load fails every init */
 
 /*
  * Go code may return to C with the upper halves of the YMM registers dirty (AVX used without a
@@ -103,10 +106,23 @@ static void nb_clean_upper_state(void) {
 }
 
 static void nb_do_load(void) {
-	int rc = ncclbpfGoLoad(nb_load_msg, sizeof nb_load_msg);
+	int strict = 0;
+	int rc = ncclbpfGoLoad(nb_load_msg, sizeof nb_load_msg, &strict);
 	nb_load_msg[sizeof nb_load_msg - 1] = 0;
 	nb_clean_upper_state();
+	atomic_store(&nb_load_strict, strict);
 	atomic_store(&nb_load_rc, rc);
+	/* A policy that did not load is said on stderr too, once per process (this runs once): NCCL
+	 * prints its WARN lines only when NCCL_DEBUG asks for them. */
+	if (rc < 0) {
+		fprintf(stderr, "%s\n", nb_load_msg);
+		fflush(stderr);
+	}
+}
+
+int ncclbpf_strict_failed(void) {
+	pthread_once(&nb_load_once, nb_do_load);
+	return atomic_load(&nb_load_rc) < 0 && atomic_load(&nb_load_strict);
 }
 
 static void nb_log(nb_logger_t log, int level, unsigned long flags, int line, const char *msg) {
@@ -157,11 +173,6 @@ const char *ncclbpf_load_message(void) { return nb_load_msg; }
 
 void ncclbpf_ensure_loaded(void) { pthread_once(&nb_load_once, nb_do_load); }
 
-void ncclbpf_testing_set_program(int slot, uintptr_t fn) {
-	pthread_once(&nb_load_once, nb_do_load);
-	ncclbpf_slot_publish(slot, fn);
-}
-
 /* ---- init / finalize ------------------------------------------------------------------------- */
 
 static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes, nb_logger_t log,
@@ -170,6 +181,8 @@ static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		return NB_SUCCESS; /* nowhere to put state: NCCL will pass NULL to getCollInfo */
 	*ctx = NULL;
 	nb_ensure_loaded(log);
+	if (ncclbpf_strict_failed())
+		return NB_INVALID_USAGE; /* NCCLBPF_STRICT: NCCL fails the communicator's init */
 	struct nb_comm *c = calloc(1, sizeof *c);
 	if (c == NULL) {
 		/* No state: getCollInfo sees NULL and leaves NCCL's defaults. Never fail init. */

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 B=${1:-build}
 mkdir -p "$B"
 if [ -z "${SKIP_BUILD:-}" ]; then
-	CGO_ENABLED=1 go build -buildmode=c-shared -o "$B/libncclbpf.so" ./plugin
+	CGO_ENABLED=1 go build -tags ncclbpf_testing -buildmode=c-shared -o "$B/libncclbpf.so" ./plugin  # test build: the shim-only rows put a C function in the slot (HOST_BENCH_NATIVE_PROGRAM)
 	gcc -O2 -Wall -pthread -I include -o "$B/tuner-host" testhost/host.c -ldl
 	gcc -O2 -Wall -shared -fPIC -o "$B/libnative-size-aware.so" testhost/native_size_aware.c
 fi

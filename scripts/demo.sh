@@ -70,10 +70,11 @@ env -u NCCLBPF_POLICY bash -c "$(declare -f host_session); $(declare -p ALGOS PR
 step "5. The same process with the embedded size_aware policy (NCCLBPF_POLICY=builtin:size_aware)"
 NCCLBPF_POLICY=builtin:size_aware bash -c "$(declare -f host_session); $(declare -p ALGOS PROTOS COLLS); HOST=$HOST LIB=$LIB host_session"
 
-step "6. A policy that fails verification, or a missing file, leaves NCCL's defaults with one warning"
+step "6. A policy that fails verification, or a missing file, leaves NCCL's defaults: one line on stderr, one warning in NCCL's log"
 for pol in testhost/gpu/unsafe_null_deref.bpf.o /nonexistent/policy.bpf.o; do
 	printf 'init 0 4242 8 1 1 8 8\nwarns\nfin 0\n' | HOST_VERBOSE=1 NCCLBPF_POLICY=$pol "$HOST" run "$LIB" 5 2>&1 |
-		sed -e 's/^\[nccl log[^]]*\] /  NCCL log: /' -e 's/^warns /  warnings logged: /' -e '/^ok$/d'
+		sed -e 's/^\[nccl log[^]]*\] /  NCCL log: /' -e 's/^ncclbpf: /  stderr:   ncclbpf: /' \
+			-e 's/^warns /  warnings logged: /' -e '/^ok$/d'
 done
 
 step "7. One semantics, two engines: the bpf_conformance corpus on the interpreter and the JIT"

@@ -28,4 +28,6 @@ NCCLBPF_HAMMER_SWAPS=${NCCLBPF_HAMMER_SWAPS:-1000000} NCCLBPF_HAMMER_CALLS=${NCC
 # Start-up: many more rounds of 64 processes loading the library at one instant.
 NCCLBPF_STARTUP_ROUNDS=${NCCLBPF_STARTUP_ROUNDS_LONG:-30} run go test ./plugin/e2e -run 'TestControlStartupRace$' -v -count=1 -timeout 2h
 NCCLBPF_RANKS8=1 run go test ./plugin/e2e -run 'TestProfilerRankConsistency$' -v -timeout 30m
+# The README's main command: the demo script 20 times in a row under CPU load, none may fail.
+NCCLBPF_DEMO_RUNS=${NCCLBPF_DEMO_RUNS:-20} run go test ./plugin/e2e -run 'TestDemoUnderLoad$' -v -count=1 -timeout 30m
 run go run ./internal/mutations

@@ -120,8 +120,9 @@ static int open_tuner(struct tuner *t, const char *path, int ver) {
 	return 0;
 }
 
-static void *t_init(struct tuner *t, uint64_t comm_id, int n_ranks, int n_nodes, int nvl_domains, int nvl_min,
-                    int nvl_max) {
+/* t_init_rc calls the tuner's init and returns its result; *ctx is what init left there. */
+static ncclResult_t t_init_rc(struct tuner *t, void **ctxp, uint64_t comm_id, int n_ranks, int n_nodes, int nvl_domains,
+                              int nvl_min, int nvl_max) {
 	void *ctx = (void *)0x1; /* must be overwritten */
 	host_nvl_info_t nvl = {nvl_domains, nvl_min, nvl_max};
 	static host_constants_t consts; /* NCCL keeps one per communicator; contents irrelevant here */
@@ -133,6 +134,14 @@ static void *t_init(struct tuner *t, uint64_t comm_id, int n_ranks, int n_nodes,
 	case 3: rc = t->v3->init(n_ranks, n_nodes, host_logger, &ctx); break;
 	case 2: rc = t->v2->init(n_ranks, n_nodes, host_logger, &ctx); break;
 	}
+	*ctxp = ctx;
+	return rc;
+}
+
+static void *t_init(struct tuner *t, uint64_t comm_id, int n_ranks, int n_nodes, int nvl_domains, int nvl_min,
+                    int nvl_max) {
+	void *ctx;
+	ncclResult_t rc = t_init_rc(t, &ctx, comm_id, n_ranks, n_nodes, nvl_domains, nvl_min, nvl_max);
 	CHECK(rc == ncclSuccess, "init returned %d", rc);
 	CHECK(ctx != (void *)0x1, "init did not set the context");
 	return ctx;
@@ -260,6 +269,7 @@ static struct ncclbpf_tuner_stats_host get_stats(struct tuner *t) {
 /*
  * Commands (one per line; replies on stdout, one line each):
  *   init C COMMID NRANKS NNODES NVLDOMAINS MINR MAXR   -> "ok"
+ *   tryinit C COMMID NRANKS NNODES NVLDOMAINS MINR MAXR -> "init RC" (init's result; no failure if not 0)
  *   call C COLL NBYTES PIPEOPS REGBUFF T0..T20        -> "res NCH B0..B20" (B = float bits, hex)
  *   call2 C COLL NBYTES COLLNET NVLS PIPEOPS          -> "res2 ALGO PROTO NCH"   (tuner v2)
  *   chunk C COLL NBYTES ALGO PROTO NCH CHUNK          -> "chunk N"              (tuner v6)
@@ -296,6 +306,11 @@ static int run_script(struct tuner *t) {
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			last_init_us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
 			printf("ok\n");
+		} else if (strcmp(cmd, "tryinit") == 0 && n == 7 && v[0] >= 0 && v[0] < MAX_COMMS) {
+			void *ctx = NULL;
+			ncclResult_t rc = t_init_rc(t, &ctx, (uint64_t)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6]);
+			comms[v[0]] = rc == ncclSuccess ? ctx : NULL;
+			printf("init %d\n", (int)rc);
 		} else if (strcmp(cmd, "goready") == 0) {
 			/* Any call into Go waits until the Go runtime has started (dlopen only begins that):
 			 * after this, "init" times the policy load alone. */

@@ -39,21 +39,36 @@ type Rule struct {
 }
 
 // ParseRules parses rules in the example CSV tuner's format: one rule per
-// line, blank lines and lines starting with '#' skipped, fields separated
-// by commas and trimmed. Unlike the example tuner, which maps unknown names
-// to defaults and ignores short lines silently, every malformed line is an
-// error naming the line.
+// line, fields separated by commas and trimmed. As in NCCL's parser, blank
+// lines and lines starting with '#' are skipped, a '#' after the fields
+// starts a comment (NCCL reads a number up to it), and a header row of
+// column names as the first line (collective_type,min_bytes,...; NCCL
+// turns it into a rule no call of a non-zero size matches) is skipped.
+// Unlike NCCL's parser, which maps unknown names to defaults and ignores
+// short lines silently, every other malformed line is an error naming the
+// line.
 func ParseRules(r io.Reader) ([]Rule, error) {
 	var out []Rule
 	sc := bufio.NewScanner(r)
+	first := true
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
 			continue
 		}
 		f := strings.Split(line, ",")
 		for i := range f {
 			f[i] = strings.TrimSpace(f[i])
+		}
+		if first {
+			first = false
+			if isHeader(f) {
+				continue
+			}
 		}
 		if len(f) < 8 || len(f) > 10 {
 			return nil, fmt.Errorf("line %d: %d fields, want 8 to 10 "+
@@ -115,6 +130,19 @@ func ParseRules(r io.Reader) ([]Rule, error) {
 	return out, nil
 }
 
+// isHeader reports whether the fields f are a header row: a first field
+// that names no collective and a min_bytes that is no number.
+func isHeader(f []string) bool {
+	if len(f) < 2 {
+		return false
+	}
+	if _, err := lookupName("", f[0], hook.CollNames, false); err == nil {
+		return false
+	}
+	_, err := strconv.ParseUint(f[1], 10, 64)
+	return err != nil
+}
+
 func lookupName(what, s string, names []string, allowDefault bool) (int, error) {
 	low := strings.ToLower(s)
 	if allowDefault && (low == "-1" || low == "default") {
@@ -135,7 +163,7 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 // Layout of the rule table the rules policy reads (the global variable
 // `ncclbpf_rules` in policies/src/rules.bpf.c; keep the two in step):
 //
-//	struct rule  { __u64 key1, mask1, key2, mask2; __u32 need; __s32 algorithm, protocol, n_channels; };
+//	struct rule  { __u64 key1, mask1, key2, mask2; __u32 need; __s32 algorithm, protocol, n_channels; __u32 line, pad; };
 //	struct table { __u64 lo[NumColls][RulesMaxIvl]; struct rule r[NumColls][RulesMaxIvl][RulesMaxCand]; };
 //
 // For each collective the size axis is cut into ranges at every rule
@@ -150,9 +178,10 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 // rules the file has.
 const (
 	RulesVar       = "ncclbpf_rules"
+	RulesLogVar    = "log_matches" // nonzero: the policy reports the matching rule's line (bpf_printk)
 	RulesMaxIvl    = 512
 	RulesMaxCand   = 8
-	RuleSize       = 48
+	RuleSize       = 56
 	RulesTableSize = NumColls*RulesMaxIvl*8 + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
 )
 
@@ -280,6 +309,7 @@ func RulesTable(rules []Rule) ([]byte, error) {
 				le.PutUint32(b[p+36:], uint32(int32(r.Algorithm)))
 				le.PutUint32(b[p+40:], uint32(int32(r.Protocol)))
 				le.PutUint32(b[p+44:], uint32(int32(ch)))
+				le.PutUint32(b[p+48:], uint32(r.Line))
 			}
 		}
 	}

@@ -191,3 +191,37 @@ func TestRulesOverlapMessageIsShort(t *testing.T) {
 		t.Fatalf("%d bytes: %v", len(err.Error()), err)
 	}
 }
+
+// TestParseRulesHeaderAndComments: a header row of column names as the
+// first line is skipped (NCCL's example tuner documents one for
+// spreadsheets), '#' starts a comment at the start of a line or after the
+// fields, and a header anywhere else is an error naming its line.
+func TestParseRulesHeaderAndComments(t *testing.T) {
+	const file = `# exported from a spreadsheet
+collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff
+allreduce,0,65536,tree,simple,2,1,-1,-1,-1   # small: tree
+  # indented comment
+allreduce,65537,4294967295,ring,ll128,-1,-1,-1 #large
+`
+	rs, err := ParseRules(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Rule{
+		{Coll: 4, MinBytes: 0, MaxBytes: 65536, Algorithm: 0, Protocol: 2, Channels: 2, Nodes: 1, Ranks: -1, PipeOps: -1, RegBuff: -1, Line: 3},
+		{Coll: 4, MinBytes: 65537, MaxBytes: 4294967295, Algorithm: 1, Protocol: 1, Channels: -1, Nodes: -1, Ranks: -1, PipeOps: -1, RegBuff: -1, Line: 5},
+	}
+	if len(rs) != len(want) || rs[0] != want[0] || rs[1] != want[1] {
+		t.Fatalf("got %+v\nwant %+v", rs, want)
+	}
+	for _, h := range []string{"coll,min,max,algo,proto,ch,nodes,ranks", "collective_type,min_bytes,max_bytes"} {
+		rs, err := ParseRules(strings.NewReader(h + "\n"))
+		if err != nil || len(rs) != 0 {
+			t.Errorf("header %q alone: %v rules, error %v; want none and no error", h, rs, err)
+		}
+	}
+	_, err = ParseRules(strings.NewReader("allreduce,0,1,ring,simple,-1,-1,-1\ncollective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a header after a rule: error %v, want one naming line 2", err)
+	}
+}

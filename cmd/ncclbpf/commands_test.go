@@ -10,6 +10,8 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/vm"
+
+	"github.com/ncclbpf/ncclbpf/internal/corpus"
 )
 
 // zz-fake is an engine for the CLI's tests only: r0 is the Imm of the
@@ -161,13 +163,7 @@ func TestConformanceSeveralEngines(t *testing.T) {
 
 // End to end: the shared corpus passes on every engine built into the CLI.
 func TestConformanceCorpus(t *testing.T) {
-	dir := os.Getenv("NCCLBPF_CONFORMANCE_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance", "bpf_conformance")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("CONFORMANCE CORPUS MISSING: %v (set NCCLBPF_CONFORMANCE_DIR)", err)
-	}
+	dir := corpus.Dir(t, filepath.Join("..", ".."))
 	// every .data file counts: none may be skipped silently
 	n := 0
 	if err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/internal/corpus"
 )
 
 func TestDisasmJIT(t *testing.T) {
@@ -40,10 +41,7 @@ func TestJITEngineRegistered(t *testing.T) {
 	if err != nil || e.Name() != "jit" {
 		t.Fatalf("newEngine(jit) = %v, %v", e, err)
 	}
-	dir := os.Getenv("NCCLBPF_CONFORMANCE_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance", "bpf_conformance")
-	}
+	dir := corpus.Dir(t, filepath.Join("..", ".."))
 	code, stdout, stderr := runCLI("conformance", "--engine", "jit", filepath.Join(dir, "callx.data"))
 	if code != 0 || !strings.Contains(stdout, "1 passed, 0 failed") {
 		t.Errorf("conformance --engine jit: exit %d\n%s%s", code, stdout, stderr)

@@ -249,6 +249,9 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 	if err != nil {
 		return nil, err
 	}
+	if spec.Variable(tuner.RulesVar) != nil {
+		vars, r.notes = rulesRunSettings(spec, o, vars, r.notes)
+	}
 	if spec, err = bundle.Configure(spec, vars, data); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -403,6 +406,26 @@ func runVars(o *runOptions) ([]bundle.Var, map[string][]byte, error) {
 		data[tuner.RulesVar] = table
 	}
 	return vars, data, nil
+}
+
+// rulesRunSettings, for an object with a rule table: with --rules, the
+// program reports which rule matched (its match log, shown as a printk
+// line) unless --var sets that switch; without, a note says that no rule
+// can match.
+func rulesRunSettings(spec *loader.CollectionSpec, o *runOptions, vars []bundle.Var, notes []string) ([]bundle.Var, []string) {
+	if o.rules == "" {
+		return vars, append(notes, "the object takes its decisions from a rule table and no --rules file is given: "+
+			"no rule matches, NCCL decides (the plugin refuses to load it without a rules file)")
+	}
+	if spec.Variable(tuner.RulesLogVar) == nil {
+		return vars, notes
+	}
+	for _, v := range vars {
+		if v.Name == tuner.RulesLogVar {
+			return vars, notes
+		}
+	}
+	return append(vars, bundle.Var{Name: tuner.RulesLogVar, Value: 1}), notes
 }
 
 // explainLoad turns a verifier rejection inside err into the form

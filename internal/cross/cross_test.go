@@ -16,6 +16,8 @@ import (
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/vm"
+
+	"github.com/ncclbpf/ncclbpf/internal/corpus"
 )
 
 // toolchain is what cross-building and emulating need.
@@ -170,11 +172,11 @@ var countsRE = regexp.MustCompile(`(?m)^\s+conformance_test\.go:\d+: (\w+): (\d+
 // The shared bpf_conformance corpus on the arm64 interpreter and JIT: the
 // same pass counts as on x86-64 (computed here, natively).
 func TestArm64Conformance(t *testing.T) {
-	c := setup(t)
-	dir := os.Getenv("NCCLBPF_CONFORMANCE_DIR")
-	if dir == "" {
-		dir = filepath.Join(c.root, "..", "shared", "conformance", "bpf_conformance")
+	dir, err := filepath.Abs(corpus.Dir(t, filepath.Join("..", "..")))
+	if err != nil {
+		t.Fatal(err)
 	}
+	c := setup(t)
 	want := map[string]string{}
 	for _, e := range []vm.Engine{vm.NewInterpreter(), amd64.New()} {
 		res, err := conformance.RunDir(e, dir)

@@ -30,6 +30,14 @@ const (
 	// EnvRulesFile names a rules file in the format of NCCL's example CSV
 	// tuner; it fills the policy's rule table (see ParseRules).
 	EnvRulesFile = envconfig.RulesFile
+	// EnvTunerConfigFile is NCCL's example CSV tuner's variable for its
+	// rules file; it is read when EnvRulesFile is unset, so that a job
+	// moving from that tuner keeps its setting.
+	EnvTunerConfigFile = envconfig.TunerConfigFile
+	// EnvStrict makes a policy that does not load fail the library's init.
+	EnvStrict = envconfig.Strict
+	// EnvRulesLog makes the rules policy log which rule matched each call.
+	EnvRulesLog = envconfig.RulesLog
 )
 
 // DefaultPolicy is the policy used when EnvPolicy is unset.
@@ -43,6 +51,13 @@ type Config struct {
 	Vars []Var
 	// RulesFile is the rules file, "" if none.
 	RulesFile string
+	// RulesFrom is the variable that named RulesFile: EnvRulesFile, or
+	// EnvTunerConfigFile when EnvRulesFile is unset.
+	RulesFrom string
+	// RulesLog asks the rules policy to log which rule matched each call.
+	RulesLog bool
+	// Warnings are settings that were not understood and were ignored.
+	Warnings []string
 }
 
 // Var is one "name=value" setting of a policy variable.
@@ -54,7 +69,17 @@ type Var struct {
 // ConfigFromEnv builds the configuration from the environment (getenv is
 // os.Getenv, or a map lookup in tests).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{Policy: strings.TrimSpace(getenv(EnvPolicy)), RulesFile: strings.TrimSpace(getenv(EnvRulesFile))}
+	c := Config{Policy: strings.TrimSpace(getenv(EnvPolicy)), RulesFile: strings.TrimSpace(getenv(EnvRulesFile)), RulesFrom: EnvRulesFile}
+	if c.RulesFile == "" {
+		c.RulesFile, c.RulesFrom = strings.TrimSpace(getenv(EnvTunerConfigFile)), EnvTunerConfigFile
+	}
+	if c.RulesFile == "" {
+		c.RulesFrom = ""
+	}
+	var warn string
+	if c.RulesLog, warn = envconfig.ParseSwitch(EnvRulesLog, getenv(EnvRulesLog)); warn != "" {
+		c.Warnings = append(c.Warnings, warn)
+	}
 	switch {
 	case c.Policy == "":
 		c.Policy = DefaultPolicy
@@ -67,6 +92,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.Vars = vars
 	return c, nil
+}
+
+// StrictFromEnv reads EnvStrict (envconfig.ParseStrict): whether a policy
+// that does not load fails the library's init. A value it does not know
+// is an error, and strict is then true.
+func StrictFromEnv(getenv func(string) string) (bool, error) {
+	return envconfig.ParseStrict(getenv(EnvStrict))
 }
 
 // Builtin returns the name of the embedded policy c.Policy names, or "".

@@ -71,3 +71,33 @@ func TestSettingErrors(t *testing.T) {
 		t.Errorf("blanks around = and commas: %+v, %v", v, err)
 	}
 }
+
+// TestRulesFileVariables: NCCLBPF_RULES_FILE names the rules file; without
+// it NCCL's NCCL_TUNER_CONFIG_FILE does (a job moving from NCCL's example
+// tuner keeps its setting); RulesFrom says which.
+func TestRulesFileVariables(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tc := range []struct {
+		env        map[string]string
+		file, from string
+	}{
+		{map[string]string{}, "", ""},
+		{map[string]string{EnvTunerConfigFile: "nccl.conf"}, "nccl.conf", EnvTunerConfigFile},
+		{map[string]string{EnvRulesFile: "r.csv"}, "r.csv", EnvRulesFile},
+		{map[string]string{EnvRulesFile: "r.csv", EnvTunerConfigFile: "nccl.conf"}, "r.csv", EnvRulesFile},
+		{map[string]string{EnvRulesFile: " ", EnvTunerConfigFile: "nccl.conf"}, "nccl.conf", EnvTunerConfigFile},
+	} {
+		c, err := ConfigFromEnv(env(tc.env))
+		if err != nil || c.RulesFile != tc.file || c.RulesFrom != tc.from {
+			t.Errorf("%v: rules file %q from %q (%v), want %q from %q", tc.env, c.RulesFile, c.RulesFrom, err, tc.file, tc.from)
+		}
+	}
+	c, _ := ConfigFromEnv(env(map[string]string{EnvRulesLog: "1"}))
+	if !c.RulesLog || len(c.Warnings) != 0 {
+		t.Errorf("%s=1: %+v", EnvRulesLog, c)
+	}
+	c, _ = ConfigFromEnv(env(map[string]string{EnvRulesLog: "loud"}))
+	if c.RulesLog || len(c.Warnings) != 1 {
+		t.Errorf("%s=loud: %+v, want off with a warning", EnvRulesLog, c)
+	}
+}

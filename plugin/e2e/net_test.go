@@ -410,3 +410,30 @@ func TestNetDataIsRankLocal(t *testing.T) {
 		t.Errorf("the refused policy was not reported:\n%s", stderr)
 	}
 }
+
+// TestNetStrict: with a working inner plugin, NCCLBPF_STRICT=1 and a policy
+// that does not load make the net side's init fail too (NCCL then uses its
+// next transport), each process saying so once on stderr; without
+// NCCLBPF_STRICT the same policy leaves the net side working.
+func TestNetStrict(t *testing.T) {
+	netArtifacts(t)
+	missing := "NCCLBPF_POLICY=" + filepath.Join(t.TempDir(), "missing.bpf.o")
+	for _, c := range []struct {
+		name   string
+		strict string
+		fails  bool
+	}{{"strict", "1", true}, {"default", "0", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			r, stderr := netHost(t, []string{missing, "NCCLBPF_STRICT=" + c.strict, "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+				"transfer", art.lib, "11", "1", "10", "1")
+			for rank := 0; rank < 2; rank++ {
+				if failed := r[rank]["init"] != "0"; failed != c.fails {
+					t.Errorf("rank %d: init returned %q; want failure %v", rank, r[rank]["init"], c.fails)
+				}
+			}
+			if n := len(stderrLines(stderr)); n != 2 {
+				t.Errorf("%d lines from the library on stderr, want one per process (2):\n%s", n, stderr)
+			}
+		})
+	}
+}

@@ -172,8 +172,8 @@ func TestProfilerMaskFromBundle(t *testing.T) {
 
 // TestProfilerReportsPolicyLoad: a job that loads libncclbpf.so only as its
 // profiler (no tuner init) still gets exactly one warning through NCCL's
-// logger when the policy does not load, and none when it does; init
-// succeeds either way.
+// logger when the policy does not load, and none when it does; without
+// NCCLBPF_STRICT, init succeeds either way.
 func TestProfilerReportsPolicyLoad(t *testing.T) {
 	profArtifacts(t)
 	root := repoRoot(t)
@@ -187,8 +187,38 @@ func TestProfilerReportsPolicyLoad(t *testing.T) {
 		{"none", "0"},
 	} {
 		out, _ := profHost(t, []string{"NCCLBPF_POLICY=" + c.policy}, 0, "loadwarn", profArt.lib)
-		if !strings.Contains(out, "loadwarn: "+c.warns+" warnings") {
-			t.Errorf("NCCLBPF_POLICY=%s: want %s warnings:\n%s", filepath.Base(c.policy), c.warns, out)
+		if !strings.Contains(out, "loadwarn: "+c.warns+" warnings") || !strings.Contains(out, ", 0 of 4 inits failed") {
+			t.Errorf("NCCLBPF_POLICY=%s: want %s warnings and no failed init:\n%s", filepath.Base(c.policy), c.warns, out)
+		}
+	}
+}
+
+// TestProfilerStrict: with the library as NCCL's profiler only, under
+// NCCLBPF_STRICT=1 a policy that does not load fails every profiler init
+// (NCCL then continues without the profiler) with one line on stderr for
+// the process; a policy that loads fails none.
+func TestProfilerStrict(t *testing.T) {
+	profArtifacts(t)
+	for _, c := range []struct {
+		policy, failed string
+		lines          int
+	}{
+		{filepath.Join(t.TempDir(), "missing.bpf.o"), "4", 1},
+		{filepath.Join(repoRoot(t), "policies", "latency_stats", "latency_stats.bpf.o"), "0", 0},
+	} {
+		cmd := hostCommand(profArt.host, "loadwarn", profArt.lib)
+		cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+c.policy, "NCCLBPF_STRICT=1")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s\n%s", filepath.Base(c.policy), err, out, stderr.String())
+		}
+		if !strings.Contains(string(out), ", "+c.failed+" of 4 inits failed") {
+			t.Errorf("%s: want %s failed inits:\n%s", filepath.Base(c.policy), c.failed, out)
+		}
+		if n := len(stderrLines(stderr.String())); n != c.lines {
+			t.Errorf("%s: %d lines from the library on stderr, want %d:\n%s", filepath.Base(c.policy), n, c.lines, stderr.String())
 		}
 	}
 }

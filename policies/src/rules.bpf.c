@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: MIT
 // rules: table-driven tuning in the format of NCCL's example CSV tuner
-// (NCCLBPF_RULES_FILE=rules.csv, see package nccl for the format). The host
+// (NCCLBPF_RULES_FILE=rules.csv, see package tuner for the format). The host
 // parses the file once and fills the table below before the program runs;
 // the program finds the rules covering a call's size by binary search over
 // per-collective size ranges, then takes the first one (file order) that
 // matches nodes, ranks, pipelined ops and regBuff and whose algorithm and
 // protocol NCCL marked available: the example tuner's semantics, at a cost
 // that does not grow with the number of rules. -1 keeps NCCL's default.
+// With log_matches set (NCCLBPF_RULES_LOG=1, or --var log_matches=1 in
+// `ncclbpf run`), each call reports through bpf_printk the file line of the
+// rule that matched, or that none did.
 #include "ncclbpf.h"
 
 #define IVL_BITS 9
-#define MAX_IVL  (1 << IVL_BITS) /* size ranges per collective (nccl.RulesMaxIvl) */
-#define MAX_CAND 8               /* rules covering one range (nccl.RulesMaxCand) */
-#define MAX_BYTES 0x7fffffffffffffffull /* sizes are capped here (nccl.RulesMaxBytes) */
+#define MAX_IVL  (1 << IVL_BITS) /* size ranges per collective (tuner.RulesMaxIvl) */
+#define MAX_CAND 8               /* rules covering one range (tuner.RulesMaxCand) */
+#define MAX_BYTES 0x7fffffffffffffffull /* sizes are capped here (tuner.RulesMaxBytes) */
 
 /*
  * One candidate rule, precomputed by the host so that matching is two tests:
@@ -24,6 +27,7 @@ struct rule {
 	__u64 key1, mask1, key2, mask2;
 	__u32 need;
 	__s32 algorithm, protocol, n_channels; /* -1, -1, 0: NCCL's choice */
+	__u32 line, pad;                       /* the rule's line in the rules file */
 };
 
 struct table {
@@ -31,8 +35,11 @@ struct table {
 	struct rule r[NCCLBPF_NUM_COLLS][MAX_IVL][MAX_CAND];
 };
 
-/* Filled by the host at load time (nccl.RulesTable); all-empty without a rules file. */
+/* Filled by the host at load time (tuner.RulesTable); all-empty without a rules file. */
 struct table ncclbpf_rules;
+
+/* Set at load time: report which rule matched each call (bpf_printk, NCCL's INFO log). */
+volatile const __u32 log_matches = 0;
 
 SEC("tuner")
 int rules(struct ncclbpf_tuner_ctx *ctx)
@@ -70,20 +77,28 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 	__u64 k2 = (__u64)(__u32)ctx->num_pipe_ops << 32;
 	__u32 avail = ctx->avail_mask;
 	/* The first candidate (file order) that matches and that NCCL can take wins. */
+	const struct rule *hit;
 #define TRY(k)                                                                                                         \
 	if (!(((r[k].key1 ^ k1) & r[k].mask1) | ((r[k].key2 ^ k2) & r[k].mask2)) && (r[k].need & avail)) {            \
-		ctx->algorithm = r[k].algorithm;                                                                       \
-		ctx->protocol = r[k].protocol;                                                                         \
-		ctx->n_channels = r[k].n_channels;                                                                     \
-		return NCCLBPF_TUNER_APPLY;                                                                            \
+		hit = &r[k];                                                                                           \
+		goto found;                                                                                            \
 	}
 	TRY(0) TRY(1) TRY(2) TRY(3) TRY(4) TRY(5) TRY(6) TRY(7)
 #undef TRY
+	if (log_matches)
+		bpf_printk("rules: no rule matched (collective %u, %llu bytes): NCCL decides", coll, n);
+	return NCCLBPF_TUNER_APPLY;
+found:
+	ctx->algorithm = hit->algorithm;
+	ctx->protocol = hit->protocol;
+	ctx->n_channels = hit->n_channels;
+	if (log_matches)
+		bpf_printk("rules: the rule on line %u matched (collective %u, %llu bytes)", hit->line, coll, n);
 	return NCCLBPF_TUNER_APPLY;
 }
 
 _Static_assert(MAX_IVL == 512, "the three LEVELs above assume 512 = 8^3 ranges");
 _Static_assert(MAX_CAND == 8, "TRY list above assumes 8 candidates");
-_Static_assert(sizeof(struct rule) == 48, "nccl.RuleSize");
+_Static_assert(sizeof(struct rule) == 56, "tuner.RuleSize");
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

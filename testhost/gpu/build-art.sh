@@ -7,6 +7,8 @@
 #   unsafe_null_deref.bpf.o, unsafe_join.bpf.o (rejected by the verifier, on purpose)
 #   footprint, libnative.so, libemptygo.so   for scripts/footprint.sh
 #   net_host, libnccl-net-tcpnet.so          for testhost/gpu/net-check.sh and scripts/bench-net.sh
+#   libncclbpf-testing.so                    the plugin with its test entry points (-tags ncclbpf_testing),
+#                                            for scripts/bench-net.sh
 # The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
 # .o files are copied otherwise); the committed ones are left alone.
 set -euo pipefail
@@ -16,7 +18,8 @@ mkdir -p "$1"
 ART=$(cd "$1" && pwd)
 cd "$ROOT"
 go build -buildmode=c-shared -o "$ART/libncclbpf.so" ./plugin
-rm -f "$ART/libncclbpf.h"
+go build -tags ncclbpf_testing -buildmode=c-shared -o "$ART/libncclbpf-testing.so" ./plugin
+rm -f "$ART/libncclbpf.h" "$ART/libncclbpf-testing.h"
 CGO_ENABLED=1 go build -o "$ART/ncclbpf" ./cmd/ncclbpf
 go build -buildmode=c-shared -o "$ART/libemptygo.so" ./testhost/emptygo
 rm -f "$ART/libemptygo.h"

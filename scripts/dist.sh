@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `make dist`: a versioned release tarball, DIST/ncclbpf-VERSION-OS-ARCH.tar.gz
+# (DIST defaults to build/dist), holding
+#   bin/ncclbpf              the CLI
+#   lib/libncclbpf.so        the plugin (tuner, profiler and net), production build
+#   include/                 the headers policies are written against
+#   policies/                the example policies: C sources, objects, rules file
+#   README.md, SHA256SUMS    checksums of every other file, for sha256sum -c
+# and a .sha256 of the tarball beside it. VERSION defaults to `git describe`.
+# CLI=PATH and LIB=PATH package binaries built beforehand instead of building.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+DIST=${DIST:-${BUILD:-build}/dist}
+VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo unknown)}
+case $VERSION in '' | *[!A-Za-z0-9._+-]*)
+	echo "dist: VERSION=$VERSION: use letters, digits and . _ + -" >&2
+	exit 1
+	;;
+esac
+NAME=ncclbpf-$VERSION-$($GO env GOOS)-$($GO env GOARCH)
+STAGE=$DIST/$NAME
+rm -rf "$STAGE" "$DIST/$NAME.tar.gz" "$DIST/$NAME.tar.gz.sha256"
+mkdir -p "$STAGE/bin" "$STAGE/lib" "$STAGE/include"
+if [ -n "${CLI:-}" ]; then cp "$CLI" "$STAGE/bin/ncclbpf"; else
+	CGO_ENABLED=1 $GO build -trimpath -o "$STAGE/bin/ncclbpf" ./cmd/ncclbpf
+fi
+if [ -n "${LIB:-}" ]; then cp "$LIB" "$STAGE/lib/libncclbpf.so"; else
+	CGO_ENABLED=1 $GO build -trimpath -buildmode=c-shared -o "$STAGE/lib/libncclbpf.so" ./plugin
+	rm -f "$STAGE/lib/libncclbpf.h" # cgo's header of the Go exports: not an interface for users
+fi
+cp include/*.h "$STAGE/include/"
+# The example policies as the repository has them: sources, headers, objects, READMEs, rules.
+git ls-files policies | grep -E '\.(c|h|o|conf|md)$' | while read -r f; do
+	mkdir -p "$STAGE/$(dirname "$f")"
+	cp "$f" "$STAGE/$f"
+done
+cp README.md "$STAGE/"
+(cd "$STAGE" && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum >SHA256SUMS)
+tar -C "$DIST" --sort=name --owner=0 --group=0 --numeric-owner --mtime='@0' -czf "$DIST/$NAME.tar.gz" "$NAME"
+(cd "$DIST" && sha256sum "$NAME.tar.gz" >"$NAME.tar.gz.sha256")
+echo "$DIST/$NAME.tar.gz"
