@@ -11,7 +11,7 @@
 struct mc_val {
 	__u64 calls_total;
 	__u64 bytes_total;
-	__u64 latency_ns_hist[16]; /* bucket i: latency <= 2^(i+10) ns, the last: above */
+	__u64 latency_ns_hist[32]; /* bucket i: latency <= 2^i ns, the last: above */
 	__u64 latency_ns_sum;
 };
 
@@ -57,13 +57,13 @@ int count(struct ncclbpf_prof_ctx *ctx)
 	}
 	__u64 ns = ncclbpf_prof_latency_ns(ctx);
 	__u32 b = 0;
-	for (__u32 i = 0; i < 15; i++)
-		if (ns > (1024ull << i))
+	for (__u32 i = 0; i < 31; i++)
+		if (ns > (1ull << i))
 			b = i + 1;
 	__sync_fetch_and_add(&v->calls_total, 1);
 	__sync_fetch_and_add(&v->bytes_total, ctx->bytes);
 	__sync_fetch_and_add(&v->latency_ns_sum, ns);
-	if (b < 16)
+	if (b < 32)
 		__sync_fetch_and_add(&v->latency_ns_hist[b], 1);
 	return 0;
 }
