@@ -278,4 +278,3 @@ func sanitize(s string) string {
 	}
 	return b.String()
 }
-
