@@ -18,6 +18,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/exporter"
+	"github.com/ncclbpf/ncclbpf/report"
 )
 
 // needTool fails the test, saying how to get it, when a program the test
@@ -329,5 +330,47 @@ func TestExporterWithPrometheus(t *testing.T) {
 	cancel()
 	if err := <-errc; err != nil {
 		t.Errorf("exporter: %v", err)
+	}
+}
+
+// TestReportFromHost: `ncclbpf report`'s library reads a running host
+// through its control socket and shows its decisions (total and those
+// costlier than NCCL's cheapest, as the host counted them), a latency
+// chart per collective the profiler measured, and the policy's map.
+func TestReportFromHost(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ctl")
+	h := startMetricsHost(t, dir, 300)
+	defer h.Stop(t)
+	procs, warns, err := report.Gather(dir, []int{h.PID}, 5*time.Second)
+	if err != nil || len(procs) != 1 || len(warns) != 0 {
+		t.Fatalf("gather: %v %v %v", procs, warns, err)
+	}
+	var b strings.Builder
+	if err := report.Write(&b, procs, report.Options{Host: "testnode"}); err != nil {
+		t.Fatal(err)
+	}
+	var differs int
+	colls := map[int]bool{}
+	for _, c := range h.Calls {
+		if c.Differs {
+			differs++
+		}
+		colls[c.Coll] = true
+	}
+	row := fmt.Sprintf(`<td class="num">%d</td><td class="num">`, len(h.Calls))
+	html := b.String()
+	if !strings.Contains(html, row) || !strings.Contains(html, fmt.Sprintf(`<td class="num">%d</td></tr>`, differs)) {
+		t.Errorf("the process row does not show %d decisions, %d not NCCL's cheapest", len(h.Calls), differs)
+	}
+	for c := range colls {
+		if !strings.Contains(html, fmt.Sprintf(`data-collective="%s"`, control.CollName(c))) {
+			t.Errorf("no latency chart for %s", control.CollName(c))
+		}
+	}
+	if !strings.Contains(html, "map <b>metrics_colls</b>") || !strings.Contains(html, `id="decision-map"`) {
+		t.Errorf("report lacks the decision map or the policy's map")
+	}
+	if _, _, err := report.Gather(dir, []int{h.PID + 1000000}, time.Second); err == nil {
+		t.Errorf("a pid without a socket gave no error")
 	}
 }
