@@ -1323,7 +1323,8 @@ static void metrics_cost(float t[7][3], uint64_t b) {
  *   call COMM SEQ COLL BYTES CELL CH DIFFERS ALGO PROTO LATNS
  * (CELL: the cell the policy made cheapest, algo*3+proto, or 21 if none; DIFFERS: that cell cost
  * more than the cheapest available one; ALGO/PROTO: what ran, given to the profiler; LATNS: the GPU
- * span). Then "ready PID", and it waits for stdin to close before finalizing. */
+ * span; no profiler event is sent when the event mask has no collectives, as NCCL does). Then "ready
+ * PID", and it waits for stdin to close before finalizing. */
 static int run_metrics(const char *lib, int n) {
 	struct plug p;
 	if (plug_open(&p, lib, 5) != 0) return 2;
@@ -1362,6 +1363,7 @@ static int run_metrics(const char *lib, int n) {
 				for (int q = 0; q < 3; q++)
 					if (orig[a][q] >= 0.0f && orig[a][q] < orig[cell / 3][cell % 3]) differs = 1;
 		uint64_t lat = 2000ull * (uint64_t)(1 + i % 5) << (i % 9);
+		if (!(mask & NBP_EV_COLL)) goto done; /* as NCCL: no collective events unless the mask asks */
 		void *h = NULL, *k[2];
 		struct task tk = {.seq = seq[c], .func = coll, .algo = algo, .proto = proto, .nch = 2, .count = bytes / 4};
 		d_task(5, &d, &tk, NULL, NULL, c);
@@ -1378,6 +1380,7 @@ static int run_metrics(const char *lib, int n) {
 			p.stop(k[ch]);
 		}
 		ptimer += lat + 1000;
+	done:
 		printf("call %#llx %llu %d %llu %d %d %d %d %d %llu\n", (unsigned long long)ids[c], (unsigned long long)seq[c],
 		       coll, (unsigned long long)bytes, cell, nch, differs, algo, proto, (unsigned long long)lat);
 		seq[c]++;
