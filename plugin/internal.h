@@ -86,7 +86,7 @@ struct nb_comm {
 	struct nb_crec ring_chunk[NB_DREC_N];
 	/* owner: decision counts (metrics.h, metrics_fold.h) */
 	_Atomic uint64_t dtab_overflow;
-	struct nb_dent dtab[NCCLBPF_DTAB_N] __attribute__((aligned(64)));
+	struct nb_dent dtab[NCCLBPF_DTAB_N];
 };
 
 void nb_register(struct nb_comm *c) NB_HIDDEN;
