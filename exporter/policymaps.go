@@ -58,9 +58,9 @@ func ParsePolicyMap(raw []byte) (*PolicyMap, error) {
 			for f, v := range k {
 				switch v := v.(type) {
 				case json.Number:
-					pe.Labels[sanitize(f)] = v.String()
+					pe.Labels[labelName(f)] = v.String()
 				case string:
-					pe.Labels[sanitize(f)] = v
+					pe.Labels[labelName(f)] = v
 				}
 			}
 		case string:
@@ -164,9 +164,7 @@ func (m PolicyMetric) constMetric(host, pid string) prometheus.Metric {
 	vals := []string{host, pid}
 	keys := make([]string, 0, len(m.Labels))
 	for k := range m.Labels {
-		if k != "host" && k != "pid" {
-			keys = append(keys, k)
-		}
+		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
@@ -174,11 +172,31 @@ func (m PolicyMetric) constMetric(host, pid string) prometheus.Metric {
 		vals = append(vals, m.Labels[k])
 	}
 	desc := prometheus.NewDesc(m.Name, "policy-defined "+m.Kind+" of map "+control.MetricsMapPrefix+m.Map, names, nil)
+	var pm prometheus.Metric
+	var err error
 	switch m.Kind {
 	case "counter":
-		return prometheus.MustNewConstMetric(desc, prometheus.CounterValue, m.Value, vals...)
+		pm, err = prometheus.NewConstMetric(desc, prometheus.CounterValue, m.Value, vals...)
 	case "histogram":
-		return prometheus.MustNewConstHistogram(desc, m.Count, m.Sum, m.Buckets, vals...)
+		pm, err = prometheus.NewConstHistogram(desc, m.Count, m.Sum, m.Buckets, vals...)
+	default:
+		pm, err = prometheus.NewConstMetric(desc, prometheus.GaugeValue, m.Value, vals...)
 	}
-	return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, m.Value, vals...)
+	if err != nil {
+		// A map whose names Prometheus refuses: the scrape reports it, the
+		// other metrics are served.
+		return prometheus.NewInvalidMetric(desc, fmt.Errorf("map %s%s: %w", control.MetricsMapPrefix, m.Map, err))
+	}
+	return pm
+}
+
+// labelName makes a BTF field name a label name Prometheus accepts: no
+// leading digit, not one of the names it reserves.
+func labelName(f string) string {
+	f = sanitize(f)
+	if f == "" || (f[0] >= '0' && f[0] <= '9') || strings.HasPrefix(f, "__") || f == "le" || f == "quantile" ||
+		f == "host" || f == "pid" {
+		return "key_" + f
+	}
+	return f
 }

@@ -3,6 +3,8 @@ package exporter
 import (
 	"strings"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestPolicyMapConvention(t *testing.T) {
@@ -33,5 +35,33 @@ func TestPolicyMapConvention(t *testing.T) {
 		if _, err := ParsePolicyMap([]byte(bad)); err == nil || !strings.Contains(err.Error(), "policy map") {
 			t.Errorf("%s: err %v", bad, err)
 		}
+	}
+}
+
+// TestPolicyMapOddNames: key fields named like Prometheus's reserved labels
+// are renamed, and names it refuses give an invalid metric, not a panic.
+func TestPolicyMapOddNames(t *testing.T) {
+	raw := `{"name":"metrics_odd","entries":[{"key":{"le":1,"pid":2,"9x":3},"value":{"n_total":1,"h_hist":[1,2]}}]}`
+	pm, err := ParsePolicyMap([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := pm.Metrics()
+	if len(ms) != 2 {
+		t.Fatalf("%+v", ms)
+	}
+	for _, m := range ms {
+		if m.Labels["key_le"] != "1" || m.Labels["key_pid"] != "2" || m.Labels["key_9x"] != "3" || len(m.Labels) != 3 {
+			t.Errorf("labels %v", m.Labels)
+		}
+		var out dto.Metric
+		if err := m.constMetric("h", "1").Write(&out); err != nil {
+			t.Errorf("%s: %v", m.Name, err)
+		}
+	}
+	bad := PolicyMetric{Map: "odd", Name: "ncclbpf_policy_odd_x", Kind: "gauge", Labels: map[string]string{"host": "1"}} // a duplicate label name
+	var out dto.Metric
+	if err := bad.constMetric("h", "1").Write(&out); err == nil || !strings.Contains(err.Error(), "metrics_odd") {
+		t.Errorf("a duplicate label name gave %v", err)
 	}
 }
