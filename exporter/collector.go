@@ -132,11 +132,25 @@ type emitter struct {
 }
 
 func (e *emitter) gauge(name string, v float64, labels ...string) {
-	e.ch <- prometheus.MustNewConstMetric(e.c.descs[name], prometheus.GaugeValue, v, labels...)
+	e.send(name, prometheus.GaugeValue, v, labels)
 }
 
 func (e *emitter) counter(name string, v uint64, labels ...string) {
-	e.ch <- prometheus.MustNewConstMetric(e.c.descs[name], prometheus.CounterValue, float64(v), labels...)
+	e.send(name, prometheus.CounterValue, float64(v), labels)
+}
+
+// send emits one series; label values that are not UTF-8 (a policy path,
+// an executable) are repaired, and a series Prometheus refuses is reported
+// by the scrape rather than stopping it.
+func (e *emitter) send(name string, t prometheus.ValueType, v float64, labels []string) {
+	for i, l := range labels {
+		labels[i] = strings.ToValidUTF8(l, "\uFFFD")
+	}
+	m, err := prometheus.NewConstMetric(e.c.descs[name], t, v, labels...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(e.c.descs[name], err)
+	}
+	e.ch <- m
 }
 
 // CommLabel is how a communicator id is written in labels.
