@@ -14,9 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// DefaultListen is where the exporter serves by default: port 9478, not
-// taken by another exporter in Prometheus's list of default port
-// allocations.
+// DefaultListen is where the exporter serves by default: port 9478, in
+// the exporters' range (9100-9999). Prometheus's list of default port
+// allocations has no free port left in that range, so a node that runs
+// another exporter on 9478 needs --listen.
 const DefaultListen = ":9478"
 
 // Options configure Serve.
