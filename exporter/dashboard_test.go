@@ -2,7 +2,10 @@ package exporter
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,5 +92,47 @@ func TestGrafanaDashboard(t *testing.T) {
 	// The check catches a wrong name.
 	if bad := unservedMetrics([]string{`rate(ncclbpf_decision_total[5m])`, `ncclbpf_collective_latency_seconds_bucket`}); len(bad) != 1 {
 		t.Errorf("a misspelt metric was not caught: %v", bad)
+	}
+}
+
+// TestGrafanaDashboardPromQL: every panel query of the dashboard parses as
+// PromQL (promtool check rules, with Grafana's variables replaced by
+// values).
+func TestGrafanaDashboardPromQL(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is not installed: this test needs it (Debian package prometheus; scripts/setup.sh installs it)")
+	}
+	b, err := os.ReadFile("../docs/grafana/ncclbpf.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var qs []string
+	dashboardQueries(d, &qs)
+	r := strings.NewReplacer("$__rate_interval", "1m", "$__range", "1h", "$host", ".*", "$collective", ".*", "$size", ".*")
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	n := 0
+	for _, q := range qs {
+		if strings.HasPrefix(q, "label_values(") || !metricRef.MatchString(q) {
+			continue
+		}
+		n++
+		qj, _ := json.Marshal(r.Replace(q))
+		fmt.Fprintf(&rules, "      - record: dashboard:q%d\n        expr: %s\n", n, qj)
+	}
+	file := filepath.Join(t.TempDir(), "rules.yml")
+	if err := os.WriteFile(file, []byte(rules.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput(); err != nil {
+		t.Errorf("promtool check rules: %v\n%s\n%s", err, out, rules.String())
+	}
+	if n < 10 {
+		t.Errorf("only %d panel queries checked", n)
 	}
 }
