@@ -110,6 +110,8 @@ type Response struct {
 	Entries []KV `json:"entries,omitempty"`
 	// MapSpec describes the map of OpMapRead.
 	MapSpec *MapInfo `json:"map_spec,omitempty"`
+	// Metrics answers OpMetrics.
+	Metrics *Metrics `json:"metrics,omitempty"`
 }
 
 // Info identifies a process and the policy it runs.

@@ -389,7 +389,7 @@ func ParseRequest(line []byte) (*Request, error) {
 		return nil, errors.New("bad request: data after the JSON object")
 	}
 	switch req.Op {
-	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions, OpCancel:
+	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions, OpCancel, OpMetrics:
 	case OpMapDump, OpMapRead:
 		if req.Map == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)

@@ -71,6 +71,8 @@ const (
 	// TunerConfigFile is NCCL's example CSV tuner's variable, read by the
 	// plugin in place of RulesFile when that is unset.
 	TunerConfigFile = "NCCL_TUNER_CONFIG_FILE"
+	DecisionLog     = "NCCLBPF_DECISION_LOG"
+	Latency         = "NCCLBPF_LATENCY"
 )
 
 // Reader says which part of ncclbpf reads a variable.
@@ -80,7 +82,7 @@ type Reader string
 const (
 	// Plugin: the Go part of libncclbpf.so, once per process.
 	Plugin Reader = "plugin"
-	// Shim: the C part of libncclbpf.so, at each profiler init.
+	// Shim: the C part of libncclbpf.so, at the policy load or at each profiler init.
 	Shim Reader = "plugin (C)"
 	// PluginAndCLI: the plugin and the ncclbpf command.
 	PluginAndCLI Reader = "plugin and CLI"
@@ -146,6 +148,12 @@ var Vars = []Var{
 	{GoMaxProcs, Plugin, "`2`",
 		"a number within 1..64; anything else is 2, with a warning",
 		"caps the threads running the plugin's Go code at once"},
+	{DecisionLog, Shim, "`off`",
+		"`on` (1000 lines a second), `off`, or a number of lines a second (1..1000000); anything else is off, with a warning on stderr",
+		"one NCCL INFO line (NCCL_TUNING) per tuner decision, rate-limited over the process; lines over the rate are counted and reported"},
+	{Latency, Shim, "`off`",
+		"`on` (`1`, `yes`, `true`) or `off`",
+		"asks NCCL for collective profiler events even when no profiler program needs them, so that the latency histograms (`ncclbpf exporter`, `ncclbpf report`) fill whatever the policy"},
 	{ProfPool, Shim, "`4096`",
 		"a number, clamped to 16..4194304",
 		"profiler events per communicator held at once"},

@@ -89,6 +89,7 @@ func handleControl(req *control.Request) *control.Response {
 				return &control.Response{Error: "cost sampling: " + err.Error()}
 			}
 			cost = c
+			noteCost(c)
 		}
 		st := currentStats()
 		st.Cost = cost
@@ -151,6 +152,8 @@ func handleControl(req *control.Request) *control.Response {
 		return agreedUpdate(req)
 	case control.OpDecisions:
 		return &control.Response{Decisions: decisionRecords(true)}
+	case control.OpMetrics:
+		return &control.Response{Metrics: currentMetrics()}
 	}
 	return &control.Response{Error: "unknown op " + req.Op}
 }

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "shim.h"
+#include "metrics.h"
 
 #define NB_HIDDEN __attribute__((visibility("hidden")))
 
@@ -44,6 +45,10 @@ struct nb_drec {
 struct nb_crec {
 	_Atomic uint64_t seq1, chunk, digest; /* digest: after the chunk size was added */
 };
+/* One entry of the decision counts (metrics.h): key 0 = free; written by the owner thread only. */
+struct nb_dent {
+	_Atomic uint64_t key, count;
+};
 
 /* nb_registry_each calls fn on every live communicator under the registry lock (slot.c). */
 struct nb_comm;
@@ -79,6 +84,9 @@ struct nb_comm {
 	/* owner: the last NB_DREC_N decisions, by seq % NB_DREC_N (decisions_fold.h) */
 	struct nb_drec ring[NB_DREC_N];
 	struct nb_crec ring_chunk[NB_DREC_N];
+	/* owner: decision counts (metrics.h, metrics_fold.h) */
+	_Atomic uint64_t dtab_overflow;
+	struct nb_dent dtab[NCCLBPF_DTAB_N];
 };
 
 void nb_register(struct nb_comm *c) NB_HIDDEN;

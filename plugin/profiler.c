@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -46,6 +47,7 @@
 #include "../include/ncclbpf_profiler.h"
 #include "profiler.h"
 #include "profiler_abi.h"
+#include "metrics.h"
 #include "sync_core.h"
 
 #define NBP_ALIGN 64
@@ -82,6 +84,14 @@ struct pev {
 	struct ident id;
 };
 
+/* One latency histogram of a context (metrics.h). key 0 = free: claimed by a compare-and-swap, as
+ * several threads complete tasks of one context; counts are relaxed additions. */
+struct lat_ent {
+	_Alignas(NBP_ALIGN) _Atomic uint64_t key;
+	_Atomic uint64_t sum_ns;
+	_Atomic uint64_t b[NCCLBPF_LAT_BUCKETS];
+};
+
 struct pctx {
 	int version;
 	uint64_t comm_id;
@@ -102,6 +112,8 @@ struct pctx {
 	_Atomic uint64_t local_seq[NCCLBPF_PROF_NUM_HOOKS];
 	_Atomic uint64_t dropped, forced, orphans;
 	struct pctx *next_ctx; /* registry, under g_reg_lock */
+	struct lat_ent *lat;   /* NCCLBPF_LAT_TAB_N latency histograms (metrics.h) */
+	_Atomic uint64_t lat_overflow;
 };
 
 /* A hook slot: the entry point of the published program (0: none), one per cache line. The same
@@ -202,11 +214,59 @@ int ncclbpf_prof_synchronize(void) {
 
 static inline int slot_set(int hook) { return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed) != 0; }
 
+/* NCCLBPF_LATENCY: collective events for the latency histograms without a profiler program. */
+static int lat_enabled(void) {
+	static _Atomic int v = -1;
+	int e = atomic_load_explicit(&v, memory_order_relaxed);
+	if (e < 0) {
+		const char *s = getenv("NCCLBPF_LATENCY");
+		e = s && (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") || !strcasecmp(s, "true"));
+		atomic_store(&v, e);
+	}
+	return e;
+}
+
+int ncclbpf_metrics_latency_enabled(void) { return lat_enabled(); }
+
+int ncclbpf_metrics_latency(struct ncclbpf_latency_hist *out, int max, uint64_t *overflow) {
+	int n = 0;
+	uint64_t ov = 0;
+	pthread_mutex_lock(&g_reg_lock);
+	for (struct pctx *pc = g_ctxs; pc; pc = pc->next_ctx) {
+		ov += atomic_load_explicit(&pc->lat_overflow, memory_order_relaxed);
+		if (!pc->lat) continue;
+		for (int i = 0; i < NCCLBPF_LAT_TAB_N && n < max; i++) {
+			struct lat_ent *l = &pc->lat[i];
+			uint64_t k = atomic_load_explicit(&l->key, memory_order_acquire);
+			if (k == 0) continue;
+			struct ncclbpf_latency_hist *h = &out[n];
+			memset(h, 0, sizeof *h);
+			h->comm_id = pc->comm_id;
+			h->rank = pc->rank;
+			h->coll = (int32_t)(int8_t)(uint8_t)k;
+			h->size_bucket = (int32_t)(uint8_t)(k >> 8);
+			h->algo = (int32_t)(uint8_t)(k >> 16) - 1;
+			h->proto = (int32_t)(uint8_t)(k >> 24) - 1;
+			/* The count is the sum of the buckets read (a task completing meanwhile may be in the
+			 * sum of latencies and not yet in the buckets, or the reverse). */
+			h->sum_ns = atomic_load_explicit(&l->sum_ns, memory_order_relaxed);
+			uint64_t tot = 0;
+			for (int b = 0; b < NCCLBPF_LAT_BUCKETS; b++) tot += h->buckets[b] = atomic_load_explicit(&l->b[b], memory_order_relaxed);
+			h->count = tot;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&g_reg_lock);
+	if (overflow) *overflow = ov;
+	return n;
+}
+
 int ncclbpf_prof_wanted_mask(int version) {
 	int m = 0;
 	if (slot_set(NCCLBPF_PROF_COLL_END)) m |= NBP_EV_COLL;
 	if (slot_set(NCCLBPF_PROF_P2P_END)) m |= NBP_EV_P2P;
 	if (slot_set(NCCLBPF_PROF_PROXY_OP_END)) m |= NBP_EV_PROXY_OP | NBP_EV_PROXY_STEP;
+	if (lat_enabled()) m |= NBP_EV_COLL; /* the latency histograms (metrics.h) */
 	/* Kernel channels exist from v3 on. Whenever any task event is wanted they are requested too,
 	 * so that a task event always comes with the channels it is gated on (NCCL copies the mask into
 	 * each task, and one store changes all bits at once). */
@@ -512,10 +572,43 @@ static void child_done(struct pctx *pc, struct pev *e, uint32_t units) {
 	if (release(p, pgen, units)) complete(pc, p, pgen);
 }
 
+/* lat_add counts a completed collective task in its context's latency histograms: the GPU span when
+ * NCCL gave GPU timestamps, else the host span (ncclbpf_prof_latency_ns's choice). */
+static void lat_add(struct pctx *pc, struct pev *e) {
+	if (!pc->lat) return;
+	uint64_t end = atomic_load_explicit(&e->end_ns, memory_order_relaxed), start = e->start_ns ? e->start_ns : end;
+	uint64_t ns = end > start ? end - start : 0;
+	uint64_t gs = atomic_load_explicit(&e->gpu_start, memory_order_relaxed);
+	uint64_t ge = atomic_load_explicit(&e->gpu_end, memory_order_relaxed);
+	if (gs != UINT64_MAX && ge != 0 && ge >= gs) ns = ge - gs;
+	uint64_t key = 1ull << 63 | (uint64_t)(uint8_t)e->id.func | (uint64_t)ncclbpf_size_bucket(e->id.bytes) << 8 |
+	               (uint64_t)(uint8_t)(e->id.algo + 1) << 16 | (uint64_t)(uint8_t)(e->id.proto + 1) << 24;
+	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 57); /* 7 bits: NCCLBPF_LAT_TAB_N */
+	uint32_t li = ns <= (1ull << NCCLBPF_LAT_MIN_LOG2) ? 0 : 64 - (uint32_t)__builtin_clzll(ns - 1) - NCCLBPF_LAT_MIN_LOG2;
+	if (li >= NCCLBPF_LAT_BUCKETS) li = NCCLBPF_LAT_BUCKETS - 1;
+	for (uint32_t i = 0; i < 8; i++) {
+		struct lat_ent *l = &pc->lat[(h + i) & (NCCLBPF_LAT_TAB_N - 1)];
+		uint64_t k = atomic_load_explicit(&l->key, memory_order_acquire);
+		if (k == 0) {
+			uint64_t zero = 0;
+			if (atomic_compare_exchange_strong_explicit(&l->key, &zero, key, memory_order_acq_rel, memory_order_acquire))
+				k = key;
+			else
+				k = zero;
+		}
+		if (k != key) continue;
+		atomic_fetch_add_explicit(&l->b[li], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&l->sum_ns, ns, memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_add_explicit(&pc->lat_overflow, 1, memory_order_relaxed);
+}
+
 static void complete(struct pctx *pc, struct pev *e, uint32_t gen) {
 	(void)gen;
 	switch (e->kind) {
 	case K_TASK:
+		if (e->id.hook == NCCLBPF_PROF_COLL_END) lat_add(pc, e);
 		maybe_run(pc, e, (int)e->id.hook);
 		break;
 	case K_KCH:
@@ -857,6 +950,8 @@ static nbp_result_t init_common(void **context, int version, uint64_t comm_id, i
 		return NBP_INTERNAL_ERROR;
 	}
 	memset(pc->pool, 0, sizeof(struct pev) * pc->n);
+	pc->lat = aligned_alloc(NBP_ALIGN, sizeof(struct lat_ent) * NCCLBPF_LAT_TAB_N);
+	if (pc->lat) memset(pc->lat, 0, sizeof(struct lat_ent) * NCCLBPF_LAT_TAB_N); /* none: no histograms */
 	for (uint32_t i = 0; i < pc->n; i++) atomic_store_explicit(&pc->pool[i].next, i + 1 < pc->n ? i + 2 : 0, memory_order_relaxed);
 	atomic_store(&pc->head, 1);
 
@@ -892,6 +987,7 @@ static nbp_result_t finalize_common(void *context) {
 	g_done_orphans += atomic_load(&pc->orphans);
 	pthread_mutex_unlock(&g_reg_lock);
 	free(pc->pool);
+	free(pc->lat);
 	free(pc);
 	return NBP_SUCCESS;
 }

@@ -23,6 +23,7 @@
 #include "ncclbpf.h"
 #include "internal.h"
 #include "decisions_fold.h"
+#include "metrics_fold.h"
 #include "_cgo_export.h"
 
 #define NB_SUCCESS 0
@@ -106,6 +107,7 @@ static void nb_clean_upper_state(void) {
 }
 
 static void nb_do_load(void) {
+	nb_dlog_configure(getenv("NCCLBPF_DECISION_LOG"));
 	int strict = 0;
 	int rc = ncclbpfGoLoad(nb_load_msg, sizeof nb_load_msg, &strict);
 	nb_load_msg[sizeof nb_load_msg - 1] = 0;
@@ -304,10 +306,11 @@ static int nb_runs_collnet(const float *table, int numAlgo, int numProto, int v2
 }
 
 /* The decision of a program that NCCL cannot take as such: partial choices, clamping, rejections. */
-__attribute__((noinline)) static void nb_apply_slow(struct nb_comm *c, int coll, size_t n_bytes, float *table,
-                                                    int numAlgo, int numProto, int *nChannels, int v2, int chosen[2],
-                                                    int a, int p, int ch) {
+__attribute__((noinline)) static void nb_apply_slow(struct nb_comm *c, uint64_t seq, int coll, size_t n_bytes,
+                                                    float *table, int numAlgo, int numProto, int *nChannels, int v2,
+                                                    int chosen[2], int a, int p, int ch) {
 	int why;
+	uint32_t cell = NCCLBPF_CELL_CHANNELS, differs = 0;
 	if (a < -1 || a >= numAlgo || p < -1 || p >= numProto) {
 		why = NB_WHY_RANGE;
 		goto reject;
@@ -321,6 +324,8 @@ __attribute__((noinline)) static void nb_apply_slow(struct nb_comm *c, int coll,
 			why = NB_WHY_UNAVAILABLE;
 			goto reject;
 		}
+		cell = (uint32_t)(a * NCCLBPF_NUM_PROTOCOLS + p);
+		differs = nb_costlier(table, numAlgo * numProto, table[a * numProto + p]);
 		table[a * numProto + p] = 0.0f;
 		chosen[0] = a;
 		chosen[1] = p;
@@ -344,6 +349,7 @@ __attribute__((noinline)) static void nb_apply_slow(struct nb_comm *c, int coll,
 			for (int j = 0; j < numProto; j++)
 				if (!(a >= 0 ? i == a : j == p) && table[i * numProto + j] >= 0.0f)
 					table[i * numProto + j] = -1.0f;
+		cell = NCCLBPF_CELL_PARTIAL;
 	}
 	if (ch > 0 && nb_runs_collnet(table, numAlgo, numProto, v2, chosen[0], a)) {
 		/* NCCL uses a CollNet task's channel count unchecked (channels 0..n-1): only its own
@@ -361,9 +367,11 @@ __attribute__((noinline)) static void nb_apply_slow(struct nb_comm *c, int coll,
 			*nChannels = ch;
 	}
 	nb_inc(&c->applied);
+	nb_decided(c, seq, coll, n_bytes, cell, ch, differs);
 	return;
 reject:
 	nb_inc(&c->rejected);
+	nb_decided(c, seq, coll, n_bytes, NCCLBPF_CELL_REFUSED, 0, 0);
 	nb_reject_log(c, why, coll, n_bytes, a, p, ch);
 }
 
@@ -460,6 +468,7 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 
 	if (rc != NCCLBPF_TUNER_APPLY) {
 		nb_record_decision(c, seq, coll, n_bytes, -1, -1, 0);
+		nb_decided(c, seq, coll, n_bytes, NCCLBPF_CELL_DEFAULT, 0, 0);
 		return;
 	}
 	/* One 32-bit load per field, as the program stored them: the compiler would otherwise merge
@@ -468,20 +477,24 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	const volatile struct ncclbpf_tuner_ctx *vx = &x;
 	int a = vx->algorithm, p = vx->protocol, ch = vx->n_channels;
 	nb_record_decision(c, seq, coll, n_bytes, a, p, ch);
-	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)
+	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0) {
+		nb_decided(c, seq, coll, n_bytes, NCCLBPF_CELL_DEFAULT, 0, 0);
 		return; /* "leave it all to NCCL" */
+	}
 	/* The common decision: a full cell that NCCL has available, channels left or in range. */
 	if ((unsigned)a < (unsigned)numAlgo && (unsigned)p < (unsigned)numProto &&
 	    (unsigned)ch <= NCCLBPF_MAX_CHANNELS && (ch == 0 || !nb_is_collnet(a)) && table[a * numProto + p] >= 0.0f) {
+		uint32_t differs = nb_costlier(table, numAlgo * numProto, table[a * numProto + p]);
 		table[a * numProto + p] = 0.0f;
 		chosen[0] = a;
 		chosen[1] = p;
 		if (ch && nChannels)
 			*nChannels = ch;
 		nb_inc(&c->applied);
+		nb_decided(c, seq, coll, n_bytes, (uint32_t)(a * NCCLBPF_NUM_PROTOCOLS + p), ch, differs);
 		return;
 	}
-	nb_apply_slow(c, coll, n_bytes, table, numAlgo, numProto, nChannels, v2, chosen, a, p, ch);
+	nb_apply_slow(c, seq, coll, n_bytes, table, numAlgo, numProto, nChannels, v2, chosen, a, p, ch);
 }
 
 static int nb_get_coll_info(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,

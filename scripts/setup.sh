@@ -11,6 +11,9 @@
 #   qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
 #                     the arm64 (Grace hosts) build and its tests, run under
 #                     qemu-aarch64 on x86-64 machines
+#   prometheus        the exporter's end-to-end test scrapes it with a real
+#                     Prometheus server (and promtool checks its output)
+#   chromium          the report's test opens it in a headless browser
 #
 # It is idempotent and cheap to re-run: apt is used only when something is
 # missing, and `apt-get update` only right before such an install. Go
@@ -46,6 +49,12 @@ if [ "$(uname -m)" != aarch64 ]; then
 	need_file gcc-aarch64-linux-gnu /usr/bin/aarch64-linux-gnu-gcc
 	need_file libc6-dev-arm64-cross /usr/aarch64-linux-gnu/include/stdio.h /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1
 fi
+
+# Metrics and report: a real Prometheus (promtool comes with it) and a
+# headless browser.
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup: installing ${missing[*]}"

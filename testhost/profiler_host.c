@@ -28,6 +28,8 @@
  *                                     (skipped with "native"), the native C version, no program
  *   profiler_host loadwarn LIB        the library as NCCL's profiler only: the outcome of the policy
  *                                     load reaches NCCL's logger once (v5 init); counts failed inits
+ *   profiler_host metrics LIB [N]     known traffic for the exporter (run_metrics), then waits for
+ *                                     stdin to close
  *   profiler_host ranks LIB native|ebpf N SKEW NOISE
  *                                     N ranks in separate processes run the closed loop, rank r
  *                                     measuring skew_r % off (-SKEW..+SKEW over the ranks) with
@@ -40,6 +42,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +75,17 @@ static uint64_t now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* NCCL's logger: silent, unless HOST_LOG is set: then every line goes to stderr as
+ * "nccl LEVEL FLAGS message". */
 static void host_log(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
-	(void)level, (void)flags, (void)file, (void)line, (void)fmt;
+	(void)file, (void)line;
+	if (!getenv("HOST_LOG")) return;
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "nccl %d %#lx %s\n", level, flags, buf);
 }
 
 /* ---- the plugin, version-neutral --------------------------------------------------------------- */
@@ -1297,6 +1309,100 @@ static int run_loadwarn(const char *lib) {
 	return failures ? 1 : 0;
 }
 
+/* ---- scenario: metrics ------------------------------------------------------------------------- */
+
+/* metrics_cost fills a cost table in which NCCL's cheapest cell is Tree/LL below 300 KB and
+ * Ring/LL128 above; Ring/Simple and Tree/Simple are available and never the cheapest. */
+static void metrics_cost(float t[7][3], uint64_t b) {
+	for (int a = 0; a < 7; a++)
+		for (int q = 0; q < 3; q++) t[a][q] = -1.0f;
+	t[0][0] = 5.0f + (float)b / 1e4f;
+	t[0][2] = 30.0f + (float)b / 1e4f;
+	t[1][1] = 20.0f + (float)b / 2e4f;
+	t[1][2] = 40.0f + (float)b / 1.9e4f;
+}
+
+/* metrics LIB N: known traffic for the exporter's tests. Two communicators (ranks 0 and 1 of 8), each
+ * with a tuner v5 and a profiler v5 context of the library; N collectives (AllReduce, AllGather,
+ * Broadcast in turn, 256 B to 64 MiB), each a getCollInfo, then a task with two kernel channels
+ * whose GPU stamps make a known latency. One line per collective:
+ *   call COMM SEQ COLL BYTES CELL CH DIFFERS ALGO PROTO LATNS
+ * (CELL: the cell the policy made cheapest, algo*3+proto, or 21 if none; DIFFERS: that cell cost
+ * more than the cheapest available one; ALGO/PROTO: what ran, given to the profiler; LATNS: the GPU
+ * span; no profiler event is sent when the event mask has no collectives, as NCCL does). Then "ready
+ * PID", and it waits for stdin to close before finalizing. */
+static int run_metrics(const char *lib, int n) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	host_tuner_v5_t *tuner = dlsym(p.lib, "ncclTunerPlugin_v5");
+	if (!tuner) return 2;
+	enum { NC = 2 };
+	static const uint64_t ids[NC] = {0x5100, 0x5200};
+	static const int colls[3] = {4, 2, 0};
+	void *pctx[NC], *tctx[NC];
+	int mask = 0, nvl[3] = {1, 8, 8};
+	for (int c = 0; c < NC; c++) {
+		if (plug_init(&p, &pctx[c], ids[c], &mask, 8, c) != 0) return 2;
+		if (tuner->init(&tctx[c], ids[c], 8, 1, (void *)host_log, nvl, NULL) != 0) return 2;
+	}
+	mask = p.refresh();
+	printf("mask %#x\n", mask);
+	uint64_t seq[NC] = {0, 0}, ptimer = 1000000;
+	union descr d;
+	for (int i = 0; i < n; i++) {
+		int c = i % NC, coll = colls[(i / NC) % 3];
+		uint64_t bytes = 1ull << (8 + (i * 7 + i / 6) % 19);
+		float t[7][3], orig[7][3];
+		metrics_cost(t, bytes);
+		memcpy(orig, t, sizeof t);
+		int nch = 0;
+		tuner->getCollInfo(tctx[c], coll, bytes, 1, (float **)(void *)t, 7, 3, 0, &nch);
+		int cell = 21, algo = -1, proto = -1, differs = 0;
+		float best = 1e30f;
+		for (int a = 0; a < 7; a++)
+			for (int q = 0; q < 3; q++) {
+				if (t[a][q] == 0.0f && orig[a][q] != 0.0f) cell = a * 3 + q;
+				if (t[a][q] >= 0.0f && t[a][q] < best) best = t[a][q], algo = a, proto = q; /* NCCL's pick */
+			}
+		if (cell < 21)
+			for (int a = 0; a < 7; a++)
+				for (int q = 0; q < 3; q++)
+					if (orig[a][q] >= 0.0f && orig[a][q] < orig[cell / 3][cell % 3]) differs = 1;
+		uint64_t lat = 2000ull * (uint64_t)(1 + i % 5) << (i % 9);
+		if (!(mask & NBP_EV_COLL)) goto done; /* as NCCL: no collective events unless the mask asks */
+		void *h = NULL, *k[2];
+		struct task tk = {.seq = seq[c], .func = coll, .algo = algo, .proto = proto, .nch = 2, .count = bytes / 4};
+		d_task(5, &d, &tk, NULL, NULL, c);
+		p.start(pctx[c], &h, &d);
+		p.stop(h);
+		for (int ch = 0; ch < 2; ch++) {
+			d_kch(5, &d, h, ch, ptimer);
+			k[ch] = NULL;
+			p.start(pctx[c], &k[ch], &d);
+		}
+		for (int ch = 0; ch < 2; ch++) {
+			nbp_state_args_v6_t a = {.kernelCh = {.pTimer = ptimer + (ch ? lat : lat / 2)}};
+			p.record(k[ch], NBP_ST_KERNEL_CH_STOP, &a);
+			p.stop(k[ch]);
+		}
+		ptimer += lat + 1000;
+	done:
+		printf("call %#llx %llu %d %llu %d %d %d %d %d %llu\n", (unsigned long long)ids[c], (unsigned long long)seq[c],
+		       coll, (unsigned long long)bytes, cell, nch, differs, algo, proto, (unsigned long long)lat);
+		seq[c]++;
+	}
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	char line[256];
+	while (fgets(line, sizeof line, stdin)) {
+	}
+	for (int c = 0; c < NC; c++) {
+		p.finalize(pctx[c]);
+		tuner->finalize(tctx[c]);
+	}
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: %s events|mask|nokch|loop|bench LIB [native|ebpf]\n"
@@ -1326,6 +1432,8 @@ int main(int argc, char **argv) {
 		rc = run_bench(argv[2], native);
 	else if (!strcmp(argv[1], "loadwarn"))
 		rc = run_loadwarn(argv[2]);
+	else if (!strcmp(argv[1], "metrics"))
+		rc = run_metrics(argv[2], argc > 3 ? atoi(argv[3]) : 600);
 	else {
 		fprintf(stderr, "unknown scenario %s\n", argv[1]);
 		return 2;
