@@ -6,6 +6,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/jit/listing"
 	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/vm"
@@ -43,7 +44,7 @@ func writeJITListing(w io.Writer, name string, insns []asm.Instruction, specs []
 	if _, ok := table[conformance.UnwindHelper]; !ok {
 		table[conformance.UnwindHelper] = vm.Helper{ID: conformance.UnwindHelper, Addr: helperBase + 16*uintptr(conformance.UnwindHelper), UnwindOnZero: true}
 	}
-	text, err := native.Disassemble("", &vm.Program{Name: name, Insns: insns, Maps: maps, Helpers: table})
+	text, err := listing.Disassemble("", &vm.Program{Name: name, Insns: insns, Maps: maps, Helpers: table})
 	if err != nil {
 		return err
 	}

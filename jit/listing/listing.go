@@ -1,10 +1,15 @@
-package native
+// Package listing shows a program's native code, eBPF instruction by eBPF
+// instruction, for either architecture on any host (the CLI's disasm
+// --jit). It imports both JITs; the plugin, which needs only its own
+// machine's (jit/native), does not import it.
+package listing
 
 import (
 	"fmt"
 
 	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/jit/arm64"
+	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 
@@ -17,7 +22,7 @@ var Arches = []string{"amd64", "arm64"}
 // architecture is compiled, never run, so any host can show it.
 func Disassemble(arch string, p *vm.Program) (string, error) {
 	if arch == "" {
-		arch = Arch
+		arch = native.Arch
 	}
 	switch arch {
 	case "amd64":
