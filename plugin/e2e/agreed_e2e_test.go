@@ -64,7 +64,7 @@ var activeRe = regexp.MustCompile(`active from call (\d+)`)
 // TestAgreedMapSwitchesEveryRankAtOneCall: three ranks run a policy whose
 // channel count is the value of its agreed map. Writing the agreed map
 // without an activation point is refused; each rank gets a different
-// rank-local value; `ncclbpf agree --reduce max --at-seq +60` gives every
+// rank-local value; `ncclbpf agree --reduce max --at-seq +200` gives every
 // rank the maximum, and every rank's decision record shows the old channel
 // count on every call before the activation call and the new one from it on
 // (compared call by call over the 256 kept); check says consistent. Then the
@@ -106,7 +106,7 @@ func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	args := []string{"agree", "--dir", dir, "--from", "local", "--to", "agreed", "--reduce", "max", "--at-seq", "+60"}
+	args := []string{"agree", "--dir", dir, "--from", "local", "--to", "agreed", "--reduce", "max", "--at-seq", "+200"}
 	for _, pid := range pids {
 		args = append(args, strconv.Itoa(pid))
 	}
