@@ -150,7 +150,7 @@ func TestCheckFindsInjectedDivergence(t *testing.T) {
 		t.Fatalf("stats shows no digest: exit %d\n%s", code, out)
 	}
 	// Rank 1 alone switches to policy B at call N.
-	out, code = cli(t, "reload", "--dir", dir, "--at-seq", "+60", strconv.Itoa(pids[1]), filepath.Join(root, "testhost/reload_b.bpf.o"))
+	out, code = cli(t, "reload", "--dir", dir, "--at-seq", "+200", strconv.Itoa(pids[1]), filepath.Join(root, "testhost/reload_b.bpf.o"))
 	m := armedRe.FindStringSubmatch(out)
 	if code != 0 || m == nil {
 		t.Fatalf("reload: exit %d\n%s", code, out)
