@@ -1,0 +1,96 @@
+# Red team: rank uniformity (tuner hook: reg_buff at 32 is [local],
+# n_ranks at 36 and coll_type at 24 [uniform], n_channels at 156 is a
+# decision).
+
+-- bad_local_branch_decided_after_join
+# the first branch on a local value forks; its control ends at the join;
+# the second branch on the same value is decided on each path, so without
+# a control entry each path writes a constant
+# hook: tuner
+ldxw %r6, [%r1+32]
+mov %r7, 0
+jgt %r6, 5, big
+mov %r7, 1
+big:
+jgt %r6, 5, wide
+stw [%r1+156], 1
+mov %r0, 0
+exit
+wide:
+stw [%r1+156], 2 # ERROR E033
+mov %r0, 0
+exit
+
+-- bad_local_lookup_null_check_decided_after_join
+# whether the lookup of a local key finds an entry is local; the second
+# null check is decided on each path (a valid pointer, or the constant 0)
+# hook: tuner
+ldxw %r6, [%r1+32]
+mov %r9, %r1
+stxdw [%r10-8], %r6
+mov %r2, %r10
+add %r2, -8
+lddw %r1, map(1)
+call 1
+mov %r7, 0
+jeq %r0, 0, miss
+mov %r7, 1
+miss:
+jeq %r0, 0, none
+stw [%r9+156], 1
+mov %r0, 0
+exit
+none:
+stw [%r9+156], 2 # ERROR E033
+mov %r0, 0
+exit
+
+-- bad_local_branch_decided_jmp32_constant
+# after a branch on a local value pins it to 7, a 32-bit comparison of
+# two constants is decided on each path
+# hook: tuner
+ldxw %r6, [%r1+32]
+jeq %r6, 7, seven
+mov %r6, 8
+seven:
+jeq32 %r6, 7, same
+stw [%r1+156], 1
+mov %r0, 0
+exit
+same:
+stw [%r1+156], 2 # ERROR E033
+mov %r0, 0
+exit
+
+-- ok_uniform_branch_decided_after_join
+# the same shape on a [uniform] field is fine
+# hook: tuner
+ldxw %r6, [%r1+36]
+mov %r7, 0
+jgt %r6, 5, big
+mov %r7, 1
+big:
+jgt %r6, 5, wide
+stw [%r1+156], 1
+mov %r0, 0
+exit
+wide:
+stw [%r1+156], 2
+mov %r0, 0
+exit
+
+-- ok_local_branch_decided_then_join
+# a decided branch on local data puts the path under control only until
+# the two sides of the jump meet again
+# hook: tuner
+ldxw %r6, [%r1+32]
+mov %r7, 0
+jgt %r6, 5, big
+mov %r7, 1
+big:
+jgt %r6, 5, wide
+mov %r7, 2
+wide:
+stw [%r1+156], 4
+mov %r0, 0
+exit
