@@ -237,7 +237,7 @@ func (ck *checker) ctxAccesses() []CtxAccess {
 // mapSrc is the label of data loaded from map mi: local when programs of
 // the bundle write the map.
 func (ck *checker) mapSrc(pc, mi int) uint32 {
-	if !ck.uniformity() || !ck.local(mi) {
+	if !ck.uniformity() || !ck.local(mi) && !ck.perCPU(mi) {
 		return 0
 	}
 	return ck.source(pc, srcMap, mi, 0)

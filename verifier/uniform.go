@@ -104,6 +104,9 @@ func (ck *checker) sourceText(id uint32) string {
 		}
 	case srcMap:
 		what = "map " + ck.mapName(s.arg) + ", which a program of the bundle writes,"
+		if !ck.local(s.arg) {
+			what = "per-CPU map " + ck.mapName(s.arg) + " (each thread reads its own copy of the value)"
+		}
 	}
 	return fmt.Sprintf("%s at %s", what, ck.where(s.pc))
 }

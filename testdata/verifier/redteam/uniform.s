@@ -94,3 +94,39 @@ wide:
 stw [%r1+156], 4
 mov %r0, 0
 exit
+
+-- bad_decision_from_per_cpu_map
+# no program writes pcpu, but each thread reads its own copy of the value
+# (the control plane may set the copies apart, and which copy a thread
+# gets depends on the order threads arrived): the value is rank-local
+# hook: tuner
+mov %r9, %r1
+stw [%r10-4], 0
+mov %r2, %r10
+add %r2, -4
+lddw %r1, map(6)
+call 1
+jeq %r0, 0, out
+ldxdw %r3, [%r0+0]
+and %r3, 15
+stxw [%r9+156], %r3 # ERROR E033
+out:
+mov %r0, 0
+exit
+
+-- ok_per_cpu_map_counts_beside_a_uniform_decision
+# a tuner may keep per-thread counters; it just does not decide on them
+# hook: tuner
+mov %r9, %r1
+stw [%r10-4], 0
+mov %r2, %r10
+add %r2, -4
+lddw %r1, map(6)
+call 1
+jeq %r0, 0, out
+mov %r1, 1
+lock add [%r0+0], %r1
+out:
+stw [%r9+156], 4
+mov %r0, 0
+exit
