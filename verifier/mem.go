@@ -332,8 +332,15 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		}
 	}
 	var prev value // what a 4-byte store leaves in the other half
-	if exact && size == 4 && lo%4 == 0 && fr.stk.spilled(lo/8) {
-		prev = fr.stk.slot(lo / 8)
+	var prevSrc uint32
+	if exact && size == 4 && lo%4 == 0 {
+		if fr.stk.spilled(lo / 8) {
+			prev = fr.stk.slot(lo / 8)
+		}
+		// the label of the other half: a spilled value's, or that of
+		// plain bytes (the slot's local bit), which the spill made
+		// below takes over
+		prevSrc = fr.stk.stackSrc(lo&^7, lo&^7+8)
 	}
 	for i := lo / 8; i <= (hi-1)/8; i++ {
 		fr.stk.unspill(i)
@@ -366,7 +373,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		if lo%8 == 0 {
 			hv = halvesVal(val.s, other)
 		}
-		hv.src = either(val.src, prev.src)
+		hv.src = either(val.src, prevSrc)
 		fr.stk.putSpill(lo/8, hv)
 	}
 	return value{}, nil

@@ -130,3 +130,41 @@ out:
 stw [%r9+156], 4
 mov %r0, 0
 exit
+
+-- bad_local_plain_half_kept_by_4_byte_store
+# the slot holds local plain bytes (a local spill, then a byte store);
+# a uniform 4-byte store into its low half spills a pair of halves, and
+# the high half, still the local bytes, must keep their label
+# hook: tuner
+ldxw %r2, [%r1+32]
+stxw [%r10-4], %r2
+stb [%r10-1], 0
+stw [%r10-8], 0
+ldxw %r3, [%r10-4]
+stxw [%r1+156], %r3 # ERROR E033
+mov %r0, 0
+exit
+
+-- bad_local_plain_half_read_whole
+# the same slot read back as 8 bytes
+# hook: tuner
+ldxw %r2, [%r1+32]
+stxw [%r10-4], %r2
+stb [%r10-1], 0
+stw [%r10-8], 0
+ldxdw %r3, [%r10-8]
+stxw [%r1+156], %r3 # ERROR E033
+mov %r0, 0
+exit
+
+-- ok_local_plain_bytes_overwritten_whole
+# an 8-byte store replaces all the local bytes of the slot
+# hook: tuner
+ldxw %r2, [%r1+32]
+stxw [%r10-4], %r2
+stb [%r10-1], 0
+stdw [%r10-8], 0
+ldxw %r3, [%r10-4]
+stxw [%r1+156], %r3
+mov %r0, 0
+exit
