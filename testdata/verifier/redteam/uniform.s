@@ -168,3 +168,52 @@ ldxw %r3, [%r10-4]
 stxw [%r1+156], %r3
 mov %r0, 0
 exit
+
+-- bad_pruning_plain_uniform_bytes_cover_local_spill
+# the path that stores uniform plain bytes reaches the join first; the
+# path that spilled a local value there must not be pruned against it
+# hook: tuner
+ldxw %r2, [%r1+32]
+ldxw %r4, [%r1+36]
+jeq %r4, 0, plain
+stxdw [%r10-8], %r2
+ja join
+plain:
+stb [%r10-8], 1
+stb [%r10-7], 1
+stb [%r10-6], 1
+stb [%r10-5], 1
+stb [%r10-4], 1
+stb [%r10-3], 1
+stb [%r10-2], 1
+stb [%r10-1], 1
+join:
+ldxdw %r3, [%r10-8]
+and %r3, 7
+stxw [%r1+156], %r3 # ERROR E033
+mov %r0, 0
+exit
+
+-- ok_pruning_plain_bytes_cover_uniform_spill
+# the same shape with a uniform value spilled
+# hook: tuner
+ldxw %r2, [%r1+36]
+ldxw %r4, [%r1+36]
+jeq %r4, 0, plain
+stxdw [%r10-8], %r2
+ja join
+plain:
+stb [%r10-8], 1
+stb [%r10-7], 1
+stb [%r10-6], 1
+stb [%r10-5], 1
+stb [%r10-4], 1
+stb [%r10-3], 1
+stb [%r10-2], 1
+stb [%r10-1], 1
+join:
+ldxdw %r3, [%r10-8]
+and %r3, 7
+stxw [%r1+156], %r3
+mov %r0, 0
+exit
