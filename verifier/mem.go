@@ -71,6 +71,9 @@ func (ck *checker) store(st *state, pc int, ins asm.Instruction) *Error {
 		if r0.isPtr() {
 			return ck.errorf(PointerCompare, pc, "cmpxchg compares memory with r0, which holds a %s", r0.describe(ck))
 		}
+		// whether the store happens depends on r0: what memory holds
+		// afterwards is local when r0 is
+		val.src = either(val.src, r0.src)
 	}
 	old, e := ck.access(st, pc, ins.Dst, ptr, ins.Off, size, accAtomic, val, false)
 	if e != nil {

@@ -217,3 +217,30 @@ and %r3, 7
 stxw [%r1+156], %r3
 mov %r0, 0
 exit
+
+-- bad_cmpxchg_local_comparand
+# cmpxchg stores a uniform number, but whether it stores depends on the
+# local comparand in r0: what the slot holds afterwards is local
+# hook: tuner
+ldxw %r2, [%r1+32]
+stdw [%r10-8], 0
+mov %r0, %r2
+mov %r4, 1
+lock cmpxchg [%r10-8], %r4
+ldxdw %r3, [%r10-8]
+stxw [%r1+156], %r3 # ERROR E033
+mov %r0, 0
+exit
+
+-- ok_cmpxchg_uniform_comparand
+# hook: tuner
+ldxw %r2, [%r1+36]
+stdw [%r10-8], 0
+mov %r0, %r2
+mov %r4, 1
+lock cmpxchg [%r10-8], %r4
+ldxdw %r3, [%r10-8]
+and %r3, 7
+stxw [%r1+156], %r3
+mov %r0, 0
+exit
