@@ -244,3 +244,27 @@ and %r3, 7
 stxw [%r1+156], %r3
 mov %r0, 0
 exit
+
+-- bad_callee_branch_decides_caller_jump
+# the callee tests a copy of the local value (the two sides meet at its
+# exit); back in the caller, the same test is decided on each path
+# hook: tuner
+mov %r6, %r1
+ldxw %r7, [%r6+32]
+mov %r1, %r7
+call h
+jgt %r7, 5, big
+stw [%r6+156], 1
+mov %r0, 0
+exit
+big:
+stw [%r6+156], 2 # ERROR E033
+mov %r0, 0
+exit
+h:
+jgt %r1, 5, hb
+mov %r0, 0
+exit
+hb:
+mov %r0, 0
+exit
