@@ -178,7 +178,7 @@ func build(spec *loader.CollectionSpec, name string, opts Options) (_ *Bundle, e
 			b.Close()
 		}
 	}()
-	b.Maps, b.borrowed, err = CreateMaps(spec, opts.Reuse)
+	b.Maps, b.borrowed, err = CreateMaps(spec, opts.Reuse, local)
 	if err != nil {
 		return nil, err
 	}
@@ -285,9 +285,16 @@ func Attach(spec *loader.CollectionSpec) ([]*hook.Hook, error) {
 // map references index). A map with the same name and a compatible
 // definition in reuse (maps.Map.Compatible) is taken instead of created,
 // contents and all, and listed in borrowed; global data sections and maps
-// programs may not write are always created. On error, the maps created
-// so far are closed.
-func CreateMaps(spec *loader.CollectionSpec, reuse []*maps.Map) (live []*maps.Map, borrowed map[*maps.Map]bool, err error) {
+// programs may not write are always created. written[i] says whether a
+// program of spec writes map i (the verifier's finding,
+// verifier.VerifyCollection); each such map is marked
+// (maps.Map.MarkProgramWritten). A map no program of spec writes is
+// rank-uniform for its tuner, so one that programs wrote before (an old
+// bundle's measurements) is not reused but created afresh: its contents
+// may differ from rank to rank, and ranks deciding on them would hang the
+// collective. A nil written means no program writes any map. On error,
+// the maps created so far are closed.
+func CreateMaps(spec *loader.CollectionSpec, reuse []*maps.Map, written []bool) (live []*maps.Map, borrowed map[*maps.Map]bool, err error) {
 	defer func() {
 		if err != nil {
 			for _, m := range live {
@@ -298,8 +305,9 @@ func CreateMaps(spec *loader.CollectionSpec, reuse []*maps.Map) (live []*maps.Ma
 			live, borrowed = nil, nil
 		}
 	}()
-	for _, ms := range spec.Maps {
-		m := reusable(reuse, *ms, ms.IsGlobalData() || ms.Freeze)
+	for i, ms := range spec.Maps {
+		writes := i < len(written) && written[i]
+		m := reusable(reuse, *ms, ms.IsGlobalData() || ms.Freeze, writes)
 		if m != nil {
 			if borrowed == nil {
 				borrowed = map[*maps.Map]bool{}
@@ -307,6 +315,9 @@ func CreateMaps(spec *loader.CollectionSpec, reuse []*maps.Map) (live []*maps.Ma
 			borrowed[m] = true
 		} else if m, err = maps.New(*ms); err != nil {
 			return live, borrowed, err
+		}
+		if writes {
+			m.MarkProgramWritten()
 		}
 		live = append(live, m)
 	}

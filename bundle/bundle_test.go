@@ -230,7 +230,7 @@ func TestVerifyBeforeMaps(t *testing.T) {
 	bad.Lines, bad.Funcs = nil, []loader.Func{{Name: bad.Name, Start: 0, End: len(bad.Insns)}}
 	spec.Programs[0] = &bad
 	spec.Maps[0].MaxEntries = 0 // maps.New refuses it
-	if _, _, err := CreateMaps(spec, nil); err == nil {
+	if _, _, err := CreateMaps(spec, nil, nil); err == nil {
 		t.Fatalf("map %s with max_entries 0 was created", spec.Maps[0].Name)
 	}
 	_, err = LoadSpec(spec, Options{Name: "bad"})

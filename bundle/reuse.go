@@ -9,13 +9,19 @@ import (
 // reusable returns the map of offered that a new map built from spec may
 // be replaced by: same name, compatible definition, not closed. Global
 // data and read-only maps are never reused (their contents belong to the
-// new object).
-func reusable(offered []*maps.Map, spec maps.Spec, fresh bool) *maps.Map {
+// new object). When no program of the new bundle writes the map (writes
+// false), its tuner takes it for rank-uniform data: a map that programs
+// wrote (maps.Map.ProgramWritten) may hold rank-local data and is not
+// reused.
+func reusable(offered []*maps.Map, spec maps.Spec, fresh, writes bool) *maps.Map {
 	if fresh {
 		return nil
 	}
 	for _, m := range offered {
 		if m == nil || m.Name() != spec.Name || m.Handle() == 0 || m.ReadOnlyForPrograms() {
+			continue
+		}
+		if !writes && m.ProgramWritten() {
 			continue
 		}
 		if m.Compatible(spec) == nil {

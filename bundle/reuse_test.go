@@ -73,3 +73,51 @@ func TestReuseRefusesIncompatible(t *testing.T) {
 		t.Fatalf("a map of another shape (max_entries 5, not 2) was reused: %v", a.Reused())
 	}
 }
+
+// TestReuseNeverLaundersLocalData: a hot reload keeps a map's contents only
+// where that cannot make a tuner decide on rank-local data. reload_a's
+// tuner counts its calls in hits (a per-rank number); reload_decide writes
+// no map and decides on hits[0], which its verification therefore took
+// for rank-uniform. Taking over reload_a's hits would hand it the count:
+// hits is created afresh instead. A map no program ever wrote (values an
+// operator set the same on every rank) is still carried over.
+func TestReuseNeverLaundersLocalData(t *testing.T) {
+	a := loadFile(t, "../testhost/reload_a.bpf.o", Options{Name: "a"})
+	defer a.Close()
+	key := []byte{0, 0, 0, 0}
+	val := make([]byte, 8)
+	binary.LittleEndian.PutUint64(val, 500)
+	if err := a.Map("hits").Update(key, val, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Map("hits").ProgramWritten() {
+		t.Fatal("reload_a's tuner writes hits, but the map is not marked as written by programs")
+	}
+	d := loadFile(t, "../testhost/reload_decide.bpf.o", Options{Name: "d", Reuse: a.Maps})
+	defer d.Close()
+	if got := d.Reused(); len(got) != 0 {
+		t.Fatalf("Reused = %v: a map reload_a's programs wrote was handed to a tuner that decides on it", got)
+	}
+	if !d.DecidesOn(d.Map("hits")) {
+		t.Fatal("reload_decide's tuner does not decide on hits: the test no longer tests anything")
+	}
+	if v, err := d.Map("hits").Lookup(key); err != nil || binary.LittleEndian.Uint64(v) != 0 {
+		t.Fatalf("hits[0] = %v, %v; want a fresh 0", v, err)
+	}
+	// written by no program: an agreed value, carried over
+	binary.LittleEndian.PutUint64(val, 7)
+	if err := d.Map("hits").Update(key, val, 0); err != nil {
+		t.Fatal(err)
+	}
+	d2 := loadFile(t, "../testhost/reload_decide.bpf.o", Options{Name: "d2", Reuse: d.Maps})
+	defer d2.Close()
+	if got := d2.Reused(); len(got) != 1 || got[0] != "hits" {
+		t.Fatalf("Reused = %v, want [hits] (no program ever wrote it)", got)
+	}
+	// and a bundle that writes the map again may take it over
+	a2 := loadFile(t, "../testhost/reload_a.bpf.o", Options{Name: "a2", Reuse: d2.Maps})
+	defer a2.Close()
+	if got := a2.Reused(); len(got) != 1 || got[0] != "hits" {
+		t.Fatalf("Reused = %v, want [hits]", got)
+	}
+}

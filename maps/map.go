@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -95,6 +96,9 @@ type Map struct {
 	spec   Spec
 	c      *C.struct_nbpf_map
 	ringMu sync.Mutex // one ring consumer at a time
+	// programWritten: a program bound to the map may write it, so its
+	// contents may hold rank-local data from then on
+	programWritten atomic.Bool
 }
 
 // New creates the map described by spec, zero-filled, then stores
@@ -209,6 +213,16 @@ func (m *Map) Frozen() bool {
 // ReadOnlyForPrograms reports whether programs may not write the map
 // (FlagRdonlyProg, as for .rodata).
 func (m *Map) ReadOnlyForPrograms() bool { return m.spec.Flags&FlagRdonlyProg != 0 }
+
+// MarkProgramWritten records that a program bound to the map may write it
+// (the verifier found a store or an update into it). The mark is never
+// cleared: what such a program wrote may be rank-local data (a
+// measurement, a clock) and stays in the map, so a later bundle that
+// decides on the map as rank-uniform data must not take it over.
+func (m *Map) MarkProgramWritten() { m.programWritten.Store(true) }
+
+// ProgramWritten reports whether MarkProgramWritten was called.
+func (m *Map) ProgramWritten() bool { return m.programWritten.Load() }
 
 func (m *Map) checkKey(op string, key []byte) error {
 	if m.c == nil {

@@ -342,6 +342,22 @@ func (ck *checker) local(i int) bool {
 	return i >= 0 && i < len(ck.cfg.local) && ck.cfg.local[i]
 }
 
+// perCPU reports whether map i keeps one copy of each value per thread
+// slot: which copy a program reads depends on the thread that runs it
+// (the slot threads get in the order they first call a helper), so what
+// it reads is rank-local, whoever writes the map (the control plane may
+// set each copy apart).
+func (ck *checker) perCPU(i int) bool {
+	if i < 0 || i >= len(ck.maps) {
+		return false
+	}
+	switch ck.maps[i].Type {
+	case MapTypePercpuArray, MapTypePercpuHash, MapTypeLRUPercpuHash:
+		return true
+	}
+	return false
+}
+
 func (ck *checker) mapName(i int) string {
 	if i < 0 || i >= len(ck.maps) {
 		return fmt.Sprintf("map#%d", i)

@@ -71,6 +71,9 @@ func (ck *checker) store(st *state, pc int, ins asm.Instruction) *Error {
 		if r0.isPtr() {
 			return ck.errorf(PointerCompare, pc, "cmpxchg compares memory with r0, which holds a %s", r0.describe(ck))
 		}
+		// whether the store happens depends on r0: what memory holds
+		// afterwards is local when r0 is
+		val.src = either(val.src, r0.src)
 	}
 	old, e := ck.access(st, pc, ins.Dst, ptr, ins.Off, size, accAtomic, val, false)
 	if e != nil {
@@ -237,7 +240,7 @@ func (ck *checker) ctxAccesses() []CtxAccess {
 // mapSrc is the label of data loaded from map mi: local when programs of
 // the bundle write the map.
 func (ck *checker) mapSrc(pc, mi int) uint32 {
-	if !ck.uniformity() || !ck.local(mi) {
+	if !ck.uniformity() || !ck.local(mi) && !ck.perCPU(mi) {
 		return 0
 	}
 	return ck.source(pc, srcMap, mi, 0)
@@ -332,8 +335,15 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		}
 	}
 	var prev value // what a 4-byte store leaves in the other half
-	if exact && size == 4 && lo%4 == 0 && fr.stk.spilled(lo/8) {
-		prev = fr.stk.slot(lo / 8)
+	var prevSrc uint32
+	if exact && size == 4 && lo%4 == 0 {
+		if fr.stk.spilled(lo / 8) {
+			prev = fr.stk.slot(lo / 8)
+		}
+		// the label of the other half: a spilled value's, or that of
+		// plain bytes (the slot's local bit), which the spill made
+		// below takes over
+		prevSrc = fr.stk.stackSrc(lo&^7, lo&^7+8)
 	}
 	for i := lo / 8; i <= (hi-1)/8; i++ {
 		fr.stk.unspill(i)
@@ -366,7 +376,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		if lo%8 == 0 {
 			hv = halvesVal(val.s, other)
 		}
-		hv.src = either(val.src, prev.src)
+		hv.src = either(val.src, prevSrc)
 		fr.stk.putSpill(lo/8, hv)
 	}
 	return value{}, nil

@@ -282,9 +282,10 @@ func stackLeq(o, c *stack, m *idMap) bool {
 			if !valueLeq(o.slot(i), c.slot(i), m) {
 				return false
 			}
-		} else if c.slot(i).isAddr() {
+		} else if v := c.slot(i); v.isAddr() || v.src != 0 && o.local&(1<<i) == 0 {
 			// old holds plain bytes there: reading them gives unknown
-			// numbers, so cur must not hold a pointer
+			// numbers, so cur must not hold a pointer, nor a local
+			// value where old's bytes are uniform
 			return false
 		}
 	}

@@ -104,6 +104,9 @@ func (ck *checker) sourceText(id uint32) string {
 		}
 	case srcMap:
 		what = "map " + ck.mapName(s.arg) + ", which a program of the bundle writes,"
+		if !ck.local(s.arg) {
+			what = "per-CPU map " + ck.mapName(s.arg) + " (each thread reads its own copy of the value)"
+		}
 	}
 	return fmt.Sprintf("%s at %s", what, ck.where(s.pc))
 }
@@ -147,14 +150,25 @@ func (st *state) endFrameControl() {
 	st.ctl = st.ctl[:k]
 }
 
-// branchControl is called when a conditional jump at pc forks on operands
+// branchControl is called when a conditional jump at pc runs on operands
 // with sources a and b: a local condition puts both sides under control.
+// fork is nil when the path's facts decide the jump: it is still under
+// control, because those facts came from earlier branches on the same
+// local data (x > 5 tested again after a join is decided on each path,
+// one way on one path and the other way on the other), and the outcome
+// that this path sees may differ on another rank.
 func (ck *checker) branchControl(st, fork *state, pc int, a, b uint32) {
-	if !ck.uniformity() || fork == nil || dropImplicitFlows {
+	if !ck.uniformity() || dropImplicitFlows {
 		return
 	}
 	cause := either(a, b)
-	if cause == 0 {
+	if cause == 0 || len(st.ctl) > 0 {
+		// an active entry covers this jump's: its end post-dominates
+		// this jump (the path reached here without passing it), so
+		// every path from here meets this jump's end no later than its
+		// own, and a callee returns before its caller's entry ends.
+		// Keeping one entry keeps the state small when every jump of a
+		// long chain tests the same local value.
 		return
 	}
 	if ck.ipdom == nil {
@@ -162,7 +176,7 @@ func (ck *checker) branchControl(st, fork *state, pc int, a, b uint32) {
 	}
 	e := ctlEntry{frame: len(st.frames) - 1, end: ck.ipdom[pc], src: ck.source(pc, srcBranch, 0, cause)}
 	for _, s := range []*state{st, fork} {
-		if !s.hasControl(e) {
+		if s != nil && !s.hasControl(e) {
 			s.ctl = append(s.ctl, e)
 		}
 	}

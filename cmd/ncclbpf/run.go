@@ -469,7 +469,7 @@ func (r *runTarget) loadAlone(spec *loader.CollectionSpec, engine vm.Engine, unv
 		}
 		r.verified = true
 	}
-	live, _, err := bundle.CreateMaps(spec, nil)
+	live, _, err := bundle.CreateMaps(spec, nil, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.object, err)
 	}
