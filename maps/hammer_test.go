@@ -228,6 +228,19 @@ func TestHammerLRULarge(t *testing.T) {
 // chain. A reader that did not notice the move would follow the element into
 // another chain and miss its key.
 func TestHashChurn(t *testing.T) {
+	for _, tries := range []uint32{64, 1, 0} {
+		t.Run(fmt.Sprintf("lockless-tries-%d", tries), func(t *testing.T) {
+			old := maps.SetLocklessTries(tries)
+			defer maps.SetLocklessTries(old)
+			hashChurn(t)
+		})
+	}
+}
+
+// hashChurn is TestHashChurn with the current number of lockless tries (1:
+// lookups fall back to the locked walk whenever a writer interferes; 0:
+// every lookup walks under the lock).
+func hashChurn(t *testing.T) {
 	const persistent, churners, readers = 16, 2, 2
 	env, _ := hammerEnv(t, 1, 16)
 	m := mustNew(t, maps.Spec{Name: "churn", Type: maps.Hash, KeySize: 8, ValueSize: 8, MaxEntries: persistent + churners})

@@ -397,6 +397,15 @@ func (m *Map) Iterate(fn func(key, value []byte) bool) error {
 	return nil
 }
 
+// setLocklessTries sets how many lockless walks a hash lookup tries before
+// it walks the chain under the bucket's lock (64; 0: always locked), and
+// returns the previous value (tests force the locked walk with it).
+func setLocklessTries(n uint32) uint32 {
+	old := uint32(C.nbpf_htab_get_lockless_tries())
+	C.nbpf_htab_set_lockless_tries(C.uint32_t(n))
+	return old
+}
+
 // bucketOf returns the bucket of key in a hash map, -1 for other types
 // (tests aim collisions with it; see export_test.go).
 func (m *Map) bucketOf(key []byte) int {

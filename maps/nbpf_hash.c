@@ -9,7 +9,9 @@
  * Lookups take no lock. Each bucket has a sequence number that writers bump
  * (under the bucket's spinlock) after unlinking an element; a reader notes
  * the sequence, walks the chain and retries when the sequence changed,
- * because an element it passed through may have been moved to another chain.
+ * because an element it passed through may have been moved to another chain;
+ * after 64 such tries it walks the chain once under the bucket's lock, so a
+ * lookup is bounded however busy the writers are.
  * Inserts publish a fully written element with a release store of the chain
  * head, so they need no sequence bump. Keys are stored and compared as
  * 64-bit words with relaxed atomics, so a reader racing with the reuse of an
@@ -126,10 +128,23 @@ static inline int elem_matches(const struct nbpf_htab *h, const struct htab_elem
 }
 
 /* Lock-free chain walk; see the file comment. */
+static struct htab_elem *find_locked(struct nbpf_htab *h, struct htab_bucket *b,
+                                     const uint64_t *kw, uint32_t hv,
+                                     struct htab_elem ***link_out);
+
+/* Lockless tries before a lookup walks the chain under the bucket's lock:
+ * writers that keep changing one bucket (another thread deleting and
+ * inserting there without pause) cannot hold a lookup on NCCL's thread for
+ * longer than this many walks and one locked walk. Settable for tests. */
+static uint32_t nbpf_lockless_tries = 64;
+
+void nbpf_htab_set_lockless_tries(uint32_t n) { nbpf_lockless_tries = n; }
+uint32_t nbpf_htab_get_lockless_tries(void) { return nbpf_lockless_tries; }
+
 static struct htab_elem *find_lockless(struct nbpf_map *m, const uint64_t *kw, uint32_t hv) {
   struct nbpf_htab *h = m->htab;
   struct htab_bucket *b = &h->buckets[hv & h->mask];
-  for (;;) {
+  for (uint32_t tries = 0; tries < nbpf_lockless_tries; tries++) {
     uint32_t s0 = LOAD_ACQ(&b->seq);
     struct htab_elem *e = LOAD_ACQ(&b->head), *found = NULL;
     uint32_t steps = 0;
@@ -144,6 +159,12 @@ static struct htab_elem *find_lockless(struct nbpf_map *m, const uint64_t *kw, u
     if (LOAD_RLX(&b->seq) == s0 && steps <= m->max_entries) return found;
     nbpf_cpu_relax();
   }
+  /* The chain kept changing: walk it once under the lock. The element
+   * stays valid after the unlock (elements are never freed before the map). */
+  nbpf_spin_lock(&b->lock);
+  struct htab_elem *e = find_locked(h, b, kw, hv, NULL);
+  nbpf_spin_unlock(&b->lock);
+  return e;
 }
 
 /* Chain walk under the bucket lock; returns the link that points to the

@@ -89,6 +89,7 @@ void nbpf_htab_free(struct nbpf_map *m);
 /* touch: count the lookup as a use for LRU (programs do, the control plane
  * does not, so that dumping a map leaves its LRU order alone). */
 void *nbpf_htab_lookup(struct nbpf_map *m, const void *key, int touch);
+
 int nbpf_htab_update(struct nbpf_map *m, const void *key, const void *value, uint64_t flags);
 int nbpf_htab_delete(struct nbpf_map *m, const void *key);
 int nbpf_htab_next_key(struct nbpf_map *m, const void *key, void *next);

@@ -96,6 +96,11 @@ int nbpf_map_frozen(const struct nbpf_map *m);
 /* Arrays: the address of value 0 and the distance between values
  * (value_size rounded up to 8). NULL / 0 for other types. */
 void *nbpf_map_array_base(const struct nbpf_map *m);
+
+/* nbpf_htab_set_lockless_tries sets how many lockless walks a hash lookup
+ * tries before one under the bucket's lock (64; 0: always locked). */
+void nbpf_htab_set_lockless_tries(uint32_t n);
+uint32_t nbpf_htab_get_lockless_tries(void);
 uint32_t nbpf_map_value_stride(const struct nbpf_map *m);
 
 /* Ring buffer consumer side. One consumer at a time. nbpf_ringbuf_peek
