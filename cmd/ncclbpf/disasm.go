@@ -18,7 +18,7 @@ import (
 
 func init() {
 	register(&command{
-		Use:     "disasm [--jit | --plain | --json] [--section S] [--raw] FILE",
+		Use:     "disasm [--jit [--arch A] | --plain | --json] [--section S] [--raw] FILE",
 		Summary: "disassemble an ELF object, a .data test or raw instruction bytes",
 		Help: `FILE is one of:
   - an ELF object built by clang -target bpf: each program is printed with
@@ -39,7 +39,9 @@ assembles back to exactly the same instructions.
 instruction, the native code it compiled to (offset from the entry point,
 bytes, Intel or GNU syntax), then the out-of-line code: common return path, unwind
 and fault stubs, callx table. Maps and helpers get placeholder addresses:
-the listing is for reading; the code never runs.
+the listing is for reading; the code never runs. --arch amd64 or arm64 shows
+the other architecture's code on any machine (the AArch64 code of a Grace
+host, from an x86-64 laptop).
 
 --json prints every program as an object: section, name and its
 instructions (pc, text, 64-bit words, annotation, source position).`,
@@ -49,6 +51,7 @@ instructions (pc, text, 64-bit words, annotation, source position).`,
 			"ncclbpf disasm --plain ../shared/conformance/bpf_conformance/lddw.data",
 			"ncclbpf disasm prog.bin",
 			"ncclbpf disasm --jit policy.bpf.o  # eBPF and native code side by side",
+			"ncclbpf disasm --jit --arch arm64 policy.bpf.o  # the AArch64 code of a Grace host",
 			"ncclbpf disasm --json policy.bpf.o | jq '.[0].insns | length'",
 		},
 		Setup: func(fs *pflag.FlagSet) runFunc {
@@ -58,6 +61,7 @@ instructions (pc, text, 64-bit words, annotation, source position).`,
 			fs.BoolVar(&o.raw, "raw", false, "raw bytes: print slots that are no known instruction as .insn instead of refusing the file")
 			fs.BoolVar(&o.jit, "jit", false, "compile with this machine's JIT (x86-64 or AArch64) and print the native code under each instruction")
 			fs.BoolVar(&o.json, "json", false, "print the programs and their instructions as JSON")
+			fs.StringVar(&o.arch, "arch", "", "with --jit: the `ARCH` whose code to show, amd64 or arm64 (default: this machine's)")
 			return func(e *env, args []string) error { return runDisasm(e, args, &o) }
 		},
 	})
@@ -65,7 +69,7 @@ instructions (pc, text, 64-bit words, annotation, source position).`,
 
 // disasmOptions are the flags of disasm.
 type disasmOptions struct {
-	section               string
+	section, arch         string
 	plain, raw, jit, json bool
 }
 
@@ -73,6 +77,12 @@ func runDisasm(e *env, args []string, o *disasmOptions) error {
 	section, plain, raw, jit := &o.section, &o.plain, &o.raw, &o.jit
 	if *jit && (*plain || *raw || o.json) {
 		return usageErrorf("--jit prints a listing: it does not go with --plain, --raw or --json")
+	}
+	if o.arch != "" && !*jit {
+		return usageErrorf("--arch %s: the architecture of --jit's listing; add --jit", o.arch)
+	}
+	if o.arch != "" && o.arch != "amd64" && o.arch != "arm64" {
+		return usageErrorf("--arch %q: want amd64 or arm64", o.arch)
 	}
 	if *plain && o.json {
 		return usageErrorf("--plain and --json are two output formats: choose one")
@@ -96,7 +106,7 @@ func runDisasm(e *env, args []string, o *disasmOptions) error {
 		if o.json {
 			return disasmJSON(e, coll, *section)
 		}
-		return disasmCollection(e.Stdout, coll, *section, *plain, *jit)
+		return disasmCollection(e.Stdout, coll, *section, *plain, *jit, o.arch)
 	case *section != "":
 		return usageErrorf("--section applies to ELF objects; %s is not one", args[0])
 	case strings.HasSuffix(args[0], ".data"):
@@ -109,7 +119,7 @@ func runDisasm(e *env, args []string, o *disasmOptions) error {
 			return err
 		}
 		if *jit {
-			return writeJITListing(e.Stdout, args[0], insns, nil)
+			return writeJITListing(e.Stdout, args[0], insns, nil, o.arch)
 		}
 		if o.json {
 			return writeJSON(e, []disasmProgram{{Name: args[0], Insns: listInsns(insns, nil)}})
@@ -122,7 +132,7 @@ func runDisasm(e *env, args []string, o *disasmOptions) error {
 		return fmt.Errorf("%s: not an ELF object or .data file, and as raw instructions: %w", args[0], err)
 	}
 	if *jit {
-		return writeJITListing(e.Stdout, args[0], insns, nil)
+		return writeJITListing(e.Stdout, args[0], insns, nil, o.arch)
 	}
 	if !*raw {
 		for pc := 0; pc < len(insns); {
@@ -150,7 +160,7 @@ func readInput(path string) ([]byte, error) {
 
 // disasmCollection prints the programs of coll (those of section, if
 // given): their eBPF with source lines, or with jit their native listing.
-func disasmCollection(w io.Writer, coll *loader.CollectionSpec, section string, plain, jit bool) error {
+func disasmCollection(w io.Writer, coll *loader.CollectionSpec, section string, plain, jit bool, arch string) error {
 	progs, err := pickPrograms(coll, section)
 	if err != nil {
 		return err
@@ -163,7 +173,7 @@ func disasmCollection(w io.Writer, coll *loader.CollectionSpec, section string, 
 			fmt.Fprintf(w, "# section %q, program %s: %d instruction slots\n", p.Section, p.Name, len(p.Insns))
 		}
 		if jit {
-			if err := writeJITListing(w, p.Name, p.Insns, coll.Maps); err != nil {
+			if err := writeJITListing(w, p.Name, p.Insns, coll.Maps, arch); err != nil {
 				return err
 			}
 			continue

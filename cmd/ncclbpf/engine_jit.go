@@ -26,8 +26,8 @@ const (
 
 // writeJITListing compiles insns with placeholder maps and helpers (every
 // helper id the program calls, plus the conformance unwind helper) and
-// writes the JIT's listing.
-func writeJITListing(w io.Writer, name string, insns []asm.Instruction, specs []*loader.MapSpec) error {
+// writes the listing of arch's JIT ("" for this machine's).
+func writeJITListing(w io.Writer, name string, insns []asm.Instruction, specs []*loader.MapSpec, arch string) error {
 	maps := make([]vm.MapRef, len(specs))
 	for i, s := range specs {
 		stride := (s.ValueSize + 7) &^ 7
@@ -44,7 +44,7 @@ func writeJITListing(w io.Writer, name string, insns []asm.Instruction, specs []
 	if _, ok := table[conformance.UnwindHelper]; !ok {
 		table[conformance.UnwindHelper] = vm.Helper{ID: conformance.UnwindHelper, Addr: helperBase + 16*uintptr(conformance.UnwindHelper), UnwindOnZero: true}
 	}
-	text, err := listing.Disassemble("", &vm.Program{Name: name, Insns: insns, Maps: maps, Helpers: table})
+	text, err := listing.Disassemble(arch, &vm.Program{Name: name, Insns: insns, Maps: maps, Helpers: table})
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,23 @@ func TestDisasmJIT(t *testing.T) {
 	}
 }
 
+// TestDisasmJITArch: --arch shows either architecture's code on any host;
+// it needs --jit and a known architecture.
+func TestDisasmJITArch(t *testing.T) {
+	obj := filepath.Join("..", "..", "policies", "size_aware.bpf.o")
+	for arch, want := range map[string]string{"arm64": "mov w7, #0x1", "amd64": "mov eax, 0x1"} {
+		code, stdout, stderr := runCLI("disasm", "--jit", "--arch", arch, obj)
+		if code != 0 || !strings.Contains(stdout, "0: mov32 %r0, 1") || !strings.Contains(stdout, want) {
+			t.Errorf("--arch %s: exit %d, want %q in\n%s%s", arch, code, want, stdout, stderr)
+		}
+	}
+	for _, args := range [][]string{{"disasm", "--arch", "arm64", obj}, {"disasm", "--jit", "--arch", "riscv64", obj}} {
+		if code, _, stderr := runCLI(args...); code != 2 || !strings.Contains(stderr, "--arch") {
+			t.Errorf("%q: exit %d, %s; want a usage error naming --arch", args, code, stderr)
+		}
+	}
+}
+
 func TestJITEngineRegistered(t *testing.T) {
 	e, err := newEngine("jit")
 	if err != nil || e.Name() != "jit" {
