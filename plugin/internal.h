@@ -73,6 +73,10 @@ struct nb_comm {
 	_Atomic uint64_t chunk_applied;
 	_Atomic uint64_t chunk_rejected;
 	_Atomic uint64_t digest; /* rolling digest of the decisions (decisions_fold.h) */
+	/* owner: the tuner program's context (struct ncclbpf_tuner_ctx, tuner.c). init fills the
+	 * communicator's fields once; each call stores only the call's own inputs (those the program
+	 * reads) and resets the outputs. NCCL never runs one communicator on two threads at once. */
+	_Alignas(64) unsigned char tctx[160];
 	/* set by init, read-only afterwards */
 	uint64_t comm_id;
 	uint32_t n_ranks, n_nodes;

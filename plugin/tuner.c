@@ -175,6 +175,11 @@ const char *ncclbpf_load_message(void) { return nb_load_msg; }
 
 void ncclbpf_ensure_loaded(void) { pthread_once(&nb_load_once, nb_do_load); }
 
+_Static_assert(sizeof(((struct nb_comm *)0)->tctx) == sizeof(struct ncclbpf_tuner_ctx), "nb_comm.tctx size");
+
+/* nb_tctx is c's tuner context. */
+static inline struct ncclbpf_tuner_ctx *nb_tctx(struct nb_comm *c) { return (struct ncclbpf_tuner_ctx *)(void *)c->tctx; }
+
 /* ---- init / finalize ------------------------------------------------------------------------- */
 
 static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes, nb_logger_t log,
@@ -185,7 +190,11 @@ static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 	nb_ensure_loaded(log);
 	if (ncclbpf_strict_failed())
 		return NB_INVALID_USAGE; /* NCCLBPF_STRICT: NCCL fails the communicator's init */
-	struct nb_comm *c = calloc(1, sizeof *c);
+	/* nb_comm has 64-byte aligned members: calloc's alignment is not enough. */
+	size_t csize = (sizeof(struct nb_comm) + 63) & ~(size_t)63;
+	struct nb_comm *c = aligned_alloc(64, csize);
+	if (c)
+		memset(c, 0, csize);
 	if (c == NULL) {
 		/* No state: getCollInfo sees NULL and leaves NCCL's defaults. Never fail init. */
 		nb_log(log, NB_LOG_WARN, NB_SUBSYS_INIT | NB_SUBSYS_TUNING, __LINE__,
@@ -200,6 +209,18 @@ static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 	c->nvl_max = nvl ? nvl->maxRanksPerNvlDomain : -1;
 	c->abi = abi;
 	c->log = log;
+	struct ncclbpf_tuner_ctx *x = nb_tctx(c);
+	x->comm_id = c->comm_id;
+	x->n_ranks = c->n_ranks;
+	x->n_nodes = c->n_nodes;
+	x->n_nvl_domains = c->nvl_domains;
+	x->min_ranks_per_nvl_domain = c->nvl_min;
+	x->max_ranks_per_nvl_domain = c->nvl_max;
+	x->abi_version = c->abi;
+	x->avail_mask = 0;
+	for (int a = 0; a < NCCLBPF_NUM_ALGORITHMS; a++)
+		for (int p = 0; p < NCCLBPF_NUM_PROTOCOLS; p++)
+			x->cost[a][p] = NCCLBPF_COST_UNAVAILABLE_BITS;
 	nb_register(c);
 	*ctx = c;
 	return NB_SUCCESS;
@@ -429,58 +450,48 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 		nb_leave(c, in);
 		return;
 	}
-	struct ncclbpf_tuner_ctx x;
-	x.comm_id = c->comm_id;
-	x.call_seq = seq;
-	x.n_bytes = n_bytes;
-	x.coll_type = (uint32_t)coll;
-	x.num_pipe_ops = pipe_ops;
-	x.reg_buff = reg_buff;
-	x.n_ranks = c->n_ranks;
-	x.n_nodes = c->n_nodes;
-	x.n_nvl_domains = c->nvl_domains;
-	x.min_ranks_per_nvl_domain = c->nvl_min;
-	x.max_ranks_per_nvl_domain = c->nvl_max;
-	x.abi_version = c->abi;
-	x.avail_mask = 0;
+	/* The communicator's own fields were filled by init; the call's inputs are stored here. */
+	struct ncclbpf_tuner_ctx *x = nb_tctx(c);
+	x->call_seq = seq;
+	x->n_bytes = n_bytes;
+	x->coll_type = (uint32_t)coll;
+	x->num_pipe_ops = pipe_ops;
+	x->reg_buff = reg_buff;
 	if (__builtin_expect(numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS, 1)) {
 		/* The program never reads what it was published with a SKIP bit for (a data-flow
-		 * proof at load time), so those inputs stay unset. */
+		 * proof at load time), so those inputs stay as they were. */
 		if (!(w & NCCLBPF_SLOT_SKIP_COST)) {
-			memcpy(x.cost, table, sizeof x.cost); /* 84 bytes, the float bits as they are */
+			memcpy(x->cost, table, sizeof x->cost); /* 84 bytes, the float bits as they are */
 			if (!(w & NCCLBPF_SLOT_SKIP_MASK))
-				x.avail_mask = ~nb_neg_mask(&x.cost[0][0]) & ((1u << 21) - 1);
+				x->avail_mask = ~nb_neg_mask(&x->cost[0][0]) & ((1u << 21) - 1);
 		} else if (!(w & NCCLBPF_SLOT_SKIP_MASK)) {
-			x.avail_mask = ~nb_neg_mask((const uint32_t *)(const void *)table) & ((1u << 21) - 1);
+			x->avail_mask = ~nb_neg_mask((const uint32_t *)(const void *)table) & ((1u << 21) - 1);
 		}
 	} else {
-		nb_copy_odd_table(&x, table, numAlgo, numProto);
-		x.avail_mask = ~nb_neg_mask(&x.cost[0][0]) & ((1u << 21) - 1);
+		nb_copy_odd_table(x, table, numAlgo, numProto);
+		x->avail_mask = ~nb_neg_mask(&x->cost[0][0]) & ((1u << 21) - 1);
 	}
-	x.algorithm = NCCLBPF_ALGO_UNDEF;
-	x.protocol = NCCLBPF_PROTO_UNDEF;
-	x.n_channels = 0;
+	x->algorithm = NCCLBPF_ALGO_UNDEF;
+	x->protocol = NCCLBPF_PROTO_UNDEF;
+	x->n_channels = 0;
 
 	/* The hook returns a C int: the low 32 bits of r0, as the verifier checked them. */
-	int32_t rc = (int32_t)((ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS))(&x);
+	int32_t rc = (int32_t)((ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS))(x);
 	nb_leave(c, in);
 	nb_inc(&c->policy_calls);
 
-	if (rc != NCCLBPF_TUNER_APPLY) {
-		nb_record_decision(c, seq, coll, n_bytes, -1, -1, 0);
-		nb_decided(c, seq, coll, n_bytes, NCCLBPF_CELL_DEFAULT, 0, 0);
-		return;
-	}
 	/* One 32-bit load per field, as the program stored them: the compiler would otherwise merge
 	 * algorithm and protocol into one 64-bit load that cannot be forwarded from the program's two
 	 * 32-bit stores (a store-forwarding stall on every applied decision). */
-	const volatile struct ncclbpf_tuner_ctx *vx = &x;
+	const volatile struct ncclbpf_tuner_ctx *vx = x;
 	int a = vx->algorithm, p = vx->protocol, ch = vx->n_channels;
-	nb_record_decision(c, seq, coll, n_bytes, a, p, ch);
-	if (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0) {
+	if (rc != NCCLBPF_TUNER_APPLY || (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)) {
+		/* "Leave it all to NCCL": recorded with constants, which the compiler folds. */
+		nb_record_decision(c, seq, coll, n_bytes, NCCLBPF_ALGO_UNDEF, NCCLBPF_PROTO_UNDEF, 0);
 		nb_decided(c, seq, coll, n_bytes, NCCLBPF_CELL_DEFAULT, 0, 0);
-		return; /* "leave it all to NCCL" */
+		return;
 	}
+	nb_record_decision(c, seq, coll, n_bytes, a, p, ch);
 	/* The common decision: a full cell that NCCL has available, channels left or in range. */
 	if ((unsigned)a < (unsigned)numAlgo && (unsigned)p < (unsigned)numProto &&
 	    (unsigned)ch <= NCCLBPF_MAX_CHANNELS && (ch == 0 || !nb_is_collnet(a)) && table[a * numProto + p] >= 0.0f) {
