@@ -9,6 +9,9 @@
 #   net_host, libnccl-net-tcpnet.so          for testhost/gpu/net-check.sh and scripts/bench-net.sh
 #   libncclbpf-testing.so                    the plugin with its test entry points (-tags ncclbpf_testing),
 #                                            for scripts/bench-net.sh
+#   tuner-host, rules100.conf                the C tuner host and 100 generated rules
+#   tunerbench, libharness-native.so         the independent harness of ../shared/bench (when it is
+#                                            beside the checkout), for scripts/bench-harness.sh
 # The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
 # .o files are copied otherwise); the committed ones are left alone.
 set -euo pipefail
@@ -27,6 +30,13 @@ gcc -O2 -Wall -Werror -shared -fPIC -o "$ART/libnative.so" testhost/native_size_
 gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -I include -o "$ART/footprint" testhost/footprint.c -ldl
 gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -o "$ART/net_host" testhost/net_host.c -ldl
 gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -shared -fPIC -o "$ART/libnccl-net-tcpnet.so" testhost/tcpnet.c
+gcc -O2 -Wall -pthread -I include -o "$ART/tuner-host" testhost/host.c -ldl
+"$ART/tuner-host" genrules 100 "$ART/rules100.conf" >/dev/null
+SHARED_BENCH="$ROOT/../shared/bench"
+if [ -f "$SHARED_BENCH/tunerbench.c" ]; then # the independent harness, for scripts/bench-harness.sh
+	gcc -O2 -o "$ART/tunerbench" "$SHARED_BENCH/tunerbench.c" -ldl
+	gcc -O2 -fPIC -shared -o "$ART/libharness-native.so" "$SHARED_BENCH/native_size_aware.c"
+fi
 CLANG=${CLANG:-/usr/bin/clang-19}
 if [ -x "$CLANG" ]; then
 	C=("$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include)
