@@ -6,8 +6,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/jit/internal/loopbench"
@@ -128,32 +130,51 @@ func TestNativeLoopAgrees(t *testing.T) {
 	}
 }
 
+// loopBatch is how many runs of one engine BenchmarkNativeLoop times at a
+// time.
+const loopBatch = 100
+
 // BenchmarkNativeLoop runs each loop program from one C loop on every
 // engine: natively (each C compiler found, -O2), this JIT, and uBPF's JIT
-// with -ubpf. The engines after the native ones also report their time
-// relative to each native build (x-CC, lower is better).
+// with -ubpf. Each iteration times a batch of loopBatch runs on every
+// engine in turn, so that a machine's load changes the engines alike; it
+// reports the median ns per run of each engine (ns/ENGINE) and the ratio
+// of the JITs' to each native build's (ENGINE/CC, lower is better).
 func BenchmarkNativeLoop(b *testing.B) {
 	for _, name := range loopPrograms {
-		native := map[string]float64{} // ns/op of each native build
-		var order []string
-		for _, e := range loopEngines(b, name) {
-			b.Run(name+"/"+e.name, func(b *testing.B) {
-				ctx := loopCtx()
-				loopbench.Loop(e.fn, ctx, 1)
-				b.ResetTimer()
-				loopbench.Loop(e.fn, ctx, b.N)
-				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-				if cc, ok := strings.CutPrefix(e.name, "native-"); ok {
-					if _, seen := native[cc]; !seen {
-						order = append(order, cc)
+		b.Run(name, func(b *testing.B) {
+			engines := loopEngines(b, name)
+			times := make([][]float64, len(engines))
+			ctxs := make([][]byte, len(engines))
+			for i, e := range engines {
+				ctxs[i] = loopCtx()
+				loopbench.Loop(e.fn, ctxs[i], loopBatch) // warm up
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				for i, e := range engines {
+					t0 := time.Now()
+					loopbench.Loop(e.fn, ctxs[i], loopBatch)
+					times[i] = append(times[i], float64(time.Since(t0).Nanoseconds())/loopBatch)
+				}
+			}
+			b.ReportMetric(0, "ns/op") // an iteration runs every engine
+			med := make(map[string]float64)
+			for i, e := range engines {
+				slices.Sort(times[i])
+				med[e.name] = times[i][len(times[i])/2]
+				b.ReportMetric(med[e.name], "ns/"+e.name)
+			}
+			for _, e := range engines {
+				if strings.HasPrefix(e.name, "native-") {
+					continue
+				}
+				for _, n := range engines {
+					if cc, ok := strings.CutPrefix(n.name, "native-"); ok {
+						b.ReportMetric(med[e.name]/med[n.name], e.name+"/"+cc)
 					}
-					native[cc] = ns
-					return
 				}
-				for _, cc := range order {
-					b.ReportMetric(ns/native[cc], "x-"+cc)
-				}
-			})
-		}
+			}
+		})
 	}
 }
