@@ -31,7 +31,7 @@ func (c *compiler) Branch(pc int, ins asm.Instruction, t int) error {
 	if cc == 0 {
 		return errAt(pc, ins, "unknown jump operation %#x", uint8(op))
 	}
-	if t == pc+2 && c.selectJump(pc, ins, cc) {
+	if c.selectJump(pc, ins, cc) {
 		return nil
 	}
 	if !c.flagsSet(pc, ins) {

@@ -9,33 +9,12 @@ import "github.com/ncclbpf/ncclbpf/asm"
 // outcome follows the data mispredicts about half of the time; the cmov
 // costs one instruction more when it would have been predicted. The ALU
 // instruction is then emitted by its jump (c.fused), not on its own.
+// Which jumps qualify is analysis.Info.Select.
 
-// selectable reports whether the ALU instruction ins can be computed into a
-// scratch register without writing any eBPF register and without a fault:
-// add, sub, or, and, xor, mul, mov, neg, and shifts by a constant, 32- or
-// 64-bit.
-func selectable(ins asm.Instruction) bool {
-	switch ins.Op.Class() {
-	case asm.ClassALU, asm.ClassALU64:
-	default:
-		return false
-	}
-	x := ins.Op.Source() == asm.SourceX
-	switch ins.Op.ALUOp() {
-	case asm.ALUAdd, asm.ALUSub, asm.ALUOr, asm.ALUAnd, asm.ALUXor, asm.ALUMul:
-		return true
-	case asm.ALUMov:
-		return !x || ins.Off == 0
-	case asm.ALULsh, asm.ALURsh, asm.ALUArsh, asm.ALUNeg:
-		return !x
-	}
-	return false
-}
-
-// selectValue emits the computation of the selectable ALU instruction ins
-// into tmp1 and returns the register that holds its 64-bit result (tmp1,
-// or the source register of a 64-bit mov). It writes no eBPF register; it
-// may change the flags.
+// selectValue emits the computation of the ALU instruction ins (one that
+// analysis.Info.Select accepts) into tmp1 and returns the register that
+// holds its 64-bit result (tmp1, or the source register of a 64-bit mov).
+// It writes no eBPF register; it may change the flags.
 func (c *compiler) selectValue(ins asm.Instruction) reg {
 	w := ins.Op.Class() == asm.ClassALU64
 	x := ins.Op.Source() == asm.SourceX
@@ -85,13 +64,13 @@ func (c *compiler) selectValue(ins asm.Instruction) reg {
 }
 
 // selectJump lowers the conditional jump ins at pc over the instruction at
-// pc+1 (its target is pc+2) with a cmov when that instruction is
-// selectable and reached only from pc. It reports whether it did.
+// pc+1 with a cmov when analysis.Info.Select allows. It reports whether it
+// did.
 func (c *compiler) selectJump(pc int, ins asm.Instruction, cc byte) bool {
-	next := pc + 1
-	if next >= len(c.insns) || c.IsTarget(next) || !selectable(c.insns[next]) {
+	if !c.Select(pc) {
 		return false
 	}
+	next := pc + 1
 	alu := c.insns[next]
 	v := c.selectValue(alu)
 	c.compare(ins)
