@@ -18,8 +18,20 @@ var jumpCC = [16]byte{
 	asm.JumpSLE >> 4: ccLE,
 }
 
-// Goto emits ja and gotol.
-func (c *compiler) Goto(pc, target int) { c.jumpTo(0, true, pc, target) }
+// Goto emits ja and gotol. The back edge to a loop head that tests for the
+// exit repeats the head's test (analysis.Info.RotateLoop): the jump back
+// is then taken on the opposite condition, to the instruction after the
+// head.
+func (c *compiler) Goto(pc, target int) {
+	if head, ok := c.RotateLoop(pc); ok {
+		ins := c.insns[head]
+		c.compare(ins)
+		c.jmpBack(jumpCC[ins.Op.JumpOp()>>4]^1, false, c.pcOff[head+1])
+		c.jumpTo(0, true, pc, c.Structure.Target(head))
+		return
+	}
+	c.jumpTo(0, true, pc, target)
+}
 
 // Branch emits a conditional JMP or JMP32 instruction. A jump over one
 // ALU instruction may become a cmov (select.go); jeq and jne against 0

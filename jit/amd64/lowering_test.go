@@ -115,7 +115,9 @@ func TestPrologue(t *testing.T) {
 // instruction computed into r9 first, the 64-bit cmov keeping a 32-bit
 // result zero-extended), unless another jump lands on that instruction;
 // jeq and jne against 0 reuse the flags of the ALU instruction before them
-// when it wrote the register compared, as wide as the comparison.
+// when it wrote the register compared, as wide as the comparison; the back
+// edge of a loop whose head tests for the exit repeats the test and jumps
+// back on the opposite condition past the head.
 var branchShapeCases = []struct {
 	src    string
 	upto   int
@@ -135,6 +137,9 @@ var branchShapeCases = []struct {
 	{"add %r1, 1\njeq32 %r1, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 2, "add rdi, 0x1; test edi, edi; jz 0x18"},
 	{"add %r1, 1\njeq %r2, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 2, "add rdi, 0x1; test rsi, rsi; jz 0x19"},
 	{"add %r1, 1\njgt %r1, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 2, "add rdi, 0x1; test rdi, rdi; jnbe 0x19"},
+	{"jlt %r1, 2, +3\nrsh %r1, 1\nadd %r0, 1\nja -4\nexit", 4, "cmp rdi, 0x2; jb 0x1a; shr rdi, 0x1; add rax, 0x1; cmp rdi, 0x2; jnb 0xc"},
+	{"jeq32 %r1, 0, +4\nrsh %r1, 1\nadd %r0, 1\nja -4\nmov %r0, 9\nexit", 4, "test edi, edi; jz 0x20; shr rdi, 0x1; add rax, 0x1; test edi, edi; jnz 0xa; jmp 0x20"},
+	{"jlt %r1, 2, +1\nmov %r0, 1\nja -3\nexit", 3, "mov r9d, 0x1; cmp rdi, 0x2; cmovnb rax, r9; jmp 0x0"},
 }
 
 func TestBranchShapeLowering(t *testing.T) {

@@ -345,8 +345,25 @@ var jumpCC = [16]cond{
 	asm.JumpSLE >> 4: condLE,
 }
 
-// Goto emits ja and gotol.
-func (c *compiler) Goto(pc, target int) { c.jumpTo(condAL, pc, target) }
+// Goto emits ja and gotol. The back edge to a loop head that tests for the
+// exit repeats the head's test (analysis.Info.RotateLoop): the branch back
+// is then taken on the opposite condition, to the instruction after the
+// head.
+func (c *compiler) Goto(pc, target int) {
+	if head, ok := c.RotateLoop(pc); ok {
+		ins := c.insns[head]
+		op := ins.Op.JumpOp()
+		if ins.Op.Source() == asm.SourceK && ins.Imm == 0 && (op == asm.JumpEq || op == asm.JumpNE) {
+			c.cbzTo(op == asm.JumpEq, ins.Op.Class() == asm.ClassJMP, regMap[ins.Dst], pc, head+1)
+		} else {
+			c.compare(ins)
+			c.branchBack(jumpCC[op>>4].invert(), c.pcOff[head+1])
+		}
+		c.jumpTo(condAL, pc, c.Structure.Target(head))
+		return
+	}
+	c.jumpTo(condAL, pc, target)
+}
 
 // Branch emits a conditional JMP or JMP32 instruction: a csel for a jump
 // over one ALU instruction (select.go), CBZ/CBNZ for jeq/jne against 0, a

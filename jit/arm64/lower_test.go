@@ -13,7 +13,9 @@ import (
 // becomes a csel keeping the register when the jump would be taken (the
 // instruction computed into x11 first; a 32-bit result is zero-extended
 // there), unless another jump lands on that instruction; jeq and jne
-// against 0 become CBZ and CBNZ, 64- or 32-bit.
+// against 0 become CBZ and CBNZ, 64- or 32-bit; the back edge of a loop
+// whose head tests for the exit repeats the test and branches back on the
+// opposite condition past the head.
 var branchShapeCases = []struct {
 	src    string
 	upto   int
@@ -28,6 +30,8 @@ var branchShapeCases = []struct {
 	{"jeq %r1, 0, +1\njgt %r1, 5, +1\nadd %r0, 1\nexit", 2, "cbz x0, .+0xc  ; -> 10; cmp x0, #0x5; b.hi .+0x8  ; -> 14"},
 	{"mov %r4, 3\nsub %r4, 1\njne %r4, 0, -2\nexit", 3, "mov x3, #0x3; sub x3, x3, #0x1; cbnz x3, .+0xfffffffffffffffc  ; -> 8"},
 	{"jne32 %r1, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 1, "cbnz w0, .+0xc  ; -> 10"},
+	{"jlt %r1, 2, +3\nrsh %r1, 1\nadd %r0, 1\nja -4\nexit", 4, "cmp x0, #0x2; b.cc .+0x14  ; -> 1c; lsr x0, x0, #1; add x7, x7, #0x1; cmp x0, #0x2; b.cs .+0xfffffffffffffff4  ; -> c"},
+	{"jeq32 %r1, 0, +4\nrsh %r1, 1\nadd %r0, 1\nja -4\nmov %r0, 9\nexit", 4, "cbz w0, .+0x18  ; -> 1c; lsr x0, x0, #1; add x7, x7, #0x1; cbnz w0, .+0xfffffffffffffff8  ; -> 8; b .+0x8  ; -> 1c"},
 }
 
 func TestBranchShapeLowering(t *testing.T) {

@@ -10,9 +10,10 @@ import (
 )
 
 // Branch shapes a backend may lower without branching or comparing: a
-// conditional jump over one ALU instruction (a select: cmov, csel), and
+// conditional jump over one ALU instruction (a select: cmov, csel),
 // jeq/jne against 0 right after an ALU instruction on the same register
-// (whose flags may be reused). Every jump form meets every ALU form,
+// (whose flags may be reused), and loops whose head tests for the exit
+// (the back edge may repeat the test). Every jump form meets every ALU form,
 // selectable or not, on operands chosen to hit the 32-bit boundaries, in
 // several register assignments (the registers x86-64 uses implicitly
 // included), each run on the interpreter and the JIT.
@@ -151,6 +152,27 @@ func shapePrograms() []*vm.Program {
 				insns = append(loadOperands(r.a, r.b, r.d), al, jz, mov, mov)
 				progs = append(progs, &vm.Program{Name: fmt.Sprintf("flags %d", k), Insns: append(insns, shapeTail(r.a, r.b, r.d)...)})
 			}
+			// Loop: head: jcc a, b, out; add r8, 1; jgt r8, 3, out; alu a, s;
+			// ja head; [add r8, 100;] out: (at most 4 rounds; the exit right
+			// after the back edge or one further).
+			far := k%2 == 0
+			skip := int16(0)
+			if far {
+				skip = 1
+			}
+			head := j
+			head.Off = 4 + skip
+			body := al
+			body.Dst = r.a
+			insns = append(loadOperands(r.a, r.b, r.d), head,
+				asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUAdd, asm.SourceK), Dst: asm.R8, Imm: 1},
+				asm.Instruction{Op: asm.JumpOpCode(asm.ClassJMP, asm.JumpGT, asm.SourceK), Dst: asm.R8, Imm: 3, Off: 2 + skip},
+				body,
+				asm.Instruction{Op: asm.OpJa, Off: -5})
+			if far {
+				insns = append(insns, asm.Instruction{Op: asm.ALUOpCode(asm.ClassALU64, asm.ALUAdd, asm.SourceK), Dst: asm.R8, Imm: 100})
+			}
+			progs = append(progs, &vm.Program{Name: fmt.Sprintf("loop %d", k), Insns: append(insns, shapeTail(r.a, r.b, r.d)...)})
 		}
 	}
 	return progs
