@@ -13,7 +13,7 @@ func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 
 // alu emits the ALU instruction ins with its result written to rd: the
 // destination register, or for a select (select.go) a scratch register,
-// then only for the forms selectable accepts.
+// then only for the forms analysis.Info.Select accepts.
 func (c *compiler) alu(pc int, ins asm.Instruction, rd reg) error {
 	w := ins.Op.Class() == asm.ClassALU64
 	x := ins.Op.Source() == asm.SourceX
