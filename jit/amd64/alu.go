@@ -21,6 +21,9 @@ func aluMR(op asm.ALUOp) (mr, ext byte) {
 
 // ALU emits an ALU (32-bit, zero-extending) or ALU64 instruction.
 func (c *compiler) ALU(pc int, ins asm.Instruction) error {
+	if pc == c.fused {
+		return nil // emitted by the jump before it
+	}
 	w := ins.Op.Class() == asm.ClassALU64
 	x := ins.Op.Source() == asm.SourceX
 	dst := regMap[ins.Dst]
@@ -34,6 +37,7 @@ func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 		} else {
 			c.aluRI(ext, w, dst, ins.Imm)
 		}
+		c.flags = flagsAt{pc: pc, end: c.Len(), reg: dst, w: w}
 	case asm.ALUMov:
 		return c.mov(pc, ins, w, x, dst, src)
 	case asm.ALUMul:

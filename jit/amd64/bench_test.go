@@ -2,6 +2,8 @@ package amd64
 
 import (
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -52,31 +54,6 @@ func genSized(n int) *vm.Program {
 		}
 	}
 }
-
-// benchCompute is a compute loop: 1000 rounds of xorshift, multiply,
-// compare and branch.
-const benchCompute = `
-mov %r0, 0
-mov %r3, 0x12345
-mov %r4, 1000
-loop:
-mov %r5, %r3
-lsh %r5, 13
-xor %r3, %r5
-mov %r5, %r3
-rsh %r5, 7
-xor %r3, %r5
-mov %r5, %r3
-lsh %r5, 17
-xor %r3, %r5
-mul %r5, 0x3f
-jgt %r5, %r3, skip
-add %r0, %r5
-skip:
-add %r0, %r3
-sub %r4, 1
-jne %r4, 0, loop
-exit`
 
 // benchPolicy is shaped like a tuner policy: read the context, bucket the
 // message size by log2, look a decision up in an array map, clamp it,
@@ -152,7 +129,12 @@ func benchCtx() []byte {
 // through Executable.Run (jit pays one cgo call per run); jit-native calls
 // the entry point from a C loop, as NCCL's threads do.
 func BenchmarkRun(b *testing.B) {
-	for _, prog := range []struct{ name, src string }{{"compute", benchCompute}, {"policy", benchPolicy}} {
+	compute, err := os.ReadFile(filepath.Join("testdata", "loop", "compute.s"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// compute: 1000 rounds of xorshift, multiply, compare and branch.
+	for _, prog := range []struct{ name, src string }{{"compute", string(compute)}, {"policy", benchPolicy}} {
 		table := make([]uint64, 257)
 		p := benchProgram(b, prog.src, table)
 		xi, err := vm.NewInterpreter().Compile(p)

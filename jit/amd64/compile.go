@@ -96,6 +96,17 @@ type compiler struct {
 	faults    []faultSite
 	unwinds   []int32 // rel32 positions of jumps to the unwind stub
 	tableRefs []int32 // rel32 positions of lea rip → callx table
+	fused     int     // pc of the ALU instruction its jump emitted (select.go), or -1
+	flags     flagsAt // what the flags hold
+}
+
+// flagsAt records that the ALU instruction at pc left ZF set from its
+// result, the w-bit value of reg, with the code ending at end.
+type flagsAt struct {
+	pc  int
+	end int32
+	reg reg
+	w   bool
 }
 
 type fixupKind uint8
@@ -146,6 +157,7 @@ func (c *compiler) emitProgram() error {
 	}
 	c.b = c.b[:0]
 	c.fixups, c.faults, c.unwinds, c.tableRefs = c.fixups[:0], c.faults[:0], c.unwinds[:0], c.tableRefs[:0]
+	c.fused, c.flags = -1, flagsAt{pc: -1}
 	if c.pcOff == nil {
 		c.pcOff = make([]int32, n+1)
 		c.entryOff = make([]int32, len(c.FuncStart))

@@ -36,7 +36,7 @@ var foldCases = []struct {
 	frozen            bool
 }{
 	{"size_aware max_ranks", "ldxw %r2, [%r1+36]\nlddw %r3, map_value(0)+16\nldxw %r3, [%r3+0]\nmov32 %r0, 1\njgt32 %r2, %r3, +1\nmov32 %r0, 0\nexit",
-		"mov esi, dword ptr [rdi+0x24]; mov edx, 0x8; mov eax, 0x1; cmp esi, edx; jnbe 0x1a; mov eax, 0x0; xor edx, edx; ret", true},
+		"mov esi, dword ptr [rdi+0x24]; mov edx, 0x8; mov eax, 0x1; xor r9d, r9d; cmp esi, edx; cmovbe rax, r9; xor edx, edx; ret", true},
 	{"not frozen: memory load", "lddw %r3, map_value(0)+16\nldxw %r0, [%r3+0]\nexit",
 		"mov rdx, ADDR; mov eax, dword ptr [rdx]; xor edx, edx; ret", false},
 	{"all widths, one pointer, dead at exit", "lddw %r3, map_value(0)+8\nldxdw %r0, [%r3+0]\nldxw %r4, [%r3+8]\nldxh %r5, [%r3+14]\nldxb %r2, [%r3+12]\nldxsb %r6, [%r3+12]\nldxsh %r7, [%r3+14]\nldxsw %r8, [%r3-4]\nexit",
@@ -46,7 +46,7 @@ var foldCases = []struct {
 	{"beyond the value: not folded", "lddw %r3, map_value(0)+16\nldxdw %r0, [%r3+4]\nexit",
 		"mov rdx, ADDR; mov rax, qword ptr [rdx+0x4]; xor edx, edx; ret", true},
 	{"jump target between: not folded", "lddw %r3, map_value(0)+0\nmov %r4, 0\njeq %r1, 0, +1\nmov %r4, 1\nldxdw %r0, [%r3+0]\nadd %r0, %r4\nexit",
-		"mov rdx, ADDR; xor ecx, ecx; test rdi, rdi; jz 0x1a; mov ecx, 0x1; mov rax, qword ptr [rdx]; add rax, rcx; xor edx, edx; ret", true},
+		"mov rdx, ADDR; xor ecx, ecx; mov r9d, 0x1; test rdi, rdi; cmovnz rcx, r9; mov rax, qword ptr [rdx]; add rax, rcx; xor edx, edx; ret", true},
 	{"overwritten between: not folded", "lddw %r3, map_value(0)+0\nmov %r3, %r1\nldxdw %r0, [%r3+0]\nexit",
 		"mov rdx, ADDR; mov rdx, rdi; mov rax, qword ptr [rdx]; xor edx, edx; ret", true},
 }

@@ -249,6 +249,14 @@ func (e *enc) imulRRI(w bool, dst, src reg, imm int32) {
 	e.u32(uint32(imm))
 }
 
+// cmovRR emits "cmovcc dst, src" (0F 40+cc /r). The 32-bit form zero-extends
+// dst even when cc is false; the JIT uses the 64-bit one.
+func (e *enc) cmovRR(cc byte, w bool, dst, src reg) {
+	e.rex(w, dst, 0, src, false)
+	e.bytes(0x0f, 0x40|cc)
+	e.modrmRR(byte(dst), src)
+}
+
 // bswapR emits "bswap r" (0F C8+r).
 func (e *enc) bswapR(w bool, r reg) {
 	e.rex(w, 0, 0, r, false)

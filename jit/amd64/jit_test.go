@@ -80,3 +80,5 @@ func TestNoDepthCheckWhenStaticallyBounded(t *testing.T) {
 		t.Fatalf("no depth check in a recursive program:\n%s", y.Listing(insns))
 	}
 }
+
+func TestBranchShapes(t *testing.T) { jittest.BranchShapes(t, compile) }

@@ -18,17 +18,45 @@ var jumpCC = [16]byte{
 	asm.JumpSLE >> 4: ccLE,
 }
 
-// Goto emits ja and gotol.
-func (c *compiler) Goto(pc, target int) { c.jumpTo(0, true, pc, target) }
+// Goto emits ja and gotol. The back edge to a loop head that tests for the
+// exit repeats the head's test (analysis.Info.RotateLoop): the jump back
+// is then taken on the opposite condition, to the instruction after the
+// head.
+func (c *compiler) Goto(pc, target int) {
+	if head, ok := c.RotateLoop(pc); ok {
+		ins := c.insns[head]
+		c.compare(ins)
+		c.jmpBack(jumpCC[ins.Op.JumpOp()>>4]^1, false, c.pcOff[head+1])
+		c.jumpTo(0, true, pc, c.Structure.Target(head))
+		return
+	}
+	c.jumpTo(0, true, pc, target)
+}
 
-// Branch emits a conditional JMP or JMP32 instruction.
+// Branch emits a conditional JMP or JMP32 instruction. A jump over one
+// ALU instruction may become a cmov (select.go); jeq and jne against 0
+// right after an add, sub, and, or or xor of the same register reuse its
+// flags.
 func (c *compiler) Branch(pc int, ins asm.Instruction, t int) error {
-	w := ins.Op.Class() == asm.ClassJMP
 	op := ins.Op.JumpOp()
 	cc := jumpCC[op>>4]
 	if cc == 0 {
 		return errAt(pc, ins, "unknown jump operation %#x", uint8(op))
 	}
+	if c.selectJump(pc, ins, cc) {
+		return nil
+	}
+	if !c.flagsSet(pc, ins) {
+		c.compare(ins)
+	}
+	c.jumpTo(cc, false, pc, t)
+	return nil
+}
+
+// compare sets the flags for the conditional jump ins.
+func (c *compiler) compare(ins asm.Instruction) {
+	w := ins.Op.Class() == asm.ClassJMP
+	op := ins.Op.JumpOp()
 	dst := regMap[ins.Dst]
 	switch {
 	case ins.Op.Source() == asm.SourceX && op == asm.JumpSet:
@@ -43,8 +71,21 @@ func (c *compiler) Branch(pc int, ins asm.Instruction, t int) error {
 	default:
 		c.aluRI(extCmp, w, dst, ins.Imm)
 	}
-	c.jumpTo(cc, false, pc, t)
-	return nil
+}
+
+// flagsSet reports whether the flags already say what jeq or jne ins at pc
+// needs: ins compares a register with 0, the instruction before it (which
+// alone reaches pc) left its result in that register with ZF set from it,
+// and that result is as wide as the comparison (a 32-bit result is also
+// its zero-extended 64-bit value).
+func (c *compiler) flagsSet(pc int, ins asm.Instruction) bool {
+	op := ins.Op.JumpOp()
+	if (op != asm.JumpEq && op != asm.JumpNE) || ins.Op.Source() != asm.SourceK || ins.Imm != 0 {
+		return false
+	}
+	f := c.flags
+	return f.pc == pc-1 && f.end == c.Len() && !c.IsTarget(pc) && f.reg == regMap[ins.Dst] &&
+		(!f.w || ins.Op.Class() == asm.ClassJMP)
 }
 
 // jumpTo emits a jump (always, or on cc) from pc to the instruction at t.

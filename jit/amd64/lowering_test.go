@@ -109,3 +109,49 @@ func TestPrologue(t *testing.T) {
 		}
 	}
 }
+
+// branchShapeCases pin the code of pcs [0, upto) of small programs: a jump
+// over one ALU instruction becomes a cmov on the opposite condition (the
+// instruction computed into r9 first, the 64-bit cmov keeping a 32-bit
+// result zero-extended), unless another jump lands on that instruction;
+// jeq and jne against 0 reuse the flags of the ALU instruction before them
+// when it wrote the register compared, as wide as the comparison; the back
+// edge of a loop whose head tests for the exit repeats the test and jumps
+// back on the opposite condition past the head.
+var branchShapeCases = []struct {
+	src    string
+	upto   int
+	native string
+}{
+	{"jgt %r5, %r3, +1\nadd %r0, %r5\nexit", 2, "mov r9, rax; add r9, r8; cmp r8, rdx; cmovbe rax, r9"},
+	{"jle32 %r1, 31, +1\nmov32 %r1, 31\nmov %r0, %r1\nexit", 2, "mov r9d, 0x1f; cmp edi, 0x1f; cmovnbe rdi, r9"},
+	{"jsgt %r1, %r2, +1\nmov %r1, %r2\nmov %r0, %r1\nexit", 2, "cmp rdi, rsi; cmovle rdi, rsi"},
+	{"jset %r2, 1, +1\nmov32 %r0, %r2\nexit", 2, "mov r9d, esi; test rsi, 0x1; cmovz rax, r9"},
+	{"jeq %r1, 0, +1\nmul32 %r0, 7\nexit", 2, "imul r9d, eax, 0x7; test rdi, rdi; cmovnz rax, r9"},
+	{"jlt %r1, %r4, +1\nrsh %r0, 3\nexit", 2, "mov r9, rax; shr r9, 0x3; cmp rdi, rcx; cmovnb rax, r9"},
+	{"jne %r1, 0, +1\nneg32 %r0\nexit", 2, "mov r9d, eax; neg r9d; test rdi, rdi; cmovz rax, r9"},
+	{"jeq %r1, 0, +1\ndiv %r0, 3\nexit", 1, "test rdi, rdi; jz 0x1c"},
+	{"jeq %r1, 0, +1\njgt %r1, 5, +1\nadd %r0, 1\nexit", 2, "test rdi, rdi; jz 0x15; cmp rdi, 0x5; jnbe 0x19"},
+	{"sub %r4, 1\njne %r4, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 2, "sub rcx, 0x1; jnz 0x18"},
+	{"and32 %r1, 8\njeq %r1, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 2, "and edi, 0x8; jz 0x15"},
+	{"add %r1, 1\njeq32 %r1, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 2, "add rdi, 0x1; test edi, edi; jz 0x18"},
+	{"add %r1, 1\njeq %r2, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 2, "add rdi, 0x1; test rsi, rsi; jz 0x19"},
+	{"add %r1, 1\njgt %r1, 0, +2\nmov %r0, 1\nmov %r0, 2\nexit", 2, "add rdi, 0x1; test rdi, rdi; jnbe 0x19"},
+	{"jlt %r1, 2, +3\nrsh %r1, 1\nadd %r0, 1\nja -4\nexit", 4, "cmp rdi, 0x2; jb 0x1a; shr rdi, 0x1; add rax, 0x1; cmp rdi, 0x2; jnb 0xc"},
+	{"jeq32 %r1, 0, +4\nrsh %r1, 1\nadd %r0, 1\nja -4\nmov %r0, 9\nexit", 4, "test edi, edi; jz 0x20; shr rdi, 0x1; add rax, 0x1; test edi, edi; jnz 0xa; jmp 0x20"},
+	{"jlt %r1, 2, +1\nmov %r0, 1\nja -3\nexit", 3, "mov r9d, 0x1; cmp rdi, 0x2; cmovnb rax, r9; jmp 0x0"},
+}
+
+func TestBranchShapeLowering(t *testing.T) {
+	for _, tc := range branchShapeCases {
+		x := compileText(t, tc.src)
+		m := x.PCMap()
+		var got []string
+		for _, l := range NativeLines(x.Code(), m[0].Start, m[tc.upto].Start) {
+			got = append(got, strings.TrimSpace(l[strings.LastIndex(l, "  ")+2:]))
+		}
+		if g := strings.Join(got, "; "); g != tc.native {
+			t.Errorf("%q:\n got %s\nwant %s", tc.src, g, tc.native)
+		}
+	}
+}

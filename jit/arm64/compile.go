@@ -159,6 +159,7 @@ type compiler struct {
 	fixups   []fixup
 	faults   []uint32 // fault words, label labFirstFault+i
 	unwinds  bool     // some helper call unwinds on zero
+	fused    int      // pc of the ALU instruction its jump emitted (select.go), or -1
 }
 
 type targetKind uint8
@@ -215,6 +216,7 @@ func (c *compiler) emitProgram() error {
 	c.fixups = c.fixups[:0]
 	c.faults = c.faults[:0]
 	c.unwinds = false
+	c.fused = -1
 	c.pcOff = make([]int32, n+1)
 	c.entryOff = make([]int32, len(c.FuncStart))
 	if err := c.Lower(c, c.pcOff, c.entryOff); err != nil {
@@ -285,6 +287,32 @@ func (c *compiler) cbz(nz bool, r reg, label int32) {
 	} else {
 		c.emit(encCBZ(true, r, 0))
 	}
+}
+
+// cbzTo emits CBZ (or CBNZ when nz) of r (w: 64-bit) to pc target: back
+// to an emitted offset at once, forward through a fix-up.
+func (c *compiler) cbzTo(nz, w bool, r reg, pc, target int) {
+	enc, inv := encCBZ, encCBNZ
+	if nz {
+		enc, inv = encCBNZ, encCBZ
+	}
+	if target <= pc {
+		to := c.pcOff[target]
+		if d := to - c.Len(); d >= -(1<<20) && !c.long {
+			c.emit(enc(w, r, d))
+			return
+		}
+		c.emit(inv(w, r, 8))
+		c.emit(encB(to - c.Len()))
+		return
+	}
+	if c.long {
+		c.emit(inv(w, r, 8))
+		c.branch(condAL, toPC, int32(target))
+		return
+	}
+	c.fixups = append(c.fixups, fixup{at: c.Len(), target: int32(target), tk: toPC, bk: brImm19})
+	c.emit(enc(w, r, 0))
 }
 
 // branchBack emits a branch to an already emitted offset.

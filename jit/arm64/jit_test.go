@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/jit/internal/jittest"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
@@ -88,5 +89,31 @@ func TestFarBranches(t *testing.T) {
 	z := compileText(t, "mov %r1, 1\ncall 5\nmov %r0, 0\n"+body+"exit")
 	if r, err := z.Run(nil); err != nil || r != pad {
 		t.Fatalf("no unwind: Run = %d, %v; want %d", r, err, pad)
+	}
+}
+
+func TestBranchShapes(t *testing.T) { jittest.BranchShapes(t, compile) }
+
+// CBZ and CBNZ reach ±1 MiB: a program whose forward branches reach
+// farther (here the unwind branch of call 5 at pc 3) is emitted again with
+// every conditional branch as the opposite test over a B, CBZ/CBNZ
+// included, forward and backward.
+func TestFarCBZ(t *testing.T) {
+	const pad = 300000 // 4 bytes each: 1.2 MB
+	src := "mov %r6, %r1\nmov %r1, 1\nmov %r0, 0\ncall 5\nmov %r2, 3\nloop:\nadd %r0, 10\nsub %r2, 1\njne %r2, 0, loop\n" +
+		"jeq %r6, 0, +2\nadd %r0, 1000000\nadd %r0, 1000000\n" + strings.Repeat("add %r0, 1\n", pad) + "exit"
+	x := compileText(t, src)
+	insns, _ := asm.Assemble(src)
+	head := x.Listing(insns[:12])
+	for _, want := range []string{"cbz x1, .+0x8", "cbnz x19, .+0x8"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("no %q in the long form:\n%s", want, head)
+		}
+	}
+	if r, err := x.Run(nil); err != nil || r != 1+30+pad {
+		t.Fatalf("cbz taken: Run = %d, %v; want %d", r, err, 1+30+pad)
+	}
+	if r, err := x.Run(make([]byte, 8)); err != nil || r != 1+30+2000000+pad {
+		t.Fatalf("cbz not taken: Run = %d, %v; want %d", r, err, 1+30+2000000+pad)
 	}
 }

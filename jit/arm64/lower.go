@@ -5,6 +5,16 @@ import "github.com/ncclbpf/ncclbpf/asm"
 // ALU emits an ALU (32-bit, zero-extending: every W-register write clears
 // the upper half) or ALU64 instruction.
 func (c *compiler) ALU(pc int, ins asm.Instruction) error {
+	if pc == c.fused {
+		return nil // emitted by the jump before it (select.go)
+	}
+	return c.alu(pc, ins, regMap[ins.Dst])
+}
+
+// alu emits the ALU instruction ins with its result written to rd: the
+// destination register, or for a select (select.go) a scratch register,
+// then only for the forms analysis.Info.Select accepts.
+func (c *compiler) alu(pc int, ins asm.Instruction, rd reg) error {
 	w := ins.Op.Class() == asm.ClassALU64
 	x := ins.Op.Source() == asm.SourceX
 	dst := regMap[ins.Dst]
@@ -27,9 +37,9 @@ func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 				imm, add = -imm, !add
 			}
 			if add {
-				c.emit(encRRI12(opADDi, w, dst, dst, uint32(imm)))
+				c.emit(encRRI12(opADDi, w, rd, dst, uint32(imm)))
 			} else {
-				c.emit(encRRI12(opSUBi, w, dst, dst, uint32(imm)))
+				c.emit(encRRI12(opSUBi, w, rd, dst, uint32(imm)))
 			}
 			return nil
 		}
@@ -37,17 +47,17 @@ func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 		if !add {
 			o = opSUB
 		}
-		c.emit(encRRR(o, w, dst, dst, operand()))
+		c.emit(encRRR(o, w, rd, dst, operand()))
 	case asm.ALUOr:
-		c.emit(encRRR(opORR, w, dst, dst, operand()))
+		c.emit(encRRR(opORR, w, rd, dst, operand()))
 	case asm.ALUAnd:
-		c.emit(encRRR(opAND, w, dst, dst, operand()))
+		c.emit(encRRR(opAND, w, rd, dst, operand()))
 	case asm.ALUXor:
-		c.emit(encRRR(opEOR, w, dst, dst, operand()))
+		c.emit(encRRR(opEOR, w, rd, dst, operand()))
 	case asm.ALUMov:
-		return c.mov(pc, ins, w, x, dst, src)
+		return c.mov(pc, ins, w, x, rd, src)
 	case asm.ALUMul:
-		c.emit(encR4(opMADD, w, dst, dst, operand(), xzr))
+		c.emit(encR4(opMADD, w, rd, dst, operand(), xzr))
 	case asm.ALUDiv, asm.ALUMod:
 		// UDIV/SDIV already give eBPF's results: x/0 = 0 and INT_MIN/-1 =
 		// INT_MIN (no trap); the remainder x - (x/y)*y is then x for y = 0
@@ -63,9 +73,9 @@ func (c *compiler) ALU(pc int, ins asm.Instruction) error {
 			c.emit(encRRR(div, w, tmp1, dst, y), encR4(opMSUB, w, dst, tmp1, y, dst))
 		}
 	case asm.ALULsh, asm.ALURsh, asm.ALUArsh:
-		c.shift(op, w, x, dst, src, ins.Imm)
+		c.shift(op, w, x, rd, dst, src, ins.Imm)
 	case asm.ALUNeg:
-		c.emit(encRRR(opSUB, w, dst, xzr, dst))
+		c.emit(encRRR(opSUB, w, rd, xzr, dst))
 	case asm.ALUEnd:
 		return c.endian(pc, ins, w, x, dst)
 	default:
@@ -95,12 +105,13 @@ func (c *compiler) mov(pc int, ins asm.Instruction, w, x bool, dst, src reg) err
 	return nil
 }
 
-// shift emits lsh, rsh and arsh. LSLV/LSRV/ASRV take the count modulo the
-// width, which is eBPF's masking; immediate counts are masked here.
-func (c *compiler) shift(op asm.ALUOp, w, x bool, dst, src reg, imm int32) {
+// shift emits lsh, rsh and arsh of dst into rd. LSLV/LSRV/ASRV take the
+// count modulo the width, which is eBPF's masking; immediate counts are
+// masked here.
+func (c *compiler) shift(op asm.ALUOp, w, x bool, rd, dst, src reg, imm int32) {
 	if x {
 		o := map[asm.ALUOp]uint32{asm.ALULsh: opLSLV, asm.ALURsh: opLSRV, asm.ALUArsh: opASRV}[op]
-		c.emit(encRRR(o, w, dst, dst, src))
+		c.emit(encRRR(o, w, rd, dst, src))
 		return
 	}
 	size := uint32(32)
@@ -109,18 +120,18 @@ func (c *compiler) shift(op asm.ALUOp, w, x bool, dst, src reg, imm int32) {
 	}
 	n := uint32(imm) & (size - 1)
 	if n == 0 {
-		if !w {
-			c.emit(encRRR(opORR, false, dst, xzr, dst))
+		if !w || rd != dst {
+			c.emit(encRRR(opORR, w, rd, xzr, dst))
 		}
 		return
 	}
 	switch op {
 	case asm.ALULsh:
-		c.emit(encBitfield(opUBFM, w, dst, dst, (size-n)%size, size-1-n))
+		c.emit(encBitfield(opUBFM, w, rd, dst, (size-n)%size, size-1-n))
 	case asm.ALURsh:
-		c.emit(encBitfield(opUBFM, w, dst, dst, n, size-1))
+		c.emit(encBitfield(opUBFM, w, rd, dst, n, size-1))
 	default:
-		c.emit(encBitfield(opSBFM, w, dst, dst, n, size-1))
+		c.emit(encBitfield(opSBFM, w, rd, dst, n, size-1))
 	}
 }
 
@@ -334,24 +345,58 @@ var jumpCC = [16]cond{
 	asm.JumpSLE >> 4: condLE,
 }
 
-// Goto emits ja and gotol.
-func (c *compiler) Goto(pc, target int) { c.jumpTo(condAL, pc, target) }
+// Goto emits ja and gotol. The back edge to a loop head that tests for the
+// exit repeats the head's test (analysis.Info.RotateLoop): the branch back
+// is then taken on the opposite condition, to the instruction after the
+// head.
+func (c *compiler) Goto(pc, target int) {
+	if head, ok := c.RotateLoop(pc); ok {
+		ins := c.insns[head]
+		op := ins.Op.JumpOp()
+		if ins.Op.Source() == asm.SourceK && ins.Imm == 0 && (op == asm.JumpEq || op == asm.JumpNE) {
+			c.cbzTo(op == asm.JumpEq, ins.Op.Class() == asm.ClassJMP, regMap[ins.Dst], pc, head+1)
+		} else {
+			c.compare(ins)
+			c.branchBack(jumpCC[op>>4].invert(), c.pcOff[head+1])
+		}
+		c.jumpTo(condAL, pc, c.Structure.Target(head))
+		return
+	}
+	c.jumpTo(condAL, pc, target)
+}
 
-// Branch emits a conditional JMP or JMP32 instruction.
+// Branch emits a conditional JMP or JMP32 instruction: a csel for a jump
+// over one ALU instruction (select.go), CBZ/CBNZ for jeq/jne against 0, a
+// compare and B.cond otherwise.
 func (c *compiler) Branch(pc int, ins asm.Instruction, t int) error {
-	w := ins.Op.Class() == asm.ClassJMP
 	op := ins.Op.JumpOp()
 	cc := jumpCC[op>>4]
 	if cc == 0 && op != asm.JumpEq {
 		return errAt(pc, ins, "unknown jump operation %#x", uint8(op))
 	}
+	if ok, err := c.selectJump(pc, ins, cc); ok || err != nil {
+		return err
+	}
+	if ins.Op.Source() == asm.SourceK && ins.Imm == 0 && (op == asm.JumpEq || op == asm.JumpNE) {
+		c.cbzTo(op == asm.JumpNE, ins.Op.Class() == asm.ClassJMP, regMap[ins.Dst], pc, t)
+		return nil
+	}
+	c.compare(ins)
+	c.jumpTo(cc, pc, t)
+	return nil
+}
+
+// compare sets the flags for the conditional jump ins (CMP, or TST for
+// jset).
+func (c *compiler) compare(ins asm.Instruction) {
+	w := ins.Op.Class() == asm.ClassJMP
+	op := ins.Op.JumpOp()
 	dst := regMap[ins.Dst]
 	y := regMap[ins.Src]
 	if ins.Op.Source() == asm.SourceK {
 		if op != asm.JumpSet && ins.Imm >= 0 && ins.Imm < 4096 {
 			c.emit(encRRI12(opSUBSi, w, xzr, dst, uint32(ins.Imm)))
-			c.jumpTo(cc, pc, t)
-			return nil
+			return
 		}
 		c.loadImm(w, tmp1, uint64(int64(ins.Imm)))
 		y = tmp1
@@ -361,8 +406,6 @@ func (c *compiler) Branch(pc int, ins asm.Instruction, t int) error {
 	} else {
 		c.emit(encRRR(opSUBS, w, xzr, dst, y))
 	}
-	c.jumpTo(cc, pc, t)
-	return nil
 }
 
 // jumpTo emits a branch (always, or on cc) from pc to the instruction at t.

@@ -17,8 +17,8 @@ func TestDisassembleBothArches(t *testing.T) {
 	}
 	p := &vm.Program{Name: "t", Insns: insns}
 	want := map[string][]string{
-		"amd64": {"mov eax, 0x7", "test rdi, rdi"},
-		"arm64": {"mov x7, #0x7", "cmp x0, #0x0", "b.eq .+0x8  ; -> 10"},
+		"amd64": {"mov eax, 0x7", "test rdi, rdi", "cmovnz rax, r9"},
+		"arm64": {"mov x7, #0x7", "cmp x0, #0x0", "csel x7, x7, x11, eq"},
 	}
 	for _, arch := range Arches {
 		text, err := Disassemble(arch, p)

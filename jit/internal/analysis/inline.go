@@ -107,3 +107,8 @@ func (a *Info) markTargets() {
 		}
 	}
 }
+
+// IsTarget reports whether a jump lands on pc or a function starts there:
+// when not, pc is reached only from pc-1, so a backend may carry what it
+// knows (flags, a fused instruction) from pc-1 into pc.
+func (a *Info) IsTarget(pc int) bool { return a.isTarget[pc] }
