@@ -60,15 +60,23 @@ func TestParseRules(t *testing.T) {
 }
 
 // lookupTable is the rules policy's algorithm in Go over the bytes RulesTable
-// builds: the binary search and candidate tests of policies/src/rules.bpf.c.
-func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe, reg int, avail func(a, p int) bool) (int, int, int) {
+// builds: the bucket, its starts (or the search of lo in a wide bucket) and
+// the candidate tests of policies/src/rules.bpf.c.
+func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe int, avail func(a, p int) bool) (int, int, int) {
 	le := binary.LittleEndian
-	lo := func(i int) uint64 { return le.Uint64(b[(coll*RulesMaxIvl+i)*8:]) }
-	n = min(n, RulesMaxBytes)
-	i := 0
-	for step := RulesMaxIvl / 2; step > 0; step /= 2 {
-		if lo(i+step) <= n {
-			i += step
+	bk := (coll*RulesBuckets + RulesBucket(n)) * RulesBucketSize
+	i := int(le.Uint32(b[bk+8*RulesBucketPivots:]))
+	for j := 0; j < RulesBucketPivots; j++ {
+		i += int((le.Uint64(b[bk+8*j:]) + ^n) >> 63)
+	}
+	if i&RulesBucketWide != 0 {
+		lo := func(i int) uint64 { return le.Uint64(b[rulesLoOff+(coll*RulesMaxIvl+i)*8:]) }
+		m := min(n, rulesLoCap-1)
+		i = 0
+		for step := RulesMaxIvl / 2; step > 0; step /= 2 {
+			if lo(i+step) <= m {
+				i += step
+			}
 		}
 	}
 	var mask uint32
@@ -78,15 +86,19 @@ func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe, reg int, avai
 		}
 	}
 	k1 := uint64(uint32(nodes))<<32 | uint64(uint32(ranks))
-	k2 := uint64(uint32(pipe))<<32 | uint64(uint32(reg))
+	k2 := uint32(pipe)
 	for k := 0; k < RulesMaxCand; k++ {
-		p := NumColls*RulesMaxIvl*8 + ((coll*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
+		p := rulesRuleOff + ((coll*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
 		u := func(o int) uint64 { return le.Uint64(b[p+o:]) }
-		if ((u(0)^k1)&u(8))|((u(16)^k2)&u(24)) != 0 || le.Uint32(b[p+32:])&mask == 0 {
+		w := func(o int) uint32 { return le.Uint32(b[p+o:]) }
+		if w(24) == 0 {
+			break
+		}
+		if ((u(0)^k1)&u(8)) != 0 || (w(16)^k2)&w(20) != 0 || w(24)&mask == 0 {
 			continue
 		}
-		f := func(o int) int { return int(int32(le.Uint32(b[p+o:]))) }
-		return f(36), f(40), f(44)
+		f := func(o int) int { return int(int32(w(o))) }
+		return f(28), f(32), f(36)
 	}
 	return -1, -1, 0
 }
@@ -119,7 +131,7 @@ func TestRulesTableMatchesFirstMatch(t *testing.T) {
 					for _, av := range avails {
 						for _, reg := range []int{0, 1, -1} {
 							a1, p1, c1 := Decide(rs, coll, s, nodes, ranks, 1, reg, av)
-							a2, p2, c2 := lookupTable(b, coll, s, nodes, ranks, 1, reg, av)
+							a2, p2, c2 := lookupTable(b, coll, s, nodes, ranks, 1, av)
 							if a1 != a2 || p1 != p2 || c1 != c2 {
 								t.Errorf("coll %d size %d nodes %d ranks %d reg %d: table %d/%d/%d, first match %d/%d/%d",
 									coll, s, nodes, ranks, reg, a2, p2, c2, a1, p1, c1)
