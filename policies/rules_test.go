@@ -94,7 +94,7 @@ func TestRulesPolicyDifferential(t *testing.T) {
 		name string
 		e    vm.Engine
 	}{{"jit", nil}, {"interpreter", vm.NewInterpreter()}}
-	files, calls, applied, wideFiles, wideCalls, refused := 0, 0, 0, 0, 0, 0
+	files, calls, applied, wideFiles, wideCalls, splitCalls, refused := 0, 0, 0, 0, 0, 0, 0
 	for files < 120 {
 		text := randomRules(r)
 		rules, err := tuner.ParseRules(strings.NewReader(text))
@@ -110,9 +110,12 @@ func TestRulesPolicyDifferential(t *testing.T) {
 			continue
 		}
 		files++
-		wide := wideBuckets(table)
-		if len(wide) > 0 {
-			wideFiles++
+		flags := bucketFlags(table)
+		for _, f := range flags {
+			if f&tuner.RulesBucketWide != 0 {
+				wideFiles++
+				break
+			}
 		}
 		// Sizes: every bound, its neighbours, and random ones.
 		var sizes []uint64
@@ -164,30 +167,33 @@ func TestRulesPolicyDifferential(t *testing.T) {
 				if wa != -1 || wp != -1 || wc != 0 {
 					applied++
 				}
-				if wide[[2]int{coll, tuner.RulesBucket(n)}] {
+				switch flags[[2]int{coll, tuner.RulesBucket(n)}] {
+				case tuner.RulesBucketWide:
 					wideCalls++
+				case tuner.RulesBucketSplit:
+					splitCalls++
 				}
 			}
 			b.Close()
 		}
 	}
-	t.Logf("%d files (%d refused), %d calls, %d decided by a rule, %d files and %d calls with a power-of-two range searched in lo",
-		files, refused, calls, applied, wideFiles, wideCalls)
-	if applied < calls/4 || wideFiles < 10 || wideCalls < 100 || refused > files {
-		t.Errorf("the random cases miss what they are for: %d of %d calls decided, %d files and %d calls with wide buckets, %d files refused",
-			applied, calls, wideFiles, wideCalls, refused)
+	t.Logf("%d files (%d refused), %d calls, %d decided by a rule; power-of-two ranges split by a few starts: %d calls, "+
+		"by more (searched in lo): %d files, %d calls", files, refused, calls, applied, splitCalls, wideFiles, wideCalls)
+	if applied < calls/4 || splitCalls < 1000 || wideFiles < 10 || wideCalls < 100 || refused > files {
+		t.Errorf("the random cases miss what they are for: %d of %d calls decided, %d calls in split buckets, "+
+			"%d files and %d calls with wide buckets, %d files refused", applied, calls, splitCalls, wideFiles, wideCalls, refused)
 	}
 }
 
-// wideBuckets lists the (collective, bucket) pairs of table marked
-// RulesBucketWide.
-func wideBuckets(table []byte) map[[2]int]bool {
-	out := map[[2]int]bool{}
+// bucketFlags maps the (collective, bucket) pairs of table that have one of
+// the flags RulesBucketSplit and RulesBucketWide to their flags.
+func bucketFlags(table []byte) map[[2]int]uint32 {
+	out := map[[2]int]uint32{}
 	for c := 0; c < tuner.NumColls; c++ {
 		for k := 0; k < tuner.RulesBuckets; k++ {
 			p := (c*tuner.RulesBuckets+k)*tuner.RulesBucketSize + 8*tuner.RulesBucketPivots
-			if binary.LittleEndian.Uint32(table[p:])&tuner.RulesBucketWide != 0 {
-				out[[2]int{c, k}] = true
+			if f := binary.LittleEndian.Uint32(table[p:]) & (tuner.RulesBucketSplit | tuner.RulesBucketWide); f != 0 {
+				out[[2]int{c, k}] = f
 			}
 		}
 	}

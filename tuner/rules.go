@@ -173,9 +173,10 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 // r[c][i] lists, in file order, the rules whose size range covers it (need
 // = 0 ends the list). A size n is first placed in its power-of-two range
 // [2^k, 2^(k+1)) (k = 0 also takes 0), whose bucket is b[c][RulesBucket(n)]:
-// the index of the range holding 2^k and the starts of the ranges beginning
-// strictly inside it, so that n's range is that index plus the number of
-// those starts <= n. A power-of-two range with more than
+// the index of the range holding 2^k, which is n's range unless ranges
+// begin strictly inside the power-of-two range (RulesBucketSplit); then
+// the bucket lists their starts and n's range is that index plus the
+// number of those starts <= n. A power-of-two range with more than
 // RulesBucketPivots starts is marked RulesBucketWide and searched in lo[c]
 // instead (sizes there are below 2^63: lo values are capped at 2^63, unused
 // entries are 2^63). A rule matches when
@@ -192,6 +193,7 @@ const (
 	RulesBuckets      = 64
 	RulesBucketSize   = 64
 	RulesBucketPivots = 7
+	RulesBucketSplit  = 1 << 30
 	RulesBucketWide   = 1 << 31
 	RulesTableSize    = NumColls*RulesBuckets*RulesBucketSize + NumColls*RulesMaxIvl*8 + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
 
@@ -363,12 +365,15 @@ func putRanges(b []byte, c int, los []uint64, cands [][]Rule) error {
 		}
 		p := (c*RulesBuckets + RulesBucket(first)) * RulesBucketSize
 		word := uint32(base)
+		if len(inside) > 0 {
+			word |= RulesBucketSplit
+		}
 		if len(inside) > RulesBucketPivots {
 			if k == 63 {
 				return fmt.Errorf("collective %s: %d size ranges start above 2^63; at most %d may",
 					hook.CollNames[c], len(inside), RulesBucketPivots)
 			}
-			word |= RulesBucketWide
+			word = uint32(base) | RulesBucketWide
 			inside = nil
 		}
 		for j := 0; j < RulesBucketPivots; j++ {

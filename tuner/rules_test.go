@@ -66,8 +66,11 @@ func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe int, avail fun
 	le := binary.LittleEndian
 	bk := (coll*RulesBuckets + RulesBucket(n)) * RulesBucketSize
 	i := int(le.Uint32(b[bk+8*RulesBucketPivots:]))
-	for j := 0; j < RulesBucketPivots; j++ {
-		i += int((le.Uint64(b[bk+8*j:]) + ^n) >> 63)
+	if i&RulesBucketSplit != 0 {
+		i &^= RulesBucketSplit
+		for j := 0; j < RulesBucketPivots; j++ {
+			i += int((le.Uint64(b[bk+8*j:]) + ^n) >> 63)
+		}
 	}
 	if i&RulesBucketWide != 0 {
 		lo := func(i int) uint64 { return le.Uint64(b[rulesLoOff+(coll*RulesMaxIvl+i)*8:]) }

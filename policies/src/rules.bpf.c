@@ -16,20 +16,22 @@
 #define MAX_CAND  8   /* rules covering one range (tuner.RulesMaxCand) */
 #define NUM_BKT   64  /* power-of-two size ranges per collective */
 #define BKT_PIV   7   /* range starts inside one power-of-two range (tuner.RulesBucketPivots) */
-#define BKT_WIDE  0x80000000u /* more of them: search lo[] instead (tuner.RulesBucketWide) */
+#define BKT_SPLIT 0x40000000u /* some: count those <= n (tuner.RulesBucketSplit) */
+#define BKT_WIDE  0x80000000u /* more: search lo[] instead (tuner.RulesBucketWide) */
 #define HASH_MUL  0x03f79d71b4cb0a89ull /* tuner.RulesHashMul */
 #define LO_CAP    0x7fffffffffffffffull /* sizes in lo[] searches are capped here */
 
 /*
  * Sizes n in [2^k, 2^(k+1)) (k = 0 also takes n = 0) fall in bucket ((n smeared right) * HASH_MUL) >> 58,
- * a permutation of k (a de Bruijn-like multiplier). A bucket lists the starts of the size ranges that
- * begin strictly inside it, ascending, padded with 2^(k+1) mod 2^64 (never <= n), and the range that
- * holds 2^k (0 for k = 0): n's range is base + (how many starts are <= n). Both sides of each test are in
- * [2^k, 2^(k+1)], so start <= n exactly when start + ~n (= start - n - 1) has bit 63 set. 64 bytes.
+ * a permutation of k (a de Bruijn-like multiplier). A bucket holds the range that holds 2^k (0 for
+ * k = 0) and, when ranges begin strictly inside it (BKT_SPLIT; rare where rules are bounded at powers of
+ * two), their starts, ascending, padded with 2^(k+1) mod 2^64 (never <= n): n's range is then base +
+ * (how many starts are <= n), counted without branches. Both sides of each test are in [2^k, 2^(k+1)],
+ * so start <= n exactly when start + ~n (= start - n - 1) has bit 63 set. 64 bytes.
  */
 struct bucket {
 	__u64 piv[BKT_PIV];
-	__u32 base; /* | BKT_WIDE: more than BKT_PIV starts, find the range in lo[] */
+	__u32 base; /* | BKT_SPLIT: piv[] holds starts; | BKT_WIDE: more than BKT_PIV, search lo[] */
 	__u32 pad;
 };
 
@@ -99,14 +101,17 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 	s |= s >> 16;
 	s |= s >> 32;
 	const struct bucket *bk = &ncclbpf_rules.b[coll][(s * HASH_MUL) >> 58];
-	__u64 nn = ~n;
 	__u64 i = bk->base;
-	i += ((bk->piv[0] + nn) >> 63) + ((bk->piv[1] + nn) >> 63) + ((bk->piv[2] + nn) >> 63) +
-	     ((bk->piv[3] + nn) >> 63) + ((bk->piv[4] + nn) >> 63) + ((bk->piv[5] + nn) >> 63) +
-	     ((bk->piv[6] + nn) >> 63);
-	if (i & BKT_WIDE) {
-		n = RELOAD(ctx->n_bytes);
-		i = wide_search(coll, n < LO_CAP ? n : LO_CAP);
+	if (i & (BKT_SPLIT | BKT_WIDE)) {
+		if (i & BKT_WIDE) {
+			n = RELOAD(ctx->n_bytes);
+			i = wide_search(coll, n < LO_CAP ? n : LO_CAP);
+		} else {
+			__u64 nn = ~n;
+			i += ((bk->piv[0] + nn) >> 63) + ((bk->piv[1] + nn) >> 63) + ((bk->piv[2] + nn) >> 63) +
+			     ((bk->piv[3] + nn) >> 63) + ((bk->piv[4] + nn) >> 63) + ((bk->piv[5] + nn) >> 63) +
+			     ((bk->piv[6] + nn) >> 63);
+		}
 	}
 	const struct rule *r = ncclbpf_rules.r[coll][i & (MAX_IVL - 1)];
 	__u64 k1 = ((__u64)ctx->n_nodes << 32) | ctx->n_ranks;
