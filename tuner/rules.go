@@ -165,8 +165,8 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 //
 //	struct bucket { __u64 piv[RulesBucketPivots]; __u32 base, pad; };
 //	struct rule   { __u64 key1, mask1; __u32 key2, mask2, need; __s32 algorithm, protocol, n_channels; __u32 line, pad[5]; };
-//	struct table  { struct bucket b[NumColls][RulesBuckets]; struct rule r[NumColls][RulesMaxIvl][RulesMaxCand];
-//	                __u64 lo[NumColls][RulesMaxIvl]; };
+//	struct table  { struct bucket b[NumColls][RulesBuckets]; struct rule rb[NumColls][RulesBuckets][RulesMaxCand];
+//	                struct rule r[NumColls][RulesMaxIvl][RulesMaxCand]; __u64 lo[NumColls][RulesMaxIvl]; };
 //
 // For each collective the size axis is cut into ranges at every rule
 // boundary; lo[c][i] is the first size of range i (lo[c][0] = 0) and
@@ -176,7 +176,9 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 // the index of the range holding 2^k, which is n's range unless ranges
 // begin strictly inside the power-of-two range (RulesBucketSplit); then
 // the bucket lists their starts and n's range is that index plus the
-// number of those starts <= n. A power-of-two range with more than
+// number of those starts <= n. rb[c][RulesBucket(n)] repeats the rules of
+// the range holding 2^k, so that an unsplit bucket's rules are read at an
+// address that does not wait for the bucket. A power-of-two range with more than
 // RulesBucketPivots starts is marked RulesBucketWide and searched in lo[c]
 // instead (sizes there are below 2^63: lo values are capped at 2^63, unused
 // entries are 2^63). A rule matches when
@@ -195,11 +197,12 @@ const (
 	RulesBucketPivots = 7
 	RulesBucketSplit  = 1 << 30
 	RulesBucketWide   = 1 << 31
-	RulesTableSize    = NumColls*RulesBuckets*RulesBucketSize + NumColls*RulesMaxIvl*8 + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
+	RulesTableSize    = rulesLoOff + NumColls*RulesMaxIvl*8
 
-	rulesRuleOff = NumColls * RulesBuckets * RulesBucketSize
-	rulesLoOff   = rulesRuleOff + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
-	rulesLoCap   = 1 << 63
+	rulesBucketRuleOff = NumColls * RulesBuckets * RulesBucketSize
+	rulesRuleOff       = rulesBucketRuleOff + NumColls*RulesBuckets*RulesMaxCand*RuleSize
+	rulesLoOff         = rulesRuleOff + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
+	rulesLoCap         = 1 << 63
 )
 
 // RulesHashMul maps a size's power-of-two range to its bucket: for n in
@@ -384,28 +387,35 @@ func putRanges(b []byte, c int, los []uint64, cands [][]Rule) error {
 			le.PutUint64(b[p+8*j:], piv)
 		}
 		le.PutUint32(b[p+8*RulesBucketPivots:], word)
+		putRules(b[rulesBucketRuleOff+(c*RulesBuckets+RulesBucket(first))*RulesMaxCand*RuleSize:], cands[base])
 	}
 	for i, cs := range cands {
-		for k, r := range cs {
-			p := rulesRuleOff + ((c*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
-			k1, m1 := keyMask(r.Nodes, r.Ranks)
-			k2, m2 := keyMask(-1, r.PipeOps)
-			le.PutUint64(b[p:], k1)
-			le.PutUint64(b[p+8:], m1)
-			le.PutUint32(b[p+16:], uint32(k2))
-			le.PutUint32(b[p+20:], uint32(m2))
-			le.PutUint32(b[p+24:], r.need())
-			ch := r.Channels
-			if ch == -1 {
-				ch = 0 // the context's "leave it to NCCL"
-			}
-			le.PutUint32(b[p+28:], uint32(int32(r.Algorithm)))
-			le.PutUint32(b[p+32:], uint32(int32(r.Protocol)))
-			le.PutUint32(b[p+36:], uint32(int32(ch)))
-			le.PutUint32(b[p+40:], uint32(r.Line))
-		}
+		putRules(b[rulesRuleOff+(c*RulesMaxIvl+i)*RulesMaxCand*RuleSize:], cs)
 	}
 	return nil
+}
+
+// putRules writes the candidate rules cs of one range at the start of b.
+func putRules(b []byte, cs []Rule) {
+	le := binary.LittleEndian
+	for k, r := range cs {
+		p := k * RuleSize
+		k1, m1 := keyMask(r.Nodes, r.Ranks)
+		k2, m2 := keyMask(-1, r.PipeOps)
+		le.PutUint64(b[p:], k1)
+		le.PutUint64(b[p+8:], m1)
+		le.PutUint32(b[p+16:], uint32(k2))
+		le.PutUint32(b[p+20:], uint32(m2))
+		le.PutUint32(b[p+24:], r.need())
+		ch := r.Channels
+		if ch == -1 {
+			ch = 0 // the context's "leave it to NCCL"
+		}
+		le.PutUint32(b[p+28:], uint32(int32(r.Algorithm)))
+		le.PutUint32(b[p+32:], uint32(int32(r.Protocol)))
+		le.PutUint32(b[p+36:], uint32(int32(ch)))
+		le.PutUint32(b[p+40:], uint32(r.Line))
+	}
 }
 
 func sameRules(a, b []Rule) bool {

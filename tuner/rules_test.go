@@ -66,6 +66,10 @@ func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe int, avail fun
 	le := binary.LittleEndian
 	bk := (coll*RulesBuckets + RulesBucket(n)) * RulesBucketSize
 	i := int(le.Uint32(b[bk+8*RulesBucketPivots:]))
+	cands := rulesBucketRuleOff + (coll*RulesBuckets+RulesBucket(n))*RulesMaxCand*RuleSize
+	if i&(RulesBucketSplit|RulesBucketWide) != 0 {
+		cands = -1
+	}
 	if i&RulesBucketSplit != 0 {
 		i &^= RulesBucketSplit
 		for j := 0; j < RulesBucketPivots; j++ {
@@ -90,8 +94,11 @@ func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe int, avail fun
 	}
 	k1 := uint64(uint32(nodes))<<32 | uint64(uint32(ranks))
 	k2 := uint32(pipe)
+	if cands < 0 {
+		cands = rulesRuleOff + (coll*RulesMaxIvl+i)*RulesMaxCand*RuleSize
+	}
 	for k := 0; k < RulesMaxCand; k++ {
-		p := rulesRuleOff + ((coll*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
+		p := cands + k*RuleSize
 		u := func(o int) uint64 { return le.Uint64(b[p+o:]) }
 		w := func(o int) uint32 { return le.Uint32(b[p+o:]) }
 		if w(24) == 0 {

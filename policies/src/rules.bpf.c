@@ -52,6 +52,7 @@ struct rule {
 
 struct table {
 	struct bucket b[NCCLBPF_NUM_COLLS][NUM_BKT]; /* first: a rule's fields are within a load's offset */
+	struct rule rb[NCCLBPF_NUM_COLLS][NUM_BKT][MAX_CAND]; /* the rules of the range holding b's first size */
 	struct rule r[NCCLBPF_NUM_COLLS][MAX_IVL][MAX_CAND];
 	__u64 lo[NCCLBPF_NUM_COLLS][MAX_IVL]; /* first size of each range, capped at LO_CAP; unused: 2^63 */
 };
@@ -100,7 +101,10 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 	s |= s >> 8;
 	s |= s >> 16;
 	s |= s >> 32;
-	const struct bucket *bk = &ncclbpf_rules.b[coll][(s * HASH_MUL) >> 58];
+	__u64 h = (s * HASH_MUL) >> 58;
+	const struct bucket *bk = &ncclbpf_rules.b[coll][h];
+	/* Unsplit bucket: its one range's rules, at an address known before the bucket is read. */
+	const struct rule *r = ncclbpf_rules.rb[coll][h];
 	__u64 i = bk->base;
 	if (i & (BKT_SPLIT | BKT_WIDE)) {
 		if (i & BKT_WIDE) {
@@ -112,8 +116,8 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 			     ((bk->piv[3] + nn) >> 63) + ((bk->piv[4] + nn) >> 63) + ((bk->piv[5] + nn) >> 63) +
 			     ((bk->piv[6] + nn) >> 63);
 		}
+		r = ncclbpf_rules.r[coll][i & (MAX_IVL - 1)];
 	}
-	const struct rule *r = ncclbpf_rules.r[coll][i & (MAX_IVL - 1)];
 	__u64 k1 = ((__u64)ctx->n_nodes << 32) | ctx->n_ranks;
 	/* regBuff is local to each rank: rules cannot match on it (the rules loader refuses them). */
 	__u32 k2 = ctx->num_pipe_ops;
