@@ -119,17 +119,19 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 		r = ncclbpf_rules.r[coll][i & (MAX_IVL - 1)];
 	}
 	__u64 k1 = ((__u64)ctx->n_nodes << 32) | ctx->n_ranks;
-	/* regBuff is local to each rank: rules cannot match on it (the rules loader refuses them). */
-	__u32 k2 = ctx->num_pipe_ops;
-	__u32 avail = ctx->avail_mask;
-	/* The first candidate (file order) that matches and that NCCL can take wins. */
+	/*
+	 * The first candidate (file order) that matches and that NCCL can take wins. Pipelined ops and the
+	 * available cells are read from the context where tested: fewer registers live, fewer to save.
+	 * regBuff is local to each rank: rules cannot match on it (the rules loader refuses them).
+	 */
 	const struct rule *hit;
 	__u32 need;
 #define TRY(k)                                                                                                         \
 	need = r[k].need;                                                                                              \
 	if (!need)                                                                                                     \
 		goto none;                                                                                             \
-	if (!(((r[k].key1 ^ k1) & r[k].mask1) | ((r[k].key2 ^ k2) & r[k].mask2)) && (need & avail)) {                 \
+	if (!(((r[k].key1 ^ k1) & r[k].mask1) | ((r[k].key2 ^ RELOAD(ctx->num_pipe_ops)) & r[k].mask2)) &&           \
+	    (need & RELOAD(ctx->avail_mask))) {                                                                        \
 		hit = &r[k];                                                                                           \
 		goto found;                                                                                            \
 	}
@@ -137,14 +139,14 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 #undef TRY
 none:
 	if (log_matches)
-		bpf_printk("rules: no rule matched (collective %u, %llu bytes): NCCL decides", coll, RELOAD(ctx->n_bytes));
+		bpf_printk("rules: no rule matched (collective %u, %llu bytes): NCCL decides", RELOAD(ctx->coll_type), RELOAD(ctx->n_bytes));
 	return NCCLBPF_TUNER_APPLY;
 found:
 	ctx->algorithm = hit->algorithm;
 	ctx->protocol = hit->protocol;
 	ctx->n_channels = hit->n_channels;
 	if (log_matches)
-		bpf_printk("rules: the rule on line %u matched (collective %u, %llu bytes)", hit->line, coll,
+		bpf_printk("rules: the rule on line %u matched (collective %u, %llu bytes)", hit->line, RELOAD(ctx->coll_type),
 		           RELOAD(ctx->n_bytes));
 	return NCCLBPF_TUNER_APPLY;
 }
