@@ -71,7 +71,7 @@ volatile const __u32 log_matches = 0;
  */
 static __always_inline __u64 wide_search(__u64 coll, __u64 n)
 {
-	const __u64 *lo = ncclbpf_rules.lo[coll % NCCLBPF_NUM_COLLS];
+	const __u64 *lo = ncclbpf_rules.lo[coll];
 	__u64 nn = ~n, i = 0;
 #define LE(j) ((lo[(j) & (MAX_IVL - 1)] + nn) >> 63)
 #define LEVEL(s)                                                                                                       \
@@ -101,10 +101,11 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 	s |= s >> 8;
 	s |= s >> 16;
 	s |= s >> 32;
-	__u64 h = (s * HASH_MUL) >> 58;
-	const struct bucket *bk = &ncclbpf_rules.b[coll][h];
+	/* (collective, bucket) as one index into b and rb */
+	__u64 h = ((__u64)coll << 6) | ((s * HASH_MUL) >> 58);
+	const struct bucket *bk = &ncclbpf_rules.b[0][h];
 	/* Unsplit bucket: its one range's rules, at an address known before the bucket is read. */
-	const struct rule *r = ncclbpf_rules.rb[coll][h];
+	const struct rule *r = ncclbpf_rules.rb[0][h];
 	__u64 i = bk->base;
 	if (i & (BKT_SPLIT | BKT_WIDE)) {
 		if (i & BKT_WIDE) {
