@@ -183,6 +183,31 @@ func TestRulesTableLimits(t *testing.T) {
 	if _, err := RulesTable(rs); err == nil || !strings.Contains(err.Error(), "ranges") {
 		t.Errorf("%d disjoint rules: %v", RulesMaxIvl, err)
 	}
+	// Ranges above 2^63 are found without the search of lo: at most RulesBucketPivots may start
+	// inside [2^63, 2^64); below, a power-of-two range takes any number.
+	above := func(base uint64, n int) []Rule {
+		var rs []Rule
+		for i := 0; i < n; i++ {
+			lo := base + uint64(1000*i+1)
+			rs = append(rs, Rule{Coll: 4, MinBytes: lo, MaxBytes: lo + 10, Algorithm: 1, Protocol: 2, Channels: -1,
+				Nodes: -1, Ranks: -1, PipeOps: -1, RegBuff: -1, Line: i + 1})
+		}
+		return rs
+	}
+	if _, err := RulesTable(above(1<<63, 3)); err != nil {
+		t.Errorf("3 rules above 2^63 (6 starts): %v", err)
+	}
+	if _, err := RulesTable(above(1<<63, 4)); err == nil || !strings.Contains(err.Error(), "above 2^63") {
+		t.Errorf("4 rules above 2^63 (8 starts): %v", err)
+	}
+	if _, err := RulesTable(above(1<<62, 40)); err != nil {
+		t.Errorf("40 rules in [2^62, 2^63): %v", err)
+	}
+	// A rule on regBuff cannot be put in the table (ParseRules refuses it first).
+	if _, err := RulesTable([]Rule{{Coll: 4, MaxBytes: 10, Algorithm: 1, Protocol: 2, Channels: -1, Nodes: -1, Ranks: -1,
+		PipeOps: -1, RegBuff: 1, Line: 7}}); err == nil || !strings.Contains(err.Error(), "line 7: regBuff") {
+		t.Errorf("a rule on regBuff: %v", err)
+	}
 	// 100 rules of one collective fit.
 	cuts.Reset()
 	for i := 0; i < 100; i++ {
