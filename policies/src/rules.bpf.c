@@ -19,7 +19,7 @@
 #define BKT_SPLIT 0x40000000u /* some: count those <= n (tuner.RulesBucketSplit) */
 #define BKT_WIDE  0x80000000u /* more: search lo[] instead (tuner.RulesBucketWide) */
 #define HASH_MUL  0x03f79d71b4cb0a89ull /* tuner.RulesHashMul */
-#define LO_CAP    0x7fffffffffffffffull /* sizes in lo[] searches are capped here */
+#define LO_CAP    0x7fffffffffffffffull /* sizes searched in lo[] (all below 2^63) are capped here */
 
 /*
  * Sizes n in [2^k, 2^(k+1)) (k = 0 also takes n = 0) fall in bucket ((n smeared right) * HASH_MUL) >> 58,
@@ -54,7 +54,7 @@ struct table {
 	struct bucket b[NCCLBPF_NUM_COLLS][NUM_BKT]; /* first: a rule's fields are within a load's offset */
 	struct rule rb[NCCLBPF_NUM_COLLS][NUM_BKT][MAX_CAND]; /* the rules of the range holding b's first size */
 	struct rule r[NCCLBPF_NUM_COLLS][MAX_IVL][MAX_CAND];
-	__u64 lo[NCCLBPF_NUM_COLLS][MAX_IVL]; /* first size of each range, capped at LO_CAP; unused: 2^63 */
+	__u64 lo[NCCLBPF_NUM_COLLS][MAX_IVL]; /* first size of each range; 2^63 if at or above it, or unused */
 };
 
 /* Filled by the host at load time (tuner.RulesTable); all-empty without a rules file. */
@@ -140,7 +140,8 @@ int rules(struct ncclbpf_tuner_ctx *ctx)
 #undef TRY
 none:
 	if (log_matches)
-		bpf_printk("rules: no rule matched (collective %u, %llu bytes): NCCL decides", RELOAD(ctx->coll_type), RELOAD(ctx->n_bytes));
+		bpf_printk("rules: no rule matched (collective %u, %llu bytes): NCCL decides", RELOAD(ctx->coll_type),
+		           RELOAD(ctx->n_bytes));
 	return NCCLBPF_TUNER_APPLY;
 found:
 	ctx->algorithm = hit->algorithm;
