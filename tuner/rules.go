@@ -163,35 +163,72 @@ func lookupName(what, s string, names []string, allowDefault bool) (int, error) 
 // Layout of the rule table the rules policy reads (the global variable
 // `ncclbpf_rules` in policies/src/rules.bpf.c; keep the two in step):
 //
-//	struct rule  { __u64 key1, mask1, key2, mask2; __u32 need; __s32 algorithm, protocol, n_channels; __u32 line, pad; };
-//	struct table { __u64 lo[NumColls][RulesMaxIvl]; struct rule r[NumColls][RulesMaxIvl][RulesMaxCand]; };
+//	struct bucket { __u64 piv[RulesBucketPivots]; __u32 base, pad; };
+//	struct rule   { __u64 key1, mask1; __u32 key2, mask2, need; __s32 algorithm, protocol, n_channels; __u32 line, pad[5]; };
+//	struct table  { struct bucket b[NumColls][RulesBuckets]; struct rule rb[NumColls][RulesBuckets][RulesMaxCand];
+//	                struct rule r[NumColls][RulesMaxIvl][RulesMaxCand]; __u64 lo[NumColls][RulesMaxIvl]; };
 //
 // For each collective the size axis is cut into ranges at every rule
-// boundary; lo[c][i] is the first size of range i (lo[c][0] = 0, unused
-// entries = 2^63, above every capped size, so a fixed-step binary search
-// needs no count) and r[c][i] lists, in file order, the rules whose size
-// range covers it. A rule matches when
-// ((key1 ^ nodes<<32|ranks) & mask1) | ((key2 ^ pipeOps<<32|regBuff) & mask2)
-// is 0 (a wildcard clears its mask bits) and NCCL has one of the cells in
-// need available; need = 0 marks an unused slot. A lookup costs
-// log2(RulesMaxIvl) steps and at most RulesMaxCand tests, however many
-// rules the file has.
+// boundary; lo[c][i] is the first size of range i (lo[c][0] = 0) and
+// r[c][i] lists, in file order, the rules whose size range covers it (need
+// = 0 ends the list). A size n is first placed in its power-of-two range
+// [2^k, 2^(k+1)) (k = 0 also takes 0), whose bucket is b[c][RulesBucket(n)]:
+// the index of the range holding 2^k, which is n's range unless ranges
+// begin strictly inside the power-of-two range (RulesBucketSplit); then
+// the bucket lists their starts and n's range is that index plus the
+// number of those starts <= n. rb[c][RulesBucket(n)] repeats the rules of
+// the range holding 2^k, so that an unsplit bucket's rules are read at an
+// address that does not wait for the bucket. A power-of-two range with more than
+// RulesBucketPivots starts is marked RulesBucketWide and searched in lo[c]
+// instead (sizes there are below 2^63: lo values are capped at 2^63, unused
+// entries are 2^63). A rule matches when
+// ((key1 ^ nodes<<32|ranks) & mask1) | ((key2 ^ pipeOps) & mask2) is 0 (a
+// wildcard clears its mask bits) and NCCL has one of the cells in need
+// available. A lookup costs one bucket, seven comparisons and at most
+// RulesMaxCand tests, however many rules the file has.
 const (
-	RulesVar       = "ncclbpf_rules"
-	RulesLogVar    = "log_matches" // nonzero: the policy reports the matching rule's line (bpf_printk)
-	RulesMaxIvl    = 512
-	RulesMaxCand   = 8
-	RuleSize       = 56
-	RulesTableSize = NumColls*RulesMaxIvl*8 + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
+	RulesVar          = "ncclbpf_rules"
+	RulesLogVar       = "log_matches" // nonzero: the policy reports the matching rule's line (bpf_printk)
+	RulesMaxIvl       = 512
+	RulesMaxCand      = 8
+	RuleSize          = 64
+	RulesBuckets      = 64
+	RulesBucketSize   = 64
+	RulesBucketPivots = 7
+	RulesBucketSplit  = 1 << 30
+	RulesBucketWide   = 1 << 31
+	RulesTableSize    = rulesLoOff + NumColls*RulesMaxIvl*8
+
+	rulesBucketRuleOff = NumColls * RulesBuckets * RulesBucketSize
+	rulesRuleOff       = rulesBucketRuleOff + NumColls*RulesBuckets*RulesMaxCand*RuleSize
+	rulesLoOff         = rulesRuleOff + NumColls*RulesMaxIvl*RulesMaxCand*RuleSize
+	rulesLoCap         = 1 << 63
 )
 
-// RulesMaxBytes caps sizes in the rules policy: larger call sizes and rule
-// bounds count as RulesMaxBytes.
-const RulesMaxBytes = math.MaxInt64
+// RulesHashMul maps a size's power-of-two range to its bucket: for n in
+// [2^k, 2^(k+1)), with s = n with every bit below its highest set
+// (s = 2^(k+1) - 1), the bucket is (s * RulesHashMul) >> 58, distinct for
+// each k (a de Bruijn-like multiplier, checked by init).
+const RulesHashMul = 0x03f79d71b4cb0a89
 
-const rulesUnusedLo = 1 << 63
+// RulesBucket returns the bucket of size n (0 and 1 share one).
+func RulesBucket(n uint64) int {
+	for sh := 1; sh < 64; sh *= 2 {
+		n |= n >> sh
+	}
+	return int((n * RulesHashMul) >> 58)
+}
 
-func capBytes(n uint64) uint64 { return min(n, RulesMaxBytes) }
+func init() {
+	var seen [RulesBuckets]bool
+	for k := 0; k < 64; k++ {
+		h := RulesBucket(1 << k)
+		if seen[h] {
+			panic(fmt.Sprintf("tuner: RulesHashMul maps two power-of-two ranges to bucket %d", h))
+		}
+		seen[h] = true
+	}
+}
 
 // columnCells are the cells (a, 0) of every algorithm; shifted left by p
 // they are protocol p's column.
@@ -226,94 +263,159 @@ func keyMask(hi, lo int) (key, mask uint64) {
 // RulesTable builds the bytes of the rule table for rules.
 func RulesTable(rules []Rule) ([]byte, error) {
 	b := make([]byte, RulesTableSize)
-	le := binary.LittleEndian
 	for c := 0; c < NumColls; c++ {
 		var mine []Rule
 		for _, r := range rules {
-			if r.Coll == c {
-				r.MinBytes, r.MaxBytes = capBytes(r.MinBytes), capBytes(r.MaxBytes)
-				mine = append(mine, r)
-			}
-		}
-		cuts := map[uint64]bool{0: true}
-		for _, r := range mine {
-			cuts[r.MinBytes] = true
-			if r.MaxBytes != RulesMaxBytes {
-				cuts[r.MaxBytes+1] = true
-			}
-		}
-		starts := make([]uint64, 0, len(cuts))
-		for v := range cuts {
-			starts = append(starts, v)
-		}
-		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
-		// Candidates per elementary range; merge neighbours with equal lists.
-		var los []uint64
-		var cands [][]Rule
-		for _, lo := range starts {
-			var cs []Rule
-			for _, r := range mine {
-				if r.MinBytes <= lo && lo <= r.MaxBytes {
-					cs = append(cs, r)
-				}
-			}
-			if n := len(cands); n > 0 && sameRules(cands[n-1], cs) {
+			if r.Coll != c {
 				continue
 			}
-			los = append(los, lo)
-			cands = append(cands, cs)
-		}
-		if len(los) > RulesMaxIvl {
-			return nil, fmt.Errorf("collective %s: the rules cut the size axis into %d ranges; at most %d are supported",
-				hook.CollNames[c], len(los), RulesMaxIvl)
-		}
-		loBase := c * RulesMaxIvl * 8
-		for i := 0; i < RulesMaxIvl; i++ {
-			lo := uint64(rulesUnusedLo)
-			if i < len(los) {
-				lo = los[i]
+			if r.RegBuff != -1 {
+				return nil, fmt.Errorf("line %d: regBuff %d: the policy cannot match on regBuff (local to each rank); use -1 (any)", r.Line, r.RegBuff)
 			}
-			le.PutUint64(b[loBase+8*i:], lo)
+			mine = append(mine, r)
 		}
-		for i, cs := range cands {
-			if len(cs) > RulesMaxCand {
-				hi := uint64(RulesMaxBytes)
-				if i+1 < len(los) {
-					hi = los[i+1] - 1
-				}
-				// Name a few lines, not thousands: the message goes to NCCL's log.
-				var lines []string
-				for k, r := range cs {
-					if k == 8 {
-						lines = append(lines, fmt.Sprintf("and %d more", len(cs)-k))
-						break
-					}
-					lines = append(lines, strconv.Itoa(r.Line))
-				}
-				return nil, fmt.Errorf("collective %s, sizes %d..%d: %d rules overlap (lines %s); at most %d may",
-					hook.CollNames[c], los[i], hi, len(cs), strings.Join(lines, ","), RulesMaxCand)
-			}
-			for k, r := range cs {
-				p := NumColls*RulesMaxIvl*8 + ((c*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
-				k1, m1 := keyMask(r.Nodes, r.Ranks)
-				k2, m2 := keyMask(r.PipeOps, r.RegBuff)
-				le.PutUint64(b[p:], k1)
-				le.PutUint64(b[p+8:], m1)
-				le.PutUint64(b[p+16:], k2)
-				le.PutUint64(b[p+24:], m2)
-				le.PutUint32(b[p+32:], r.need())
-				ch := r.Channels
-				if ch == -1 {
-					ch = 0 // the context's "leave it to NCCL"
-				}
-				le.PutUint32(b[p+36:], uint32(int32(r.Algorithm)))
-				le.PutUint32(b[p+40:], uint32(int32(r.Protocol)))
-				le.PutUint32(b[p+44:], uint32(int32(ch)))
-				le.PutUint32(b[p+48:], uint32(r.Line))
-			}
+		los, cands, err := sizeRanges(c, mine)
+		if err != nil {
+			return nil, err
+		}
+		if err := putRanges(b, c, los, cands); err != nil {
+			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// sizeRanges cuts the size axis of collective c at every boundary of its
+// rules: the first size of each range and, in file order, the rules that
+// cover it. Neighbours with equal lists are merged.
+func sizeRanges(c int, mine []Rule) ([]uint64, [][]Rule, error) {
+	cuts := map[uint64]bool{0: true}
+	for _, r := range mine {
+		cuts[r.MinBytes] = true
+		if r.MaxBytes != math.MaxUint64 {
+			cuts[r.MaxBytes+1] = true
+		}
+	}
+	starts := make([]uint64, 0, len(cuts))
+	for v := range cuts {
+		starts = append(starts, v)
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	var los []uint64
+	var cands [][]Rule
+	for _, lo := range starts {
+		var cs []Rule
+		for _, r := range mine {
+			if r.MinBytes <= lo && lo <= r.MaxBytes {
+				cs = append(cs, r)
+			}
+		}
+		if n := len(cands); n > 0 && sameRules(cands[n-1], cs) {
+			continue
+		}
+		los = append(los, lo)
+		cands = append(cands, cs)
+	}
+	if len(los) > RulesMaxIvl {
+		return nil, nil, fmt.Errorf("collective %s: the rules cut the size axis into %d ranges; at most %d are supported",
+			hook.CollNames[c], len(los), RulesMaxIvl)
+	}
+	for i, cs := range cands {
+		if len(cs) <= RulesMaxCand {
+			continue
+		}
+		hi := uint64(math.MaxUint64)
+		if i+1 < len(los) {
+			hi = los[i+1] - 1
+		}
+		// Name a few lines, not thousands: the message goes to NCCL's log.
+		var lines []string
+		for k, r := range cs {
+			if k == 8 {
+				lines = append(lines, fmt.Sprintf("and %d more", len(cs)-k))
+				break
+			}
+			lines = append(lines, strconv.Itoa(r.Line))
+		}
+		return nil, nil, fmt.Errorf("collective %s, sizes %d..%d: %d rules overlap (lines %s); at most %d may",
+			hook.CollNames[c], los[i], hi, len(cs), strings.Join(lines, ","), RulesMaxCand)
+	}
+	return los, cands, nil
+}
+
+// putRanges writes collective c's buckets, range starts and candidates.
+func putRanges(b []byte, c int, los []uint64, cands [][]Rule) error {
+	le := binary.LittleEndian
+	for i := 0; i < RulesMaxIvl; i++ {
+		lo := uint64(rulesLoCap)
+		if i < len(los) {
+			lo = min(los[i], rulesLoCap)
+		}
+		le.PutUint64(b[rulesLoOff+(c*RulesMaxIvl+i)*8:], lo)
+	}
+	for k := 0; k < 64; k++ {
+		first, end := uint64(1)<<k, uint64(1)<<(k+1) // end 0: 2^64
+		if k == 0 {
+			first = 0
+		}
+		base := sort.Search(len(los), func(i int) bool { return los[i] > first }) - 1
+		var inside []uint64
+		for _, lo := range los[base+1:] {
+			if end != 0 && lo >= end {
+				break
+			}
+			inside = append(inside, lo)
+		}
+		p := (c*RulesBuckets + RulesBucket(first)) * RulesBucketSize
+		word := uint32(base)
+		if len(inside) > 0 {
+			word |= RulesBucketSplit
+		}
+		if len(inside) > RulesBucketPivots {
+			if k == 63 {
+				return fmt.Errorf("collective %s: %d size ranges start above 2^63; at most %d may",
+					hook.CollNames[c], len(inside), RulesBucketPivots)
+			}
+			word = uint32(base) | RulesBucketWide
+			inside = nil
+		}
+		for j := 0; j < RulesBucketPivots; j++ {
+			piv := end // never <= a size of this bucket
+			if j < len(inside) {
+				piv = inside[j]
+			}
+			le.PutUint64(b[p+8*j:], piv)
+		}
+		le.PutUint32(b[p+8*RulesBucketPivots:], word)
+		putRules(b[rulesBucketRuleOff+(c*RulesBuckets+RulesBucket(first))*RulesMaxCand*RuleSize:], cands[base])
+	}
+	for i, cs := range cands {
+		putRules(b[rulesRuleOff+(c*RulesMaxIvl+i)*RulesMaxCand*RuleSize:], cs)
+	}
+	return nil
+}
+
+// putRules writes the candidate rules cs of one range at the start of b.
+func putRules(b []byte, cs []Rule) {
+	le := binary.LittleEndian
+	for k, r := range cs {
+		p := k * RuleSize
+		k1, m1 := keyMask(r.Nodes, r.Ranks)
+		k2, m2 := keyMask(-1, r.PipeOps)
+		le.PutUint64(b[p:], k1)
+		le.PutUint64(b[p+8:], m1)
+		le.PutUint32(b[p+16:], uint32(k2))
+		le.PutUint32(b[p+20:], uint32(m2))
+		le.PutUint32(b[p+24:], r.need())
+		ch := r.Channels
+		if ch == -1 {
+			ch = 0 // the context's "leave it to NCCL"
+		}
+		le.PutUint32(b[p+28:], uint32(int32(r.Algorithm)))
+		le.PutUint32(b[p+32:], uint32(int32(r.Protocol)))
+		le.PutUint32(b[p+36:], uint32(int32(ch)))
+		le.PutUint32(b[p+40:], uint32(r.Line))
+	}
 }
 
 func sameRules(a, b []Rule) bool {
@@ -330,12 +432,11 @@ func sameRules(a, b []Rule) bool {
 
 // Decide is the reference semantics of the rules policy, for tests: the
 // (algorithm, protocol, channels) the first applicable rule gives for a
-// call, with -1/-1/0 when none applies. Sizes are capped at RulesMaxBytes. avail reports whether NCCL marked
+// call, with -1/-1/0 when none applies. avail reports whether NCCL marked
 // cell (a, p) available.
 func Decide(rules []Rule, coll int, nBytes uint64, nodes, ranks, pipeOps, regBuff int, avail func(a, p int) bool) (algo, proto, channels int) {
-	nBytes = capBytes(nBytes)
 	for _, r := range rules {
-		if r.Coll != coll || nBytes < capBytes(r.MinBytes) || nBytes > capBytes(r.MaxBytes) {
+		if r.Coll != coll || nBytes < r.MinBytes || nBytes > r.MaxBytes {
 			continue
 		}
 		if (r.Nodes != -1 && r.Nodes != nodes) || (r.Ranks != -1 && r.Ranks != ranks) ||

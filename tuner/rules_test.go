@@ -60,15 +60,30 @@ func TestParseRules(t *testing.T) {
 }
 
 // lookupTable is the rules policy's algorithm in Go over the bytes RulesTable
-// builds: the binary search and candidate tests of policies/src/rules.bpf.c.
-func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe, reg int, avail func(a, p int) bool) (int, int, int) {
+// builds: the bucket, its starts (or the search of lo in a wide bucket) and
+// the candidate tests of policies/src/rules.bpf.c.
+func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe int, avail func(a, p int) bool) (int, int, int) {
 	le := binary.LittleEndian
-	lo := func(i int) uint64 { return le.Uint64(b[(coll*RulesMaxIvl+i)*8:]) }
-	n = min(n, RulesMaxBytes)
-	i := 0
-	for step := RulesMaxIvl / 2; step > 0; step /= 2 {
-		if lo(i+step) <= n {
-			i += step
+	bk := (coll*RulesBuckets + RulesBucket(n)) * RulesBucketSize
+	i := int(le.Uint32(b[bk+8*RulesBucketPivots:]))
+	cands := rulesBucketRuleOff + (coll*RulesBuckets+RulesBucket(n))*RulesMaxCand*RuleSize
+	if i&(RulesBucketSplit|RulesBucketWide) != 0 {
+		cands = -1
+	}
+	if i&RulesBucketSplit != 0 {
+		i &^= RulesBucketSplit
+		for j := 0; j < RulesBucketPivots; j++ {
+			i += int((le.Uint64(b[bk+8*j:]) + ^n) >> 63)
+		}
+	}
+	if i&RulesBucketWide != 0 {
+		lo := func(i int) uint64 { return le.Uint64(b[rulesLoOff+(coll*RulesMaxIvl+i)*8:]) }
+		m := min(n, rulesLoCap-1)
+		i = 0
+		for step := RulesMaxIvl / 2; step > 0; step /= 2 {
+			if lo(i+step) <= m {
+				i += step
+			}
 		}
 	}
 	var mask uint32
@@ -78,15 +93,22 @@ func lookupTable(b []byte, coll int, n uint64, nodes, ranks, pipe, reg int, avai
 		}
 	}
 	k1 := uint64(uint32(nodes))<<32 | uint64(uint32(ranks))
-	k2 := uint64(uint32(pipe))<<32 | uint64(uint32(reg))
+	k2 := uint32(pipe)
+	if cands < 0 {
+		cands = rulesRuleOff + (coll*RulesMaxIvl+i)*RulesMaxCand*RuleSize
+	}
 	for k := 0; k < RulesMaxCand; k++ {
-		p := NumColls*RulesMaxIvl*8 + ((coll*RulesMaxIvl+i)*RulesMaxCand+k)*RuleSize
+		p := cands + k*RuleSize
 		u := func(o int) uint64 { return le.Uint64(b[p+o:]) }
-		if ((u(0)^k1)&u(8))|((u(16)^k2)&u(24)) != 0 || le.Uint32(b[p+32:])&mask == 0 {
+		w := func(o int) uint32 { return le.Uint32(b[p+o:]) }
+		if w(24) == 0 {
+			break
+		}
+		if ((u(0)^k1)&u(8)) != 0 || (w(16)^k2)&w(20) != 0 || w(24)&mask == 0 {
 			continue
 		}
-		f := func(o int) int { return int(int32(le.Uint32(b[p+o:]))) }
-		return f(36), f(40), f(44)
+		f := func(o int) int { return int(int32(w(o))) }
+		return f(28), f(32), f(36)
 	}
 	return -1, -1, 0
 }
@@ -119,7 +141,7 @@ func TestRulesTableMatchesFirstMatch(t *testing.T) {
 					for _, av := range avails {
 						for _, reg := range []int{0, 1, -1} {
 							a1, p1, c1 := Decide(rs, coll, s, nodes, ranks, 1, reg, av)
-							a2, p2, c2 := lookupTable(b, coll, s, nodes, ranks, 1, reg, av)
+							a2, p2, c2 := lookupTable(b, coll, s, nodes, ranks, 1, av)
 							if a1 != a2 || p1 != p2 || c1 != c2 {
 								t.Errorf("coll %d size %d nodes %d ranks %d reg %d: table %d/%d/%d, first match %d/%d/%d",
 									coll, s, nodes, ranks, reg, a2, p2, c2, a1, p1, c1)
@@ -160,6 +182,31 @@ func TestRulesTableLimits(t *testing.T) {
 	rs, _ = ParseRules(strings.NewReader(cuts.String()))
 	if _, err := RulesTable(rs); err == nil || !strings.Contains(err.Error(), "ranges") {
 		t.Errorf("%d disjoint rules: %v", RulesMaxIvl, err)
+	}
+	// Ranges above 2^63 are found without the search of lo: at most RulesBucketPivots may start
+	// inside [2^63, 2^64); below, a power-of-two range takes any number.
+	above := func(base uint64, n int) []Rule {
+		var rs []Rule
+		for i := 0; i < n; i++ {
+			lo := base + uint64(1000*i+1)
+			rs = append(rs, Rule{Coll: 4, MinBytes: lo, MaxBytes: lo + 10, Algorithm: 1, Protocol: 2, Channels: -1,
+				Nodes: -1, Ranks: -1, PipeOps: -1, RegBuff: -1, Line: i + 1})
+		}
+		return rs
+	}
+	if _, err := RulesTable(above(1<<63, 3)); err != nil {
+		t.Errorf("3 rules above 2^63 (6 starts): %v", err)
+	}
+	if _, err := RulesTable(above(1<<63, 4)); err == nil || !strings.Contains(err.Error(), "above 2^63") {
+		t.Errorf("4 rules above 2^63 (8 starts): %v", err)
+	}
+	if _, err := RulesTable(above(1<<62, 40)); err != nil {
+		t.Errorf("40 rules in [2^62, 2^63): %v", err)
+	}
+	// A rule on regBuff cannot be put in the table (ParseRules refuses it first).
+	if _, err := RulesTable([]Rule{{Coll: 4, MaxBytes: 10, Algorithm: 1, Protocol: 2, Channels: -1, Nodes: -1, Ranks: -1,
+		PipeOps: -1, RegBuff: 1, Line: 7}}); err == nil || !strings.Contains(err.Error(), "line 7: regBuff") {
+		t.Errorf("a rule on regBuff: %v", err)
 	}
 	// 100 rules of one collective fit.
 	cuts.Reset()
