@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,11 @@ import (
 // ubpfLib is uBPF built as a shared library (-fPIC -shared); when set,
 // BenchmarkNativeLoop and TestNativeLoopAgrees also run uBPF's JIT.
 var ubpfLib = flag.String("ubpf", "", "path of libubpf.so: also run uBPF's JIT on the loop programs")
+
+// nativeDirs names loop programs compiled elsewhere (for a machine without
+// that compiler): LABEL=DIR, comma-separated; DIR/NAME.so runs as
+// native-LABEL beside the compilers found here.
+var nativeDirs = flag.String("native", "", "LABEL=DIR[,...]: also run DIR/NAME.so, the loop programs compiled elsewhere, as native-LABEL")
 
 // loopPrograms are the loop programs of testdata/loop: NAME.s in eBPF
 // assembly and NAME.c, the same computation in C, whose function
@@ -55,15 +61,35 @@ func loopEngines(tb testing.TB, name string) []loopEngine {
 	}
 	var out []loopEngine
 	ccs := loopbench.Compilers()
-	if len(ccs) == 0 {
-		tb.Skip("no C compiler (clang-19, clang, gcc) in PATH for the native baseline")
+	prebuilt := map[string]string{} // label -> shared object
+	if *nativeDirs != "" {
+		for _, d := range strings.Split(*nativeDirs, ",") {
+			label, dir, ok := strings.Cut(d, "=")
+			if !ok || label == "" || dir == "" {
+				tb.Fatalf("-native %q: want LABEL=DIR", d)
+			}
+			prebuilt[label] = filepath.Join(dir, name+".so")
+		}
+	}
+	if len(ccs) == 0 && len(prebuilt) == 0 {
+		tb.Skip("no C compiler (clang-19, clang, gcc) in PATH for the native baseline, and no -native")
 	}
 	dir := tb.TempDir()
+	sos := map[string]string{}
 	for _, cc := range ccs {
 		so, err := loopbench.Build(cc, filepath.Join("testdata", "loop", name+".c"), dir)
 		if err != nil {
 			tb.Fatal(err)
 		}
+		sos[cc] = so
+	}
+	for label, so := range prebuilt {
+		if _, ok := sos[label]; !ok {
+			sos[label] = so
+		}
+	}
+	for _, cc := range slices.Sorted(maps.Keys(sos)) {
+		so := sos[cc]
 		lib, err := loopbench.Open(so)
 		if err != nil {
 			tb.Fatal(err)

@@ -10,6 +10,7 @@
 #   libncclbpf-testing.so                    the plugin with its test entry points (-tags ncclbpf_testing),
 #                                            for scripts/bench-net.sh
 #   tuner-host, rules100.conf                the C tuner host and 100 generated rules
+#   jit-amd64.test, loop-clang-19/           the JIT's loop benchmark and its clang-built native loops
 #   tunerbench, libharness-native.so         the independent harness of ../shared/bench (when it is
 #                                            beside the checkout), for scripts/bench-harness.sh
 # The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
@@ -38,6 +39,15 @@ if [ -f "$SHARED_BENCH/tunerbench.c" ]; then # the independent harness, for scri
 	gcc -O2 -fPIC -shared -o "$ART/libharness-native.so" "$SHARED_BENCH/native_size_aware.c"
 fi
 CLANG=${CLANG:-/usr/bin/clang-19}
+# The JIT's loop benchmark as a test binary, and its native loops compiled with clang (the GPU
+# machine has gcc only): run it from jit/amd64 with -native clang-19=ART/loop-clang-19.
+go test -c -o "$ART/jit-amd64.test" ./jit/amd64
+if [ -x "$CLANG" ]; then
+	mkdir -p "$ART/loop-clang-19"
+	for c in jit/amd64/testdata/loop/*.c; do
+		"$CLANG" -O2 -fPIC -shared -o "$ART/loop-clang-19/$(basename "$c" .c).so" "$c"
+	done
+fi
 if [ -x "$CLANG" ]; then
 	C=("$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include)
 	"${C[@]}" -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count.bpf.o"
