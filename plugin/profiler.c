@@ -69,6 +69,7 @@ struct pev {
 	_Atomic uint32_t next;                   /* free-list link: index + 1, 0 = end */
 	uint8_t kind;
 	uint8_t within; /* kernel channel counted in the parent's expected channels */
+	uint8_t needs;  /* NCCLBPF_PROF_NEED_* of its hook when it started (and the latency histograms') */
 	_Atomic uint32_t flags;
 	struct pev *parent;
 	uint32_t parent_gen;
@@ -77,6 +78,7 @@ struct pev {
 	struct pctx *pc;              /* the context whose pool holds this event */
 	_Atomic int32_t nchild;       /* children that completed */
 	uint64_t start_ns;
+	uint64_t stamp_ns;          /* task waiting for channels: coarse clock at its start (the sweep's age) */
 	_Atomic uint64_t end_ns;    /* max over own stop and children */
 	_Atomic uint64_t gpu_start; /* min, UINT64_MAX = none */
 	_Atomic uint64_t gpu_end;   /* max, 0 = none */
@@ -120,6 +122,7 @@ struct pctx {
  * layout as the tuner's slots (plugin/internal.h). */
 struct slot {
 	_Alignas(NBP_ALIGN) _Atomic(uintptr_t) fn;
+	_Atomic uint32_t needs; /* NCCLBPF_PROF_NEED_* of the program in fn (0 without one) */
 };
 
 /* A calling thread's record for grace periods, the same protocol as the tuner's per-communicator
@@ -162,6 +165,20 @@ static inline uint64_t now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The ages of stuck tasks (NCCLBPF_PROF_RECLAIM_MS, NCCLBPF_PROF_KCH_WAIT_MS) are measured with the
+ * coarse clock: a few nanoseconds to read, where CLOCK_MONOTONIC costs tens (its resolution, a
+ * kernel tick, is added to every age so that nothing is reclaimed early). */
+static uint64_t g_coarse_res = 10000000;
+__attribute__((constructor)) static void nbp_coarse_res(void) {
+	struct timespec res;
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0) g_coarse_res = (uint64_t)res.tv_nsec;
+}
+static inline uint64_t coarse_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void logmsg(struct pctx *pc, int level, const char *msg) {
 	if (pc && pc->log) pc->log(level, NBP_SUBSYS_PROFILE | NBP_SUBSYS_INIT, __FILE__, __LINE__, "%s", msg);
 }
@@ -178,10 +195,21 @@ int ncclbpf_prof_hook_id(const char *name) {
 	return -1;
 }
 
-uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn) {
+/* The needs are stored before the entry: an event that starts while a reload swaps the program may
+ * pair the new program with the old needs (or the reverse) for that one event; a field then left
+ * unfilled reads 0 (start_ns: end_ns), as for an event that started while its hook had no program. */
+uintptr_t ncclbpf_prof_publish_needs(int hook, uintptr_t fn, uint32_t needs) {
 	if (hook < NCCLBPF_PROF_FIRST_HOOK || hook > NCCLBPF_PROF_LAST_HOOK) return 0;
 	if (fn) nb_sync_core_before_publish();
+	atomic_store_explicit(&g_slots[hook].needs, fn ? needs & NCCLBPF_PROF_NEED_ALL : 0, memory_order_relaxed);
 	return atomic_exchange_explicit(&g_slots[hook].fn, fn, memory_order_acq_rel);
+}
+
+uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn) { return ncclbpf_prof_publish_needs(hook, fn, NCCLBPF_PROF_NEED_ALL); }
+
+uint32_t ncclbpf_prof_needs(int hook) {
+	if (hook < NCCLBPF_PROF_FIRST_HOOK || hook > NCCLBPF_PROF_LAST_HOOK) return 0;
+	return atomic_load(&g_slots[hook].fn) ? atomic_load(&g_slots[hook].needs) : 0;
 }
 
 static int nbp_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
@@ -213,6 +241,14 @@ int ncclbpf_prof_synchronize(void) {
 }
 
 static inline int slot_set(int hook) { return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed) != 0; }
+
+/* hook_needs: what the program in hook's slot reads (0 without a program). */
+static inline uint32_t hook_needs(int hook) {
+	return slot_set(hook) ? atomic_load_explicit(&g_slots[hook].needs, memory_order_relaxed) : 0;
+}
+
+/* A task's completion depends on its children (kernel channels, proxy operations) only for these. */
+#define NBP_NEED_COMPLETION (NCCLBPF_PROF_NEED_END | NCCLBPF_PROF_NEED_CHILDREN)
 
 /* NCCLBPF_LATENCY: collective events for the latency histograms without a profiler program. */
 static int lat_enabled(void) {
@@ -261,16 +297,47 @@ int ncclbpf_metrics_latency(struct ncclbpf_latency_hist *out, int max, uint64_t 
 	return n;
 }
 
+/* children_need_parents: whether new tasks wait for their kernel channels (and so stay alive for their proxy
+ * operations): when a kernel_ch_end or proxy_op_end program needs them as parents. */
+static inline int children_need_parents(void) {
+	return slot_set(NCCLBPF_PROF_KERNEL_CH_END) || slot_set(NCCLBPF_PROF_PROXY_OP_END);
+}
+
+/* task_needs is what a task of hook needs when it starts now: its program's needs, and for
+ * collectives those of the latency histograms when NCCLBPF_LATENCY is on. */
+static inline uint32_t task_needs(int hook) {
+	uint32_t n = hook_needs(hook);
+	if (hook == NCCLBPF_PROF_COLL_END && lat_enabled())
+		n |= NCCLBPF_PROF_NEED_START | NCCLBPF_PROF_NEED_END | NCCLBPF_PROF_NEED_CHILDREN;
+	return n;
+}
+
+/* The mask asks for the event kinds the published programs consume, nothing more: a task kind when
+ * its hook has a program; kernel channels (v3+) only when a task program reads what depends on them
+ * (completion time, GPU span, children), or the kernel_ch_end/proxy_op_end programs need their tasks
+ * as parents; proxy steps only when the proxy_op_end program reads its completion time, bytes or
+ * steps. A p2p-counting program that reads no time gets P2p events only. NCCL copies the mask into
+ * each task at its API call; one store changes all bits at once. */
 int ncclbpf_prof_wanted_mask(int version) {
-	int m = 0;
-	if (slot_set(NCCLBPF_PROF_COLL_END)) m |= NBP_EV_COLL;
-	if (slot_set(NCCLBPF_PROF_P2P_END)) m |= NBP_EV_P2P;
-	if (slot_set(NCCLBPF_PROF_PROXY_OP_END)) m |= NBP_EV_PROXY_OP | NBP_EV_PROXY_STEP;
-	if (lat_enabled()) m |= NBP_EV_COLL; /* the latency histograms (metrics.h) */
-	/* Kernel channels exist from v3 on. Whenever any task event is wanted they are requested too,
-	 * so that a task event always comes with the channels it is gated on (NCCL copies the mask into
-	 * each task, and one store changes all bits at once). */
-	if (version >= 3 && (m || slot_set(NCCLBPF_PROF_KERNEL_CH_END))) m |= NBP_EV_KERNEL_CH;
+	int m = 0, kch = 0;
+	if (slot_set(NCCLBPF_PROF_COLL_END)) {
+		m |= NBP_EV_COLL;
+		kch |= (task_needs(NCCLBPF_PROF_COLL_END) & NBP_NEED_COMPLETION) != 0;
+	}
+	if (slot_set(NCCLBPF_PROF_P2P_END)) {
+		m |= NBP_EV_P2P;
+		kch |= (task_needs(NCCLBPF_PROF_P2P_END) & NBP_NEED_COMPLETION) != 0;
+	}
+	if (slot_set(NCCLBPF_PROF_PROXY_OP_END)) {
+		m |= NBP_EV_PROXY_OP;
+		if (hook_needs(NCCLBPF_PROF_PROXY_OP_END) & NBP_NEED_COMPLETION) m |= NBP_EV_PROXY_STEP;
+	}
+	if (lat_enabled()) { /* the latency histograms (metrics.h): collectives with their channels */
+		m |= NBP_EV_COLL;
+		kch = 1;
+	}
+	if (children_need_parents()) kch = 1;
+	if (version >= 3 && kch) m |= NBP_EV_KERNEL_CH;
 	return m;
 }
 
@@ -412,7 +479,10 @@ static void ev_free(struct pctx *pc, struct pev *e) {
 	pool_push(pc, e);
 }
 
-static void complete(struct pctx *pc, struct pev *e, uint32_t gen);
+/* complete's t: the time just read by the caller, or 0 (complete reads the clock if the event needs
+ * its end), or NBP_NO_CLOCK (the sweep: the end is what was recorded). */
+#define NBP_NO_CLOCK UINT64_MAX
+static void complete(struct pctx *pc, struct pev *e, uint32_t gen, uint64_t t);
 
 /* sweep completes tasks among pool entries [from, from+count) that NCCL stopped at least min_age ns
  * ago and that only wait for kernel channels which have not come (no live child), marking them
@@ -420,12 +490,12 @@ static void complete(struct pctx *pc, struct pev *e, uint32_t gen);
 static void sweep(struct pctx *pc, uint32_t from, uint32_t count, uint64_t min_age, uint32_t flag) {
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(&pc->reclaiming, &expect, 1)) return;
-	uint64_t t = now_ns();
+	uint64_t t = coarse_ns();
 	for (uint32_t j = 0; j < count && j < pc->n; j++) {
 		struct pev *e = &pc->pool[(from + j) % pc->n];
 		uint64_t s = atomic_load(&e->st);
 		if ((uint32_t)s == 0 || e->kind != K_TASK) continue;
-		if (!(atomic_load(&e->flags) & EVF_STOPPED) || t - e->start_ns < min_age) continue;
+		if (!(atomic_load(&e->flags) & EVF_STOPPED) || (min_age && t - e->stamp_ns < min_age + g_coarse_res)) continue;
 		/* Stopped, so pending = unstarted expected channels + 2 per live expected channel + 1 per
 		 * other live child: it equals the unstarted channels exactly when no child is live. */
 		uint32_t ks = atomic_load(&e->kch_started);
@@ -435,7 +505,7 @@ static void sweep(struct pctx *pc, uint32_t from, uint32_t count, uint64_t min_a
 		if (atomic_compare_exchange_strong(&e->st, &s, (uint64_t)gen << 32)) {
 			atomic_fetch_or(&e->flags, flag);
 			if (flag & NCCLBPF_PROF_F_FORCED) atomic_fetch_add_explicit(&pc->forced, 1, memory_order_relaxed);
-			complete(pc, e, gen);
+			complete(pc, e, gen, NBP_NO_CLOCK);
 		}
 	}
 	atomic_store(&pc->reclaim_cursor, (from + count) % pc->n);
@@ -456,7 +526,7 @@ static void maintain(struct pctx *pc) {
 	if (!atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 	    !atomic_load_explicit(&pc->kch_absent, memory_order_relaxed)) {
 		uint64_t f = atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed);
-		if (f && now_ns() - f > pc->kch_wait_ns) {
+		if (f && coarse_ns() - f > pc->kch_wait_ns + g_coarse_res) {
 			atomic_store(&pc->kch_absent, 1);
 			sweep(pc, 0, pc->n, 0, NCCLBPF_PROF_F_HOST_ONLY);
 		}
@@ -481,6 +551,8 @@ static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
 	*gen = (uint32_t)(atomic_load_explicit(&e->st, memory_order_relaxed) >> 32);
 	e->kind = (uint8_t)kind;
 	e->within = 0;
+	e->needs = 0;
+	e->stamp_ns = 0;
 	atomic_store_explicit(&e->flags, 0, memory_order_relaxed);
 	e->parent = NULL;
 	e->parent_gen = 0;
@@ -517,7 +589,9 @@ static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_pr
 	memset(c, 0, sizeof(*c));
 	c->comm_id = pc->comm_id;
 	c->seq = e->id.seq;
-	c->local_seq = atomic_fetch_add_explicit(&pc->local_seq[hook], 1, memory_order_relaxed);
+	/* a locked add per event only for a program that reads the count */
+	if (atomic_load_explicit(&g_slots[hook].needs, memory_order_relaxed) & NCCLBPF_PROF_NEED_SEQ)
+		c->local_seq = atomic_fetch_add_explicit(&pc->local_seq[hook], 1, memory_order_relaxed);
 	c->bytes = e->id.bytes;
 	c->rank = e->id.rank;
 	c->n_ranks = pc->nranks;
@@ -554,8 +628,9 @@ static inline void maybe_run(struct pctx *pc, struct pev *e, int hook) {
 	run_hook(hook, &c);
 }
 
-/* child_done hands a completed child's times to its parent and drops the child's units there. */
-static void child_done(struct pctx *pc, struct pev *e, uint32_t units) {
+/* child_done hands a completed child's times to its parent and drops the child's units there; t is
+ * complete's (the time the child completed, if read). */
+static void child_done(struct pctx *pc, struct pev *e, uint32_t units, uint64_t t) {
 	struct pev *p = e->parent;
 	if (!p) return;
 	uint32_t pgen = e->parent_gen;
@@ -567,9 +642,10 @@ static void child_done(struct pctx *pc, struct pev *e, uint32_t units) {
 		amax(&p->gpu_end, ge);
 	}
 	if (e->kind == K_STEP) atomic_fetch_add_explicit(&p->xfer, atomic_load(&e->xfer), memory_order_relaxed);
-	if (e->kind != K_PROXY_OP) /* a task counts its kernel channels, a proxy op its steps */
+	/* a task counts its kernel channels, a proxy op its steps: only for a program that reads it */
+	if (e->kind != K_PROXY_OP && (p->needs & NCCLBPF_PROF_NEED_CHILDREN))
 		atomic_fetch_add_explicit(&p->nchild, 1, memory_order_relaxed);
-	if (release(p, pgen, units)) complete(pc, p, pgen);
+	if (release(p, pgen, units)) complete(pc, p, pgen, t);
 }
 
 /* lat_add counts a completed collective task in its context's latency histograms: the GPU span when
@@ -604,23 +680,34 @@ static void lat_add(struct pctx *pc, struct pev *e) {
 	atomic_fetch_add_explicit(&pc->lat_overflow, 1, memory_order_relaxed);
 }
 
-static void complete(struct pctx *pc, struct pev *e, uint32_t gen) {
+/* An event ends when its last unit is released: its own stop or its last child's. The end time is
+ * read then, once, and only for an event whose hook reads it (a child's stop reads no clock for the
+ * parent's sake); the stop of a task that needs it also records its own time, the end of a task the
+ * sweep completes. */
+static void complete(struct pctx *pc, struct pev *e, uint32_t gen, uint64_t t) {
 	(void)gen;
+	if (t != NBP_NO_CLOCK && (e->needs & NCCLBPF_PROF_NEED_END) && e->kind != K_KCH) {
+		if (!t) t = now_ns();
+		amax(&e->end_ns, t);
+	}
+	if (t == NBP_NO_CLOCK) t = 0;
 	switch (e->kind) {
 	case K_TASK:
-		if (e->id.hook == NCCLBPF_PROF_COLL_END) lat_add(pc, e);
+		/* the latency histograms take timed collectives (NCCLBPF_LATENCY, or a program that reads
+		 * their completion time) */
+		if (e->id.hook == NCCLBPF_PROF_COLL_END && (e->needs & NCCLBPF_PROF_NEED_END)) lat_add(pc, e);
 		maybe_run(pc, e, (int)e->id.hook);
 		break;
 	case K_KCH:
 		maybe_run(pc, e, NCCLBPF_PROF_KERNEL_CH_END);
-		child_done(pc, e, 1u + e->within);
+		child_done(pc, e, 1u + e->within, t);
 		break;
 	case K_PROXY_OP:
 		maybe_run(pc, e, NCCLBPF_PROF_PROXY_OP_END);
-		child_done(pc, e, 1);
+		child_done(pc, e, 1, t);
 		break;
 	case K_STEP:
-		child_done(pc, e, 1);
+		child_done(pc, e, 1, t);
 		break;
 	default:
 		return;
@@ -760,6 +847,19 @@ static void task_common(struct pctx *pc, struct dview *v) {
 /* ------------------------------------------------------------------------------------------------
  * The event entry points, version-neutral */
 
+/* parent_wants: whether the child v describes (a kernel channel or proxy operation without a program
+ * of its own) matters to its parent task: one that waits for its channels, or whose program reads its
+ * completion time, GPU span or children. A peek without a reference; NULL or stale parents: no. */
+static int parent_wants(struct pctx *pc, const struct dview *v) {
+	uint32_t tag;
+	if (!v->parent || (v->has_pid && v->pid != pc->pid)) return 0;
+	struct pev *p = from_handle(pc, v->parent, &tag);
+	if (!p) return 0;
+	uint64_t s = atomic_load_explicit(&p->st, memory_order_acquire);
+	if ((uint32_t)s == 0 || ((s >> 32) & NBP_TAG_MASK) != tag || p->kind != K_TASK) return 0;
+	return p->expected != 0 || (p->needs & NBP_NEED_COMPLETION) != 0;
+}
+
 static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 	*eHandle = NULL;
 	uint32_t gen, tag, pgen;
@@ -771,14 +871,22 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		e = ev_alloc(pc, K_TASK, &gen);
 		if (!e) return;
 		e->id = v->id;
-		e->start_ns = now_ns();
-		/* Expect kernel channels only when NCCL sends them (v3+ and KernelCh in the mask). */
+		uint32_t needs = task_needs((int)v->id.hook);
+		e->needs = (uint8_t)needs;
+		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? now_ns() : 0;
+		/* Expect kernel channels only when NCCL sends them (v3+ and KernelCh in the mask) and
+		 * something needs them: the task's program or histograms (completion time, GPU span,
+		 * channel count), or children's programs that need the task as their parent. A task that
+		 * waits for none ends at its stop (NCCLBPF_PROF_F_HOST_ONLY when it had channels). */
 		int mask = 0;
 		int *mp = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
 		if (mp) mask = __atomic_load_n(mp, __ATOMIC_RELAXED);
 		int absent = atomic_load_explicit(&pc->kch_absent, memory_order_relaxed);
-		e->expected = (pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent) ? v->nch : 0;
-		if (pc->version <= 2 || (absent && v->nch))
+		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent &&
+		           ((needs & NBP_NEED_COMPLETION) || children_need_parents());
+		e->expected = wait ? v->nch : 0;
+		if (e->expected) e->stamp_ns = coarse_ns();
+		if (pc->version <= 2 || (!wait && v->nch))
 			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_HOST_ONLY, memory_order_relaxed);
 		publish_live(e, gen, 1 + e->expected);
 		*eHandle = handle_of(e, gen);
@@ -791,10 +899,18 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 			atomic_store(&pc->kch_seen, 1);
 			atomic_store(&pc->kch_absent, 0);
 		}
+		int own = kch ? NCCLBPF_PROF_KERNEL_CH_END : NCCLBPF_PROF_PROXY_OP_END;
+		uint32_t needs = hook_needs(own);
+		/* Without a program of its own, a child matters only to a parent that waits for it or
+		 * reads what it brings: otherwise it is not kept (*eHandle stays NULL, NCCL then sends
+		 * nothing more for it). Checked without a reference: a parent that ends meanwhile is
+		 * found gone below. */
+		if (!slot_set(own) && !parent_wants(pc, v)) return;
 		e = ev_alloc(pc, kch ? K_KCH : K_PROXY_OP, &gen);
 		if (!e) return;
-		/* A child's start time is only seen by its own hook: no clock read without a program. */
-		e->start_ns = slot_set(kch ? NCCLBPF_PROF_KERNEL_CH_END : NCCLBPF_PROF_PROXY_OP_END) ? now_ns() : 0;
+		e->needs = (uint8_t)needs;
+		/* A child's start time is only seen by its own hook: no clock read unless it reads it. */
+		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? now_ns() : 0;
 		p = NULL;
 		if (v->parent && (!v->has_pid || v->pid == pc->pid)) {
 			p = from_handle(pc, v->parent, &tag);
@@ -837,12 +953,12 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		p = from_handle(pc, v->parent, &tag);
 		if (!p || !acquire(p, tag, &pgen)) return;
 		if (p->kind != K_PROXY_OP) {
-			if (release(p, pgen, 1)) complete(pc, p, pgen);
+			if (release(p, pgen, 1)) complete(pc, p, pgen, 0);
 			return;
 		}
 		e = ev_alloc(pc, K_STEP, &gen);
 		if (!e) {
-			if (release(p, pgen, 1)) complete(pc, p, pgen);
+			if (release(p, pgen, 1)) complete(pc, p, pgen, 0);
 			return;
 		}
 		e->parent = p;
@@ -873,18 +989,22 @@ static nbp_result_t stop_event(void *handle) {
 	uint32_t gen;
 	struct pev *e = handle_event(handle, &gen);
 	if (!e) return NBP_SUCCESS;
-	uint64_t t = now_ns();
-	amax(&e->end_ns, t);
+	/* The stop's time is the end of an event without children; a task's is kept for the sweep. */
+	uint64_t t = 0;
+	if (e->needs & NCCLBPF_PROF_NEED_END) {
+		t = now_ns();
+		amax(&e->end_ns, t);
+	}
 	if (e->kind == K_TASK) {
-		atomic_fetch_or(&e->flags, EVF_STOPPED);
+		atomic_fetch_or_explicit(&e->flags, EVF_STOPPED, memory_order_relaxed);
 		struct pctx *pc = e->pc;
 		if (e->expected && !atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 		    !atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed)) {
 			uint64_t z = 0;
-			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, t);
+			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, coarse_ns());
 		}
 	}
-	if (release(e, gen, 1)) complete(e->pc, e, gen);
+	if (release(e, gen, 1)) complete(e->pc, e, gen, t);
 	return NBP_SUCCESS;
 }
 

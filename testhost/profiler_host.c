@@ -15,6 +15,8 @@
  *   profiler_host mask LIB            no program published: init must leave the mask at 0
  *   profiler_host maskon LIB          the library's bundle has a coll_end program: the first profiler
  *                                     init (before any tuner init, as in NCCL) sets the mask
+ *   profiler_host needs LIB MASK KCH  the bundle's programs decide the activation mask: exactly MASK, and
+ *                                     the events it asks for reach them (KCH 1: a kernel_ch_end program)
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
  *   profiler_host swap LIB            programs swapped in all slots under load, each swap followed by
@@ -701,6 +703,50 @@ static int run_maskon(const char *lib) {
 	return failures ? 1 : 0;
 }
 
+/* needs: the library's bundle (NCCLBPF_POLICY) must make every version's init store exactly WANT (the
+ * v3+ mask; v1/v2 have no kernel channels), and with v5, 100 collectives and 100 p2p tasks of 2
+ * channels each, emitted as NCCL would under that mask, must reach the programs: p2p_end once per
+ * p2p task if the mask has P2p, kernel_ch_end once per channel if KCH (1: the bundle has a
+ * kernel_ch_end program), none of them without its parent task. */
+static int run_needs(const char *lib, int want, int kch_prog) {
+	for (int v = 6; v >= 1; v--) {
+		struct plug p;
+		if (plug_open(&p, lib, v) != 0) return 2;
+		int mask = 0;
+		struct comm c;
+		if (comm_open(&c, &p, 0x8000 + (uint64_t)v, 0, 2, &mask) != 0) return 2;
+		if (!mask) return not_loaded(&p, mask);
+		int want_v = v >= 3 ? want : want & ~NBP_EV_KERNEL_CH;
+		CHECK(mask == want_v, "v%d: activation mask %#x, want %#x", v, mask, want_v);
+		if (v == 5) {
+			struct ncclbpf_prof_stats st0, st;
+			p.stats(&st0);
+			const int N = 100;
+			for (int i = 0; i < N; i++) {
+				struct task t = {.is_p2p = 1, .func = i % 2 ? 6 : 7, .peer = 1, .nch = 2, .count = 1024, .gpu_ns = 1000};
+				emit_task(&c, &t);
+				struct task u = {.seq = (uint64_t)i, .func = 4, .algo = 1, .proto = 2, .nch = 2, .count = 4096, .gpu_ns = 2000};
+				emit_task(&c, &u);
+			}
+			comm_close(&c);
+			p.stats(&st);
+			uint64_t np = st.calls[NCCLBPF_PROF_P2P_END] - st0.calls[NCCLBPF_PROF_P2P_END];
+			uint64_t nk = st.calls[NCCLBPF_PROF_KERNEL_CH_END] - st0.calls[NCCLBPF_PROF_KERNEL_CH_END];
+			uint64_t orph = st.orphans - st0.orphans;
+			CHECK(np == (mask & NBP_EV_P2P ? (uint64_t)N : 0), "v5: p2p_end ran %llu times for %d p2p tasks",
+			      (unsigned long long)np, N);
+			CHECK(nk == (kch_prog ? 4ull * N : 0), "v5: kernel_ch_end ran %llu times for %d channels",
+			      (unsigned long long)nk, kch_prog ? 4 * N : 0);
+			CHECK(orph == 0, "v5: %llu children without their parent", (unsigned long long)orph);
+			printf("v5: mask %#x: %llu p2p_end, %llu kernel_ch_end, %llu orphans\n", mask, (unsigned long long)np,
+			       (unsigned long long)nk, (unsigned long long)orph);
+		} else
+			comm_close(&c);
+		printf("v%d: mask %#x as wanted\n", v, mask);
+	}
+	return failures ? 1 : 0;
+}
+
 /* ---- scenario: no kernel channels ---------------------------------------------------------------- */
 
 /* NCCL sends no KernelCh events for a 1-rank communicator (send/recv to self), although the mask
@@ -1193,42 +1239,51 @@ static uint64_t noop_prog(void *ctx) {
 	return 0;
 }
 
-/* bench_round emits n collectives (task + NCH kernel channels with GPU stamps) on ctx and returns
- * ns per profiler call. */
-static double bench_round(struct plug *p, void *ctx, int n, uint64_t *calls_out) {
+/* bench_round emits n collectives on ctx as NCCL would under the activation mask: the task, and
+ * its NCH kernel channels with GPU stamps only when the mask asks for kernel channels. Returns ns per
+ * profiler call; *calls_out: the calls made. */
+static double bench_round(struct plug *p, void *ctx, int n, int mask, uint64_t *calls_out) {
 	enum { NCH = 2 };
 	union descr d;
 	uint64_t calls = 0;
+	int nch = mask & NBP_EV_KERNEL_CH ? NCH : 0;
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < n; i++) {
 		void *h = NULL, *k[NCH];
 		struct task t = {.seq = (uint64_t)i, .func = 4, .algo = 1, .proto = 2, .nch = NCH, .count = 256u << (i & 7)};
 		d_task(5, &d, &t, NULL, NULL, 0);
 		p->start(ctx, &h, &d);
-		p->stop(h);
-		for (int ch = 0; ch < NCH; ch++) {
+		if (h) p->stop(h);
+		for (int ch = 0; ch < nch; ch++) {
 			d_kch(5, &d, h, ch, 1000000 + (uint64_t)i);
 			k[ch] = NULL;
 			p->start(ctx, &k[ch], &d);
 		}
-		for (int ch = 0; ch < NCH; ch++) {
+		for (int ch = 0; ch < nch; ch++) {
 			nbp_state_args_v6_t a = {.kernelCh = {.pTimer = 1000000 + (uint64_t)i + 5000 + (uint64_t)(i & 255) * 100}};
+			if (!k[ch]) continue;
 			p->record(k[ch], NBP_ST_KERNEL_CH_STOP, &a);
 			p->stop(k[ch]);
 		}
-		calls += 2 + 3 * NCH;
+		calls += 2 + 3 * (uint64_t)nch;
 	}
 	uint64_t t1 = now_ns();
 	*calls_out = calls;
 	return (double)(t1 - t0) / (double)calls;
 }
 
-/* The benchmark, in one process and on one context, alternating the program in the coll_end slot:
- * the bundle's latency_stats (JIT-compiled; skipped with "native"), the same logic compiled
- * natively, and a program that does nothing. Best of 5 rounds each. */
+/* The benchmark, in one process and on one context, alternating the program in the coll_end slot
+ * (each publish followed by the mask refresh, as the control plane does): the bundle's
+ * latency_stats (JIT-compiled; skipped with "native"), the same logic compiled natively, and a
+ * program that does nothing, published as reading what latency_stats reads (the times and the GPU
+ * span: the fixed cost of a timing program) and, where the library has ncclbpf_prof_publish_needs,
+ * as reading nothing (what the verifier finds for an empty program). Best of 5 rounds each. */
 static int run_bench(const char *lib, int native) {
 	struct plug p;
 	if (plug_open(&p, lib, 5) != 0) return 2;
+	uintptr_t (*publish_needs)(int, uintptr_t, uint32_t) =
+		(uintptr_t(*)(int, uintptr_t, uint32_t))dlsym(p.lib, "ncclbpf_prof_publish_needs");
+	uint32_t (*needs_of)(int) = (uint32_t(*)(int))dlsym(p.lib, "ncclbpf_prof_needs");
 	int mask = 0;
 	void *ctx = NULL;
 	if (plug_init(&p, &ctx, 0x4000, &mask, 8, 0) != 0) return 2;
@@ -1236,26 +1291,31 @@ static int run_bench(const char *lib, int native) {
 	void *tctx = NULL;
 	int nvl[3] = {1, 8, 8};
 	if (tuner && tuner->init(&tctx, 0x4000, 8, 1, (void *)host_log, nvl, NULL) != 0) return 2;
-	uintptr_t ebpf = 0;
+	enum { K = 4 };
+	uintptr_t progs[K] = {0, (uintptr_t)latency_native_prog, (uintptr_t)noop_prog, publish_needs ? (uintptr_t)noop_prog : 0};
+	/* latency_stats reads duration_ns and gpu_duration_ns */
+	uint32_t lat_needs = NCCLBPF_PROF_NEED_START | NCCLBPF_PROF_NEED_END | NCCLBPF_PROF_NEED_CHILDREN;
 	if (!native) {
 		if (!(mask & NBP_EV_COLL)) return not_loaded(&p, mask);
-		ebpf = p.publish(NCCLBPF_PROF_COLL_END, 0); /* the bundle's entry */
-		p.publish(NCCLBPF_PROF_COLL_END, ebpf);
+		if (needs_of) lat_needs = needs_of(NCCLBPF_PROF_COLL_END); /* what the verifier found */
+		progs[0] = p.publish(NCCLBPF_PROF_COLL_END, 0); /* the bundle's entry */
 	}
-	p.publish(NCCLBPF_PROF_COLL_END, (uintptr_t)latency_native_prog);
-	mask = p.refresh();
-	const int N = 100000;
-	uintptr_t progs[3] = {ebpf, (uintptr_t)latency_native_prog, (uintptr_t)noop_prog};
-	const char *names[3] = {"ebpf latency_stats", "native latency_stats", "empty program"};
-	double best[3] = {1e30, 1e30, 1e30};
-	uint64_t calls = 0;
-	bench_round(&p, ctx, N / 10, &calls); /* warm up */
-	for (int r = 0; r < 5; r++)
-		for (int k = 0; k < 3; k++) {
+	uint32_t needs[K] = {lat_needs, lat_needs, lat_needs, 0};
+	const char *names[K] = {"ebpf latency_stats", "native latency_stats", "empty program, reads what latency_stats reads",
+	                        "empty program, reads nothing"};
+	int masks[K] = {0};
+	double best[K] = {1e30, 1e30, 1e30, 1e30};
+	uint64_t calls[K] = {0}, c = 0;
+	for (int r = 0; r < 6; r++) /* round 0: warm-up */
+		for (int k = 0; k < K; k++) {
 			if (!progs[k]) continue;
-			p.publish(NCCLBPF_PROF_COLL_END, progs[k]);
-			double ns = bench_round(&p, ctx, N, &calls);
-			if (ns < best[k]) best[k] = ns;
+			if (publish_needs)
+				publish_needs(NCCLBPF_PROF_COLL_END, progs[k], needs[k]);
+			else
+				p.publish(NCCLBPF_PROF_COLL_END, progs[k]);
+			masks[k] = p.refresh();
+			double ns = bench_round(&p, ctx, r ? 100000 : 10000, masks[k], &c);
+			if (r && ns < best[k]) best[k] = ns, calls[k] = c;
 		}
 	struct ncclbpf_prof_stats st;
 	p.stats(&st);
@@ -1265,11 +1325,12 @@ static int run_bench(const char *lib, int native) {
 	p.publish(NCCLBPF_PROF_COLL_END, 0);
 	p.finalize(ctx);
 	if (tuner) tuner->finalize(tctx);
-	printf("bench: %d collectives x (task + 2 kernel channels with GPU stamps) = %llu profiler calls per round, best of 5\n", N,
-	       (unsigned long long)calls);
-	for (int k = 0; k < 3; k++)
-		if (progs[k]) printf("bench %s: %.1f ns/call, %.1f ns/collective\n", names[k], best[k], best[k] * 8);
-	if (ebpf)
+	printf("bench: 100000 collectives a round (task start/stop, and 2 kernel channels with GPU stamps when the mask asks for them), best of 5\n");
+	for (int k = 0; k < K; k++)
+		if (progs[k])
+			printf("bench %s: %.1f ns/call, %.1f ns/collective, %.0f calls/collective, mask %#x, needs %#x\n", names[k], best[k],
+			       best[k] * (double)calls[k] / 100000.0, (double)calls[k] / 100000.0, masks[k], needs[k]);
+	if (progs[0])
 		printf("bench ratio ebpf/native: %.3f per profiler call (program share: %.1f ns vs %.1f ns per collective)\n",
 		       best[0] / best[1], (best[0] - best[2]) * 8, (best[1] - best[2]) * 8);
 	return failures ? 1 : 0;
@@ -1417,6 +1478,8 @@ int main(int argc, char **argv) {
 		rc = run_mask(argv[2]);
 	else if (!strcmp(argv[1], "maskon"))
 		rc = run_maskon(argv[2]);
+	else if (!strcmp(argv[1], "needs") && argc > 4)
+		rc = run_needs(argv[2], (int)strtol(argv[3], NULL, 0), atoi(argv[4]));
 	else if (!strcmp(argv[1], "swap"))
 		rc = run_swap(argv[2]);
 	else if (!strcmp(argv[1], "stuck"))

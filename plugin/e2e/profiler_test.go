@@ -170,6 +170,32 @@ func TestProfilerMaskFromBundle(t *testing.T) {
 	}
 }
 
+// TestProfilerMaskFollowsNeeds: the activation mask asks NCCL for the event
+// kinds the bundle's programs consume, nothing more, from what the verifier
+// says each program reads: a p2p-counting program that reads no time gets
+// P2p events only (no kernel channels); one that reads duration_ns gets the
+// kernel channels its completion time depends on; a kernel_ch_end program
+// gets every channel, with its task as parent. For each version and with
+// v5 events, the host checks the mask and the program calls.
+func TestProfilerMaskFollowsNeeds(t *testing.T) {
+	profArtifacts(t)
+	root := repoRoot(t)
+	for _, c := range []struct {
+		obj, mask, kch string
+	}{
+		{"testhost/gpu/p2p_count.bpf.o", "0x4", "0"},
+		{"testhost/profiler_device_policy.bpf.o", "0x44", "0"},
+		{"testhost/prof_kch.bpf.o", "0x44", "1"},
+		{"policies/latency_stats/latency_stats.bpf.o", "0x42", "0"},
+	} {
+		out, code := profHost(t, []string{"NCCLBPF_POLICY=" + filepath.Join(root, c.obj)}, 3, "needs", profArt.lib, c.mask, c.kch)
+		skipIfPipelineMissing(t, out, code)
+		if strings.Count(out, "as wanted") != 6 || !strings.Contains(out, " 0 orphans") {
+			t.Errorf("%s: want mask %s:\n%s", c.obj, c.mask, out)
+		}
+	}
+}
+
 // TestProfilerReportsPolicyLoad: a job that loads libncclbpf.so only as its
 // profiler (no tuner init) still gets exactly one warning through NCCL's
 // logger when the policy does not load, and none when it does; without
