@@ -52,6 +52,13 @@
 
 #define NBP_ALIGN 64
 #define NBP_TAG_MASK ((uintptr_t)(NBP_ALIGN - 1))
+/* Events are 256 bytes, 256-aligned: a handle's low 6 bits hold the generation tag, and the next two
+ * say that the handle is a kernel channel kept in its task (no event of its own; see start_common),
+ * counted in the task's expected channels or not. */
+#define NBP_EV_ALIGN 256
+#define NBP_H_LIGHT ((uintptr_t)64)
+#define NBP_H_WITHIN ((uintptr_t)128)
+#define NBP_H_BITS ((uintptr_t)(NBP_EV_ALIGN - 1))
 
 typedef uint64_t (*nbp_prog_fn)(void *ctx);
 
@@ -65,7 +72,7 @@ struct ident {
 };
 
 struct pev {
-	_Alignas(NBP_ALIGN) _Atomic uint64_t st; /* gen << 32 | pending */
+	_Alignas(NBP_EV_ALIGN) _Atomic uint64_t st; /* gen << 32 | pending */
 	_Atomic uint32_t next;                   /* free-list link: index + 1, 0 = end */
 	uint8_t kind;
 	uint8_t within; /* kernel channel counted in the parent's expected channels */
@@ -85,6 +92,8 @@ struct pev {
 	_Atomic uint64_t xfer;      /* proxy op: bytes of its steps; step: last transSize */
 	struct ident id;
 };
+
+_Static_assert(sizeof(struct pev) == NBP_EV_ALIGN, "an event is one 256-byte slot");
 
 /* One latency histogram of a context (metrics.h). key 0 = free: claimed by a compare-and-swap, as
  * several threads complete tasks of one context; counts are relaxed additions. */
@@ -443,8 +452,8 @@ static inline void *handle_of(struct pev *e, uint32_t gen) { return (void *)((ui
 /* from_handle returns the event a handle designates, if it lies in pc's pool, else NULL. */
 static inline struct pev *from_handle(struct pctx *pc, void *h, uint32_t *tag) {
 	uintptr_t u = (uintptr_t)h;
-	struct pev *e = (struct pev *)(u & ~NBP_TAG_MASK);
-	if (!pc || e < pc->pool || e >= pc->pool + pc->n) return NULL;
+	struct pev *e = (struct pev *)(u & ~NBP_H_BITS);
+	if (!pc || (u & (NBP_H_LIGHT | NBP_H_WITHIN)) || e < pc->pool || e >= pc->pool + pc->n) return NULL;
 	*tag = (uint32_t)(u & NBP_TAG_MASK);
 	return e;
 }
@@ -906,6 +915,22 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		 * nothing more for it). Checked without a reference: a parent that ends meanwhile is
 		 * found gone below. */
 		if (!slot_set(own) && !parent_wants(pc, v)) return;
+		if (kch && !slot_set(own)) {
+			/* No kernel_ch_end program: the channel is kept in its task, without an event of its
+			 * own. Its handle is the task's, marked: it holds one reference on the task (so the
+			 * task stays, and its generation with it) until its stop, and its GPU stamps go
+			 * straight to the task. */
+			p = from_handle(pc, v->parent, &tag);
+			if (!p || !acquire(p, tag, &pgen)) return;
+			if (p->kind != K_TASK) {
+				if (release(p, pgen, 1)) complete(pc, p, pgen, 0);
+				return;
+			}
+			int within = atomic_fetch_add_explicit(&p->kch_started, 1, memory_order_relaxed) < p->expected;
+			if (v->ptimer) amin(&p->gpu_start, v->ptimer);
+			*eHandle = (void *)((uintptr_t)p | (pgen & NBP_TAG_MASK) | NBP_H_LIGHT | (within ? NBP_H_WITHIN : 0));
+			return;
+		}
 		e = ev_alloc(pc, kch ? K_KCH : K_PROXY_OP, &gen);
 		if (!e) return;
 		e->needs = (uint8_t)needs;
@@ -977,7 +1002,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
  * handle's generation. */
 static inline struct pev *handle_event(void *handle, uint32_t *gen) {
 	if (!handle) return NULL;
-	struct pev *e = (struct pev *)((uintptr_t)handle & ~NBP_TAG_MASK);
+	struct pev *e = (struct pev *)((uintptr_t)handle & ~NBP_H_BITS);
 	uint64_t s = atomic_load(&e->st);
 	*gen = (uint32_t)(s >> 32);
 	if ((*gen & NBP_TAG_MASK) != ((uintptr_t)handle & NBP_TAG_MASK) || (uint32_t)s == 0) return NULL;
@@ -989,6 +1014,11 @@ static nbp_result_t stop_event(void *handle) {
 	uint32_t gen;
 	struct pev *e = handle_event(handle, &gen);
 	if (!e) return NBP_SUCCESS;
+	if ((uintptr_t)handle & NBP_H_LIGHT) { /* a kernel channel kept in its task e */
+		if (e->needs & NCCLBPF_PROF_NEED_CHILDREN) atomic_fetch_add_explicit(&e->nchild, 1, memory_order_relaxed);
+		if (release(e, gen, (uintptr_t)handle & NBP_H_WITHIN ? 2 : 1)) complete(e->pc, e, gen, 0);
+		return NBP_SUCCESS;
+	}
 	/* The stop's time is the end of an event without children; a task's is kept for the sweep. */
 	uint64_t t = 0;
 	if (e->needs & NCCLBPF_PROF_NEED_END) {
@@ -1013,6 +1043,10 @@ static void record_common(void *handle, nbp_state_t st, uint64_t arg, int has_ar
 	uint32_t gen;
 	struct pev *e = handle_event(handle, &gen);
 	if (!e) return;
+	if ((uintptr_t)handle & NBP_H_LIGHT) { /* a kernel channel kept in its task e */
+		if (st == NBP_ST_KERNEL_CH_STOP && has_arg && arg) amax(&e->gpu_end, arg);
+		return;
+	}
 	if (st == NBP_ST_KERNEL_CH_STOP && e->kind == K_KCH && has_arg && arg) {
 		atomic_store_explicit(&e->gpu_end, arg, memory_order_relaxed);
 	} else if (e->kind == K_STEP && has_arg && st >= NBP_ST_STEP_SEND_GPU_WAIT && st <= NBP_ST_STEP_RECV_GPU_WAIT) {
@@ -1064,7 +1098,7 @@ static nbp_result_t init_common(void **context, int version, uint64_t comm_id, i
 	/* NCCL creates no kernel-channel events on a 1-rank communicator (seen with 2.28.9: send/recv
 	 * to self gives P2p events only): do not wait for them there. */
 	if (nranks == 1) atomic_store(&pc->kch_absent, 1);
-	pc->pool = aligned_alloc(NBP_ALIGN, sizeof(struct pev) * pc->n);
+	pc->pool = aligned_alloc(NBP_EV_ALIGN, sizeof(struct pev) * pc->n);
 	if (!pc->pool) {
 		free(pc);
 		return NBP_INTERNAL_ERROR;

@@ -78,17 +78,24 @@ func profHost(t *testing.T, env []string, allow int, args ...string) (string, in
 
 // TestProfilerEvents: every exported version receives NCCL's event sequence
 // from 4 communicators on their own user and proxy threads; the host checks
-// pairing, hierarchy, identity, GPU and host times and the counters.
+// pairing, hierarchy, identity, GPU and host times and the counters, with a
+// program in every hook and without a kernel_ch_end program.
 func TestProfilerEvents(t *testing.T) {
 	profArtifacts(t)
 	for _, lib := range []string{profArt.standalone, profArt.lib} {
 		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "events", lib)
+		// Without a kernel_ch_end program the shim keeps channels in their
+		// tasks: the tasks' counts, GPU spans and times must not change.
+		light, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "eventslight", lib)
 		for v := 1; v <= 6; v++ {
 			if !strings.Contains(out, fmt.Sprintf("v%d: 4 communicators", v)) {
 				t.Errorf("%s: no result for profiler v%d:\n%s", filepath.Base(lib), v, out)
 			}
+			if !strings.Contains(light, fmt.Sprintf("v%d (channels kept in their tasks): 4 communicators", v)) {
+				t.Errorf("%s: no result for profiler v%d without kernel_ch_end:\n%s", filepath.Base(lib), v, light)
+			}
 		}
-		t.Logf("%s:\n%s", filepath.Base(lib), out)
+		t.Logf("%s:\n%s%s", filepath.Base(lib), out, light)
 	}
 }
 
