@@ -63,7 +63,10 @@
 typedef uint64_t (*nbp_prog_fn)(void *ctx);
 
 enum { K_FREE = 0, K_TASK, K_KCH, K_PROXY_OP, K_STEP };
-enum { EVF_STOPPED = 1u << 8 }; /* internal flag bits above the NCCLBPF_PROF_F_* ones */
+/* The state word's low half: the pending count, and the top bit set once NCCL stopped the task (set
+ * by the stop's own release: one compare-and-swap). */
+#define ST_STOPPED 0x80000000u
+#define PEND(s) ((uint32_t)(s) & ~ST_STOPPED)
 
 struct ident {
 	uint64_t seq, bytes;
@@ -72,7 +75,7 @@ struct ident {
 };
 
 struct pev {
-	_Alignas(NBP_EV_ALIGN) _Atomic uint64_t st; /* gen << 32 | pending */
+	_Alignas(NBP_EV_ALIGN) _Atomic uint64_t st; /* gen << 32 | ST_STOPPED? | pending */
 	_Atomic uint32_t next;                   /* free-list link: index + 1, 0 = end */
 	uint8_t kind;
 	uint8_t within; /* kernel channel counted in the parent's expected channels */
@@ -111,10 +114,13 @@ struct pctx {
 	nbp_logger_t log;
 	uint32_t n;
 	struct pev *pool;
+	uint64_t serial;       /* unique to this context in the process (thread caches) */
 	_Atomic uint64_t head; /* tag << 32 | (index + 1) */
 	_Atomic int reclaiming;
 	_Atomic uint32_t reclaim_cursor;
 	_Atomic uint32_t tick;
+	_Atomic int waits;               /* a task waited for kernel channels: the sweep has work */
+	_Atomic uint64_t swept_ns;       /* coarse clock at the last periodic sweep */
 	_Atomic int kch_seen;            /* a kernel channel event arrived on this context */
 	_Atomic int kch_absent;          /* concluded that NCCL sends none here */
 	_Atomic uint64_t first_wait_ns;  /* first task stop that waited for channels, while none seen */
@@ -138,10 +144,18 @@ struct slot {
  * `active` word (plugin/slot.c): odd while the thread runs published code. A profiler context is used
  * by several threads at once (user threads, the proxy thread), so the word is per thread; records
  * are claimed from a static table on a thread's first call (no allocation) and also count calls. */
+#define NBP_TCACHE 8
 struct thr {
 	_Alignas(NBP_ALIGN) _Atomic uint64_t active;
 	_Atomic int used;
 	_Atomic uint64_t calls[NCCLBPF_PROF_LAST_HOOK + 1];
+	/* Free events of one context (serial), kept by the thread that freed them for its next
+	 * allocations: no compare-and-swap on the context's free stack while a thread both starts and
+	 * completes events. Only this thread touches them; a context's serial is never reused, so
+	 * events of a finalized context are never handed out. */
+	uint64_t cache_serial;
+	uint32_t cache_n;
+	struct pev *cache[NBP_TCACHE];
 };
 #define NBP_MAX_THREADS 512
 
@@ -149,8 +163,9 @@ static struct slot g_slots[NCCLBPF_PROF_LAST_HOOK + 1];
 static struct thr g_thr[NBP_MAX_THREADS];
 static _Atomic uint64_t g_overflow_inflight; /* threads beyond the table: a shared counter */
 static _Atomic uint64_t g_overflow_calls[NCCLBPF_PROF_LAST_HOOK + 1];
-static __thread struct thr *t_rec;
-static __thread int t_rec_none;
+static __thread struct thr *t_rec __attribute__((tls_model("initial-exec")));
+static __thread int t_rec_none __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t g_ctx_serial;
 static int *_Atomic g_mask_ptr;
 static _Atomic int g_version;
 static _Atomic int g_mask_stored;
@@ -393,10 +408,12 @@ static struct thr *claim_thr(void) {
 	return NULL;
 }
 
+static inline struct thr *thr_rec(void) { return t_rec ? t_rec : claim_thr(); }
+
 /* run_hook calls the program in hook's slot on c, inside the thread's grace-period bracket: two
  * plain stores and a load, no read-modify-write (see ncclbpf_prof_synchronize). */
 static inline void run_hook(int hook, struct ncclbpf_prof_ctx *c) {
-	struct thr *r = t_rec ? t_rec : claim_thr();
+	struct thr *r = thr_rec();
 	if (__builtin_expect(r != NULL, 1)) {
 		uint64_t a = atomic_load_explicit(&r->active, memory_order_relaxed);
 		atomic_store_explicit(&r->active, a + 1, memory_order_relaxed);
@@ -462,7 +479,7 @@ static inline struct pev *from_handle(struct pctx *pc, void *h, uint32_t *tag) {
 static int acquire(struct pev *e, uint32_t tag, uint32_t *gen) {
 	uint64_t s = atomic_load(&e->st);
 	for (;;) {
-		if ((uint32_t)s == 0 || ((s >> 32) & NBP_TAG_MASK) != tag) return 0;
+		if (PEND(s) == 0 || ((s >> 32) & NBP_TAG_MASK) != tag) return 0;
 		if (atomic_compare_exchange_weak(&e->st, &s, s + 1)) {
 			*gen = (uint32_t)(s >> 32);
 			return 1;
@@ -470,21 +487,33 @@ static int acquire(struct pev *e, uint32_t tag, uint32_t *gen) {
 	}
 }
 
-/* release drops k units of pending if e is still generation gen; returns 1 if that completed it. */
-static int release(struct pev *e, uint32_t gen, uint32_t k) {
+/* release drops k units of pending if e is still generation gen, and adds the flags mark
+ * (ST_STOPPED or 0) to what stays pending; returns 1 if that completed it. */
+static int release_mark(struct pev *e, uint32_t gen, uint32_t k, uint32_t mark) {
 	uint64_t s = atomic_load(&e->st);
 	for (;;) {
-		uint32_t p = (uint32_t)s;
+		uint32_t p = PEND(s);
 		if ((uint32_t)(s >> 32) != gen || p == 0) return 0;
 		uint32_t np = p > k ? p - k : 0;
-		if (atomic_compare_exchange_weak(&e->st, &s, (uint64_t)gen << 32 | np)) return np == 0;
+		uint32_t lo = np ? np | ((uint32_t)s & ST_STOPPED) | mark : 0;
+		if (atomic_compare_exchange_weak(&e->st, &s, (uint64_t)gen << 32 | lo)) return np == 0;
 	}
 }
+static inline int release(struct pev *e, uint32_t gen, uint32_t k) { return release_mark(e, gen, k, 0); }
+
+static inline struct thr *thr_rec(void);
 
 static void ev_free(struct pctx *pc, struct pev *e) {
-	uint64_t s = atomic_load(&e->st);
+	uint64_t s = atomic_load_explicit(&e->st, memory_order_relaxed);
 	e->kind = K_FREE;
-	atomic_store(&e->st, ((s >> 32) + 1) << 32);
+	atomic_store_explicit(&e->st, ((s >> 32) + 1) << 32, memory_order_release);
+	struct thr *r = thr_rec();
+	/* (not in small pools, where the few events kept by each thread would be missed) */
+	if (r && pc->n >= 64 * NBP_TCACHE && (r->cache_serial == pc->serial || r->cache_n == 0) && r->cache_n < NBP_TCACHE) {
+		r->cache_serial = pc->serial;
+		r->cache[r->cache_n++] = e;
+		return;
+	}
 	pool_push(pc, e);
 }
 
@@ -503,13 +532,13 @@ static void sweep(struct pctx *pc, uint32_t from, uint32_t count, uint64_t min_a
 	for (uint32_t j = 0; j < count && j < pc->n; j++) {
 		struct pev *e = &pc->pool[(from + j) % pc->n];
 		uint64_t s = atomic_load(&e->st);
-		if ((uint32_t)s == 0 || e->kind != K_TASK) continue;
-		if (!(atomic_load(&e->flags) & EVF_STOPPED) || (min_age && t - e->stamp_ns < min_age + g_coarse_res)) continue;
+		if (PEND(s) == 0 || e->kind != K_TASK) continue;
+		if (!((uint32_t)s & ST_STOPPED) || (min_age && t - e->stamp_ns < min_age + g_coarse_res)) continue;
 		/* Stopped, so pending = unstarted expected channels + 2 per live expected channel + 1 per
 		 * other live child: it equals the unstarted channels exactly when no child is live. */
 		uint32_t ks = atomic_load(&e->kch_started);
 		uint32_t unstarted = e->expected > ks ? e->expected - ks : 0;
-		if ((uint32_t)s != unstarted) continue;
+		if (PEND(s) != unstarted) continue;
 		uint32_t gen = (uint32_t)(s >> 32);
 		if (atomic_compare_exchange_strong(&e->st, &s, (uint64_t)gen << 32)) {
 			atomic_fetch_or(&e->flags, flag);
@@ -529,8 +558,9 @@ static void reclaim(struct pctx *pc) { sweep(pc, 0, pc->n, pc->reclaim_ns, NCCLB
  *    than NCCLBPF_PROF_KCH_WAIT_MS (default 5 s: NCCL's first collectives may set up connections),
  *    NCCL does not send them here: tasks stop waiting for them (they end at their stop, with
  *    NCCLBPF_PROF_F_HOST_ONLY). A later kernel channel turns waiting back on for new tasks;
- *  - every 64 task starts, 64 pool entries are swept for tasks stuck longer than the reclaim age
- *    (a channel NCCL announced but never reported), so stuck events never pile up. */
+ *  - every 64 task starts (at most once a millisecond, and only once a task of the context waited
+ *    for channels), 64 pool entries are swept for tasks stuck longer than the reclaim age (a
+ *    channel NCCL announced but never reported), so stuck events never pile up. */
 static void maintain(struct pctx *pc) {
 	if (!atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 	    !atomic_load_explicit(&pc->kch_absent, memory_order_relaxed)) {
@@ -542,13 +572,18 @@ static void maintain(struct pctx *pc) {
 	}
 	uint32_t tick = atomic_load_explicit(&pc->tick, memory_order_relaxed) + 1;
 	atomic_store_explicit(&pc->tick, tick, memory_order_relaxed);
-	if ((tick & 63) == 0) sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 64, pc->reclaim_ns,
-	                            NCCLBPF_PROF_F_FORCED);
+	if ((tick & 63) != 0 || !atomic_load_explicit(&pc->waits, memory_order_relaxed)) return;
+	/* At most one chunk a millisecond: each entry read is a cache miss. */
+	uint64_t now = coarse_ns();
+	if (now - atomic_load_explicit(&pc->swept_ns, memory_order_relaxed) < 1000000) return;
+	atomic_store_explicit(&pc->swept_ns, now, memory_order_relaxed);
+	sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 64, pc->reclaim_ns, NCCLBPF_PROF_F_FORCED);
 }
 
 /* ev_alloc takes a free event and makes it live with `pending` units; *gen receives its generation. */
 static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
-	struct pev *e = pool_pop(pc);
+	struct thr *r = thr_rec();
+	struct pev *e = r && r->cache_n && r->cache_serial == pc->serial ? r->cache[--r->cache_n] : pool_pop(pc);
 	if (!e) {
 		reclaim(pc);
 		e = pool_pop(pc);
@@ -594,10 +629,12 @@ static inline void amin(_Atomic uint64_t *a, uint64_t v) {
 /* ------------------------------------------------------------------------------------------------
  * Completion */
 
+/* fill_ctx writes every field one by one (a memset of the structure first costs more than the rest:
+ * compilers make it a string instruction). */
 static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_prof_ctx *c) {
-	memset(c, 0, sizeof(*c));
 	c->comm_id = pc->comm_id;
 	c->seq = e->id.seq;
+	c->local_seq = 0;
 	/* a locked add per event only for a program that reads the count */
 	if (atomic_load_explicit(&g_slots[hook].needs, memory_order_relaxed) & NCCLBPF_PROF_NEED_SEQ)
 		c->local_seq = atomic_fetch_add_explicit(&pc->local_seq[hook], 1, memory_order_relaxed);
@@ -618,6 +655,7 @@ static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_pr
 	uint64_t gs = atomic_load_explicit(&e->gpu_start, memory_order_relaxed);
 	uint64_t ge = atomic_load_explicit(&e->gpu_end, memory_order_relaxed);
 	uint32_t fl = atomic_load_explicit(&e->flags, memory_order_relaxed);
+	c->gpu_duration_ns = 0;
 	if (gs != UINT64_MAX && ge != 0 && ge >= gs) {
 		c->gpu_duration_ns = ge - gs;
 		fl |= NCCLBPF_PROF_F_GPU_TIMED;
@@ -628,7 +666,9 @@ static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_pr
 	c->event = (uint32_t)hook;
 	c->flags = fl & 0xff;
 	c->abi_version = (uint32_t)pc->version;
+	c->reserved = 0;
 }
+_Static_assert(sizeof(struct ncclbpf_prof_ctx) == 128, "fill_ctx writes all 23 fields of the 128 bytes");
 
 static inline void maybe_run(struct pctx *pc, struct pev *e, int hook) {
 	if (hook <= 0 || !slot_set(hook)) return;
@@ -845,6 +885,20 @@ struct dview {
 	int has_pid;
 };
 
+/* dview_init sets every member (no memset: see fill_ctx). */
+static inline void dview_init(struct dview *v, uint64_t type, void *parent, int rank) {
+	v->type = type;
+	v->parent = parent;
+	v->rank = rank;
+	v->id.seq = v->id.bytes = 0;
+	v->id.func = v->id.algo = v->id.proto = v->id.nchannels = v->id.peer = v->id.channel = v->id.rank = v->id.is_send = 0;
+	v->id.hook = 0;
+	v->nch = 0;
+	v->ptimer = 0;
+	v->pid = 0;
+	v->has_pid = 0;
+}
+
 static void task_common(struct pctx *pc, struct dview *v) {
 	v->id.rank = v->rank;
 	v->id.peer = -1;
@@ -865,7 +919,7 @@ static int parent_wants(struct pctx *pc, const struct dview *v) {
 	struct pev *p = from_handle(pc, v->parent, &tag);
 	if (!p) return 0;
 	uint64_t s = atomic_load_explicit(&p->st, memory_order_acquire);
-	if ((uint32_t)s == 0 || ((s >> 32) & NBP_TAG_MASK) != tag || p->kind != K_TASK) return 0;
+	if (PEND(s) == 0 || ((s >> 32) & NBP_TAG_MASK) != tag || p->kind != K_TASK) return 0;
 	return p->expected != 0 || (p->needs & NBP_NEED_COMPLETION) != 0;
 }
 
@@ -894,7 +948,10 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent &&
 		           ((needs & NBP_NEED_COMPLETION) || children_need_parents());
 		e->expected = wait ? v->nch : 0;
-		if (e->expected) e->stamp_ns = coarse_ns();
+		if (e->expected) {
+			e->stamp_ns = coarse_ns();
+			if (!atomic_load_explicit(&pc->waits, memory_order_relaxed)) atomic_store(&pc->waits, 1);
+		}
 		if (pc->version <= 2 || (!wait && v->nch))
 			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_HOST_ONLY, memory_order_relaxed);
 		publish_live(e, gen, 1 + e->expected);
@@ -1005,7 +1062,7 @@ static inline struct pev *handle_event(void *handle, uint32_t *gen) {
 	struct pev *e = (struct pev *)((uintptr_t)handle & ~NBP_H_BITS);
 	uint64_t s = atomic_load(&e->st);
 	*gen = (uint32_t)(s >> 32);
-	if ((*gen & NBP_TAG_MASK) != ((uintptr_t)handle & NBP_TAG_MASK) || (uint32_t)s == 0) return NULL;
+	if ((*gen & NBP_TAG_MASK) != ((uintptr_t)handle & NBP_TAG_MASK) || PEND(s) == 0) return NULL;
 	return e;
 }
 
@@ -1026,7 +1083,6 @@ static nbp_result_t stop_event(void *handle) {
 		amax(&e->end_ns, t);
 	}
 	if (e->kind == K_TASK) {
-		atomic_fetch_or_explicit(&e->flags, EVF_STOPPED, memory_order_relaxed);
 		struct pctx *pc = e->pc;
 		if (e->expected && !atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 		    !atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed)) {
@@ -1034,7 +1090,7 @@ static nbp_result_t stop_event(void *handle) {
 			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, coarse_ns());
 		}
 	}
-	if (release(e, gen, 1)) complete(e->pc, e, gen, t);
+	if (release_mark(e, gen, 1, e->kind == K_TASK ? ST_STOPPED : 0)) complete(e->pc, e, gen, t);
 	return NBP_SUCCESS;
 }
 
@@ -1087,6 +1143,7 @@ static nbp_result_t init_common(void **context, int version, uint64_t comm_id, i
 	struct pctx *pc = calloc(1, sizeof(*pc));
 	if (!pc) return NBP_INTERNAL_ERROR;
 	pc->version = version;
+	pc->serial = atomic_fetch_add(&g_ctx_serial, 1) + 1;
 	pc->comm_id = comm_id;
 	pc->nranks = nranks;
 	pc->rank = rank;
@@ -1161,10 +1218,7 @@ static nbp_result_t finalize_common(void *context) {
 		if (!pc || !d) return NBP_SUCCESS;                                                              \
 		TRACE("start type %#llx parent %p rank %d\n", (unsigned long long)d->type, d->parentObj, d->rank); \
 		struct dview v;                                                                                 \
-		memset(&v, 0, sizeof v);                                                                        \
-		v.type = d->type;                                                                               \
-		v.parent = d->parentObj;                                                                        \
-		v.rank = d->rank;                                                                               \
+		dview_init(&v, d->type, d->parentObj, d->rank);                                                 \
 		switch (d->type) {                                                                              \
 		case NBP_EV_COLL:                                                                               \
 			v.id.hook = NCCLBPF_PROF_COLL_END;                                                          \
@@ -1234,10 +1288,7 @@ static nbp_result_t start_v1(void *context, void **eHandle, nbp_descr_v1_t *d) {
 	*eHandle = NULL;
 	if (!pc || !d) return NBP_SUCCESS;
 	struct dview v;
-	memset(&v, 0, sizeof v);
-	v.type = d->type;
-	v.parent = d->parentObj;
-	v.rank = d->rank;
+	dview_init(&v, d->type, d->parentObj, d->rank);
 	switch (d->type) {
 	case NBP_EV_COLL:
 		v.id.hook = NCCLBPF_PROF_COLL_END;

@@ -1282,7 +1282,7 @@ static double bench_round(struct plug *p, void *ctx, int n, int mask, uint64_t *
  * latency_stats (JIT-compiled; skipped with "native"), the same logic compiled natively, and a
  * program that does nothing, published as reading what latency_stats reads (the times and the GPU
  * span: the fixed cost of a timing program) and, where the library has ncclbpf_prof_publish_needs,
- * as reading nothing (what the verifier finds for an empty program). Best of 5 rounds each. */
+ * as reading nothing (what the verifier finds for an empty program). Best of 30 rounds each. */
 static int run_bench(const char *lib, int native) {
 	struct plug p;
 	if (plug_open(&p, lib, 5) != 0) return 2;
@@ -1311,7 +1311,9 @@ static int run_bench(const char *lib, int native) {
 	int masks[K] = {0};
 	double best[K] = {1e30, 1e30, 1e30, 1e30};
 	uint64_t calls[K] = {0}, c = 0;
-	for (int r = 0; r < 6; r++) /* round 0: warm-up */
+	/* Short rounds, many of them, the best kept: a round that another process interrupted does not count. */
+	enum { ROUNDS = 30, COLLS = 20000 };
+	for (int r = 0; r <= ROUNDS; r++) /* round 0: warm-up */
 		for (int k = 0; k < K; k++) {
 			if (!progs[k]) continue;
 			if (publish_needs)
@@ -1319,7 +1321,7 @@ static int run_bench(const char *lib, int native) {
 			else
 				p.publish(NCCLBPF_PROF_COLL_END, progs[k]);
 			masks[k] = p.refresh();
-			double ns = bench_round(&p, ctx, r ? 100000 : 10000, masks[k], &c);
+			double ns = bench_round(&p, ctx, COLLS, masks[k], &c);
 			if (r && ns < best[k]) best[k] = ns, calls[k] = c;
 		}
 	struct ncclbpf_prof_stats st;
@@ -1330,11 +1332,12 @@ static int run_bench(const char *lib, int native) {
 	p.publish(NCCLBPF_PROF_COLL_END, 0);
 	p.finalize(ctx);
 	if (tuner) tuner->finalize(tctx);
-	printf("bench: 100000 collectives a round (task start/stop, and 2 kernel channels with GPU stamps when the mask asks for them), best of 5\n");
+	printf("bench: %d collectives a round (task start/stop, and 2 kernel channels with GPU stamps when the mask asks for them), best of %d\n",
+	       COLLS, ROUNDS);
 	for (int k = 0; k < K; k++)
 		if (progs[k])
 			printf("bench %s: %.1f ns/call, %.1f ns/collective, %.0f calls/collective, mask %#x, needs %#x\n", names[k], best[k],
-			       best[k] * (double)calls[k] / 100000.0, (double)calls[k] / 100000.0, masks[k], needs[k]);
+			       best[k] * (double)calls[k] / COLLS, (double)calls[k] / COLLS, masks[k], needs[k]);
 	if (progs[0])
 		printf("bench ratio ebpf/native: %.3f per profiler call (program share: %.1f ns vs %.1f ns per collective)\n",
 		       best[0] / best[1], (best[0] - best[2]) * 8, (best[1] - best[2]) * 8);
