@@ -789,7 +789,7 @@ static inline void sc_put(const char *s, int kind, int32_t v) {
 }
 
 #define CACHED(KIND, FN)                                   \
-	static int32_t FN##_c(const char *s) {                 \
+	static inline int32_t FN##_c(const char *s) {          \
 		int32_t v;                                         \
 		if (!s) return FN(s);                              \
 		if (sc_get(s, KIND, &v)) return v;                 \
@@ -798,7 +798,7 @@ static inline void sc_put(const char *s, int kind, int32_t v) {
 		return v;                                          \
 	}
 
-static int32_t func_id(const char *s) {
+__attribute__((noinline)) static int32_t func_id(const char *s) {
 	if (!s) return NCCLBPF_PROF_FUNC_UNKNOWN;
 	switch (s[0]) {
 	case 'A':
@@ -827,7 +827,7 @@ static int32_t func_id(const char *s) {
 	return NCCLBPF_PROF_FUNC_UNKNOWN;
 }
 
-static int32_t algo_id(const char *s) {
+__attribute__((noinline)) static int32_t algo_id(const char *s) {
 	if (!s) return -1;
 	if (!strcmp(s, "RING")) return 1;
 	if (!strcmp(s, "TREE")) return 0;
@@ -839,7 +839,7 @@ static int32_t algo_id(const char *s) {
 	return -1;
 }
 
-static int32_t proto_id(const char *s) {
+__attribute__((noinline)) static int32_t proto_id(const char *s) {
 	if (!s) return -1;
 	if (!strcmp(s, "SIMPLE")) return 2;
 	if (!strcmp(s, "LL")) return 0;
@@ -865,7 +865,7 @@ static uint32_t type_size(const char *s) {
 	return 0;
 }
 
-static int32_t type_size_i(const char *s) { return (int32_t)type_size(s); }
+__attribute__((noinline)) static int32_t type_size_i(const char *s) { return (int32_t)type_size(s); }
 CACHED(SC_FUNC, func_id)
 CACHED(SC_ALGO, algo_id)
 CACHED(SC_PROTO, proto_id)
