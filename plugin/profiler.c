@@ -86,7 +86,7 @@ struct pev {
 	uint32_t expected;            /* task: kernel channels NCCL will report */
 	_Atomic uint32_t kch_started; /* task: kernel channels seen so far */
 	struct pctx *pc;              /* the context whose pool holds this event */
-	_Atomic int32_t nchild;       /* children that completed */
+	_Atomic int32_t nchild;       /* proxy op: steps that completed (a task's channels: kch_started) */
 	uint64_t start_ns;
 	uint64_t stamp_ns;          /* task waiting for channels: coarse clock at its start (the sweep's age) */
 	_Atomic uint64_t end_ns;    /* max over own stop and children */
@@ -661,7 +661,10 @@ static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_pr
 		fl |= NCCLBPF_PROF_F_GPU_TIMED;
 	}
 	c->xfer_bytes = atomic_load_explicit(&e->xfer, memory_order_relaxed);
-	c->n_children = atomic_load_explicit(&e->nchild, memory_order_relaxed);
+	/* A task completes after all its started channels stopped (each holds a unit of it), so the
+	 * channels it started are the channels that completed: no count kept per channel stop. */
+	c->n_children = e->kind == K_TASK ? (int32_t)atomic_load_explicit(&e->kch_started, memory_order_relaxed)
+	                                  : atomic_load_explicit(&e->nchild, memory_order_relaxed);
 	c->is_send = e->id.is_send;
 	c->event = (uint32_t)hook;
 	c->flags = fl & 0xff;
@@ -691,8 +694,8 @@ static void child_done(struct pctx *pc, struct pev *e, uint32_t units, uint64_t 
 		amax(&p->gpu_end, ge);
 	}
 	if (e->kind == K_STEP) atomic_fetch_add_explicit(&p->xfer, atomic_load(&e->xfer), memory_order_relaxed);
-	/* a task counts its kernel channels, a proxy op its steps: only for a program that reads it */
-	if (e->kind != K_PROXY_OP && (p->needs & NCCLBPF_PROF_NEED_CHILDREN))
+	/* a proxy op counts its steps (a task's channels are counted at their start) */
+	if (e->kind == K_STEP && (p->needs & NCCLBPF_PROF_NEED_CHILDREN))
 		atomic_fetch_add_explicit(&p->nchild, 1, memory_order_relaxed);
 	if (release(p, pgen, units)) complete(pc, p, pgen, t);
 }
@@ -1072,13 +1075,17 @@ static nbp_result_t stop_event(void *handle) {
 	struct pev *e = handle_event(handle, &gen);
 	if (!e) return NBP_SUCCESS;
 	if ((uintptr_t)handle & NBP_H_LIGHT) { /* a kernel channel kept in its task e */
-		if (e->needs & NCCLBPF_PROF_NEED_CHILDREN) atomic_fetch_add_explicit(&e->nchild, 1, memory_order_relaxed);
 		if (release(e, gen, (uintptr_t)handle & NBP_H_WITHIN ? 2 : 1)) complete(e->pc, e, gen, 0);
 		return NBP_SUCCESS;
 	}
-	/* The stop's time is the end of an event without children; a task's is kept for the sweep. */
+	/* The stop's time is the end of an event without children. A task that waits for its kernel
+	 * channels ends at its last channel's stop, where complete reads the clock: its own stop time
+	 * is only read while the context has seen no channel (the sweep may then complete it as
+	 * host-only, ending at its stop). A task the sweep completes as forced ends at the last time
+	 * read for it. */
 	uint64_t t = 0;
-	if (e->needs & NCCLBPF_PROF_NEED_END) {
+	if ((e->needs & NCCLBPF_PROF_NEED_END) &&
+	    (e->kind != K_TASK || !e->expected || !atomic_load_explicit(&e->pc->kch_seen, memory_order_relaxed))) {
 		t = now_ns();
 		amax(&e->end_ns, t);
 	}
