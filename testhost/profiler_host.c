@@ -18,6 +18,7 @@
  *                                     init (before any tuner init, as in NCCL) sets the mask
  *   profiler_host needs LIB MASK KCH  the bundle's programs decide the activation mask: exactly MASK, and
  *                                     the events it asks for reach them (KCH 1: a kernel_ch_end program)
+ *   profiler_host maskreload LIB      p2p traffic under NCCL's mask as reloads change it (see run_maskreload)
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
  *   profiler_host swap LIB            programs swapped in all slots under load, each swap followed by
@@ -286,6 +287,7 @@ static void d_other(int v, union descr *d, uint64_t type, void *parent, int rank
 struct work {
 	void *handle;
 	struct task t;
+	int mask; /* the activation mask at the task's API call (NCCL copies it into the task) */
 };
 
 struct comm {
@@ -326,12 +328,12 @@ static void emit_proxy_side(struct comm *c, struct work *w) {
 	int nch = w->t.nch > 64 ? 64 : w->t.nch;
 	for (int ch = 0; ch < nch; ch++) {
 		kh[ch] = NULL;
-		if (v >= 3 && (c->mask & NBP_EV_KERNEL_CH) && !c->no_kch && !(c->kch_max > 0 && ch >= c->kch_max)) {
+		if (v >= 3 && (w->mask & NBP_EV_KERNEL_CH) && !c->no_kch && !(c->kch_max > 0 && ch >= c->kch_max)) {
 			d_kch(v, &d, w->handle, ch, v >= 4 ? base + (uint64_t)ch * 10 : 0);
 			p->start(c->ctx, &kh[ch], &d);
 			c->proxy_events++;
 		}
-		if (w->t.net && (c->mask & (NBP_EV_PROXY_OP | NBP_EV_PROXY_STEP))) {
+		if (w->t.net && (w->mask & (NBP_EV_PROXY_OP | NBP_EV_PROXY_STEP))) {
 			for (int send = 1; send >= 0; send--) {
 				void *oh = NULL;
 				d_proxy_op(v, &d, w->handle, c->rank, ch, (c->rank + (send ? 1 : c->nranks - 1)) % c->nranks,
@@ -341,7 +343,7 @@ static void emit_proxy_side(struct comm *c, struct work *w) {
 				for (int s = 0; s < w->t.nsteps; s++) {
 					void *sh = NULL;
 					d_step(v, &d, oh, c->rank, s);
-					if (c->mask & NBP_EV_PROXY_STEP) {
+					if (w->mask & NBP_EV_PROXY_STEP) {
 						p->start(c->ctx, &sh, &d);
 						c->proxy_events++;
 					}
@@ -447,7 +449,7 @@ static void emit_task(struct comm *c, const struct task *t) {
 		if (kl) p->stop(kl);
 		c->events += 3;
 	}
-	struct work w = {.handle = task, .t = *t};
+	struct work w = {.handle = task, .t = *t, .mask = c->mask};
 	int early = (rand_r(&c->seed) % 8) == 0;
 	if (early) q_push(c, &w);
 	if (task) p->stop(task);
@@ -749,6 +751,49 @@ static int run_needs(const char *lib, int want, int kch_prog) {
 			comm_close(&c);
 		printf("v%d: mask %#x as wanted\n", v, mask);
 	}
+	return failures ? 1 : 0;
+}
+
+/* maskreload: one 2-rank communicator (v5) sends a p2p task of 2 channels every millisecond under
+ * NCCL's mask as it is at each call (read from the int whose address init got, as NCCL does), and
+ * prints "mask M" at start and at each change, "ready PID", until stdin closes; the test reloads
+ * bundles through the control socket meanwhile. */
+static void *mr_stdin(void *arg) {
+	char line[64];
+	while (fgets(line, sizeof line, stdin)) {
+	}
+	atomic_store((_Atomic int *)arg, 1);
+	return NULL;
+}
+
+static int run_maskreload(const char *lib) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	static int mask; /* NCCL's process-wide mask */
+	struct comm c;
+	if (comm_open(&c, &p, 0x9000, 0, 2, &mask) != 0) return 2;
+	int last = __atomic_load_n(&mask, __ATOMIC_RELAXED);
+	printf("mask %#x\nready %d\n", last, (int)getpid());
+	fflush(stdout);
+	static _Atomic int done;
+	pthread_t th;
+	pthread_create(&th, NULL, mr_stdin, (void *)&done);
+	for (int i = 0; !atomic_load(&done); i++) {
+		int m = __atomic_load_n(&mask, __ATOMIC_RELAXED);
+		if (m != last) {
+			printf("mask %#x\n", m);
+			fflush(stdout);
+			last = m;
+		}
+		c.mask = m;
+		if (m & NBP_EV_P2P) {
+			struct task t = {.is_p2p = 1, .func = i % 2 ? 6 : 7, .peer = 1, .nch = 2, .count = 1024, .gpu_ns = 1000};
+			emit_task(&c, &t);
+		}
+		usleep(1000);
+	}
+	pthread_join(th, NULL);
+	comm_close(&c);
 	return failures ? 1 : 0;
 }
 
@@ -1525,6 +1570,8 @@ int main(int argc, char **argv) {
 		rc = run_mask(argv[2]);
 	else if (!strcmp(argv[1], "maskon"))
 		rc = run_maskon(argv[2]);
+	else if (!strcmp(argv[1], "maskreload"))
+		rc = run_maskreload(argv[2]);
 	else if (!strcmp(argv[1], "needs") && argc > 4)
 		rc = run_needs(argv[2], (int)strtol(argv[3], NULL, 0), atoi(argv[4]));
 	else if (!strcmp(argv[1], "swap"))
