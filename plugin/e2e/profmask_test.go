@@ -79,15 +79,7 @@ func TestProfilerMaskFollowsReload(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the host never got ready")
 	}
-	var cl *control.Client
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if cl, err = control.DialPID(dir, p); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-	}
+	cl := dialControl(t, dir, p)
 	defer cl.Close()
 	call := func(r *control.Request) *control.Response {
 		t.Helper()
@@ -121,4 +113,20 @@ func TestProfilerMaskFollowsReload(t *testing.T) {
 	reload("testhost/gpu/p2p_count.bpf.o")
 	want(0x4)
 	stdin.Close()
+}
+
+// dialControl dials the control socket of process pid in dir, waiting up to
+// 20 s for it: the library starts its control server on a goroutine of its
+// own, which a loaded machine may run after the host's first output.
+func dialControl(t *testing.T, dir string, pid int) *control.Client {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		cl, err := control.DialPID(dir, pid)
+		if err == nil {
+			return cl
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
 }
