@@ -60,6 +60,14 @@
 #define NBP_H_WITHIN ((uintptr_t)128)
 #define NBP_H_BITS ((uintptr_t)(NBP_EV_ALIGN - 1))
 
+/* Free events a thread keeps for its next allocations (struct thr). */
+#define NBP_TCACHE 8
+/* Threads that may keep a context's free events: a thread that exits keeps its few events for good,
+ * so at most NBP_CACHERS * NBP_TCACHE events of a context can be lost that way (NCCL's user and proxy
+ * threads are the usual two). */
+#define NBP_CACHERS 4
+struct thr;
+
 typedef uint64_t (*nbp_prog_fn)(void *ctx);
 
 enum { K_FREE = 0, K_TASK, K_KCH, K_PROXY_OP, K_STEP };
@@ -115,6 +123,7 @@ struct pctx {
 	uint32_t n;
 	struct pev *pool;
 	uint64_t serial;       /* unique to this context in the process (thread caches) */
+	struct thr *_Atomic cachers[NBP_CACHERS]; /* the threads that may keep its free events */
 	_Atomic uint64_t head; /* tag << 32 | (index + 1) */
 	_Atomic int reclaiming;
 	_Atomic uint32_t reclaim_cursor;
@@ -144,7 +153,6 @@ struct slot {
  * `active` word (plugin/slot.c): odd while the thread runs published code. A profiler context is used
  * by several threads at once (user threads, the proxy thread), so the word is per thread; records
  * are claimed from a static table on a thread's first call (no allocation) and also count calls. */
-#define NBP_TCACHE 8
 struct thr {
 	_Alignas(NBP_ALIGN) _Atomic uint64_t active;
 	_Atomic int used;
@@ -503,13 +511,25 @@ static inline int release(struct pev *e, uint32_t gen, uint32_t k) { return rele
 
 static inline struct thr *thr_rec(void);
 
+/* may_cache: whether r is (or now becomes) one of pc's NBP_CACHERS caching threads. */
+static int may_cache(struct pctx *pc, struct thr *r) {
+	for (int i = 0; i < NBP_CACHERS; i++) {
+		struct thr *o = atomic_load_explicit(&pc->cachers[i], memory_order_relaxed);
+		if (o == r) return 1;
+		if (!o && atomic_compare_exchange_strong(&pc->cachers[i], &o, r)) return 1;
+		if (o == r) return 1;
+	}
+	return 0;
+}
+
 static void ev_free(struct pctx *pc, struct pev *e) {
 	uint64_t s = atomic_load_explicit(&e->st, memory_order_relaxed);
 	e->kind = K_FREE;
 	atomic_store_explicit(&e->st, ((s >> 32) + 1) << 32, memory_order_release);
 	struct thr *r = thr_rec();
-	/* (not in small pools, where the few events kept by each thread would be missed) */
-	if (r && pc->n >= 64 * NBP_TCACHE && (r->cache_serial == pc->serial || r->cache_n == 0) && r->cache_n < NBP_TCACHE) {
+	/* (not in small pools, where the few events kept by threads would be missed) */
+	if (r && pc->n >= 64 * NBP_TCACHE && r->cache_n < NBP_TCACHE &&
+	    (r->cache_serial == pc->serial || (r->cache_n == 0 && may_cache(pc, r)))) {
 		r->cache_serial = pc->serial;
 		r->cache[r->cache_n++] = e;
 		return;

@@ -19,6 +19,7 @@
  *   profiler_host needs LIB MASK KCH  the bundle's programs decide the activation mask: exactly MASK, and
  *                                     the events it asks for reach them (KCH 1: a kernel_ch_end program)
  *   profiler_host maskreload LIB      p2p traffic under NCCL's mask as reloads change it (see run_maskreload)
+ *   profiler_host threadexit LIB      free events kept by exited threads do not drain a context's pool
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
  *   profiler_host swap LIB            programs swapped in all slots under load, each swap followed by
@@ -797,6 +798,68 @@ static int run_maskreload(const char *lib) {
 	return failures ? 1 : 0;
 }
 
+/* threadexit: threads that complete events keep a few free ones for their next allocations; 200
+ * threads that each complete 8 events of one context and exit must not take its pool (512 events)
+ * with them: afterwards 470 tasks live at once must all get an event. */
+static uint64_t noop_prog(void *ctx);
+struct te_arg {
+	struct plug *p;
+	void *ctx;
+};
+static void *te_worker(void *arg) {
+	struct te_arg *a = arg;
+	union descr d;
+	void *h[8];
+	for (int k = 0; k < 8; k++) {
+		struct task t = {.is_p2p = 1, .func = 6, .peer = 1, .nch = 0, .count = 64};
+		d_task(5, &d, &t, NULL, NULL, 0);
+		h[k] = NULL;
+		a->p->start(a->ctx, &h[k], &d);
+	}
+	for (int k = 0; k < 8; k++)
+		if (h[k]) a->p->stop(h[k]);
+	return NULL;
+}
+
+static int run_threadexit(const char *lib) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	setenv("NCCLBPF_PROF_POOL", "512", 1);
+	int mask = 0;
+	void *ctx = NULL;
+	if (plug_init(&p, &ctx, 0xa000, &mask, 2, 0) != 0) return 2;
+	unsetenv("NCCLBPF_PROF_POOL");
+	p.publish(NCCLBPF_PROF_P2P_END, (uintptr_t)noop_prog);
+	p.refresh();
+	struct te_arg a = {&p, ctx};
+	for (int i = 0; i < 200; i++) {
+		pthread_t th;
+		pthread_create(&th, NULL, te_worker, &a);
+		pthread_join(th, NULL);
+	}
+	enum { LIVE = 470 };
+	static void *h[LIVE];
+	union descr d;
+	int got = 0;
+	for (int i = 0; i < LIVE; i++) {
+		struct task t = {.is_p2p = 1, .func = 7, .peer = 1, .nch = 0, .count = 64};
+		d_task(5, &d, &t, NULL, NULL, 0);
+		h[i] = NULL;
+		p.start(ctx, &h[i], &d);
+		got += h[i] != NULL;
+	}
+	for (int i = 0; i < LIVE; i++)
+		if (h[i]) p.stop(h[i]);
+	struct ncclbpf_prof_stats st;
+	p.stats(&st);
+	CHECK(got == LIVE && st.events_dropped == 0, "threadexit: %d of %d live tasks got an event (%llu dropped)", got, LIVE,
+	      (unsigned long long)st.events_dropped);
+	p.publish(NCCLBPF_PROF_P2P_END, 0);
+	p.finalize(ctx);
+	printf("threadexit: 200 exited threads, then %d of %d live tasks in a pool of 512\n", got, LIVE);
+	return failures ? 1 : 0;
+}
+
 /* ---- scenario: no kernel channels ---------------------------------------------------------------- */
 
 /* NCCL sends no KernelCh events for a 1-rank communicator (send/recv to self), although the mask
@@ -1570,6 +1633,8 @@ int main(int argc, char **argv) {
 		rc = run_mask(argv[2]);
 	else if (!strcmp(argv[1], "maskon"))
 		rc = run_maskon(argv[2]);
+	else if (!strcmp(argv[1], "threadexit"))
+		rc = run_threadexit(argv[2]);
 	else if (!strcmp(argv[1], "maskreload"))
 		rc = run_maskreload(argv[2]);
 	else if (!strcmp(argv[1], "needs") && argc > 4)

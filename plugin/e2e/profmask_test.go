@@ -130,3 +130,17 @@ func dialControl(t *testing.T, dir string, pid int) *control.Client {
 		}
 	}
 }
+
+// TestProfilerThreadExit: a thread keeps a few freed events for its next
+// allocations; threads that exit keep theirs for good, so only a few threads
+// per context may keep any. After 200 threads each completed 8 events of one
+// context and exited, 470 live tasks must all fit its pool of 512.
+func TestProfilerThreadExit(t *testing.T) {
+	profArtifacts(t)
+	for _, lib := range []string{profArt.standalone, profArt.lib} {
+		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "threadexit", lib)
+		if !strings.Contains(out, "470 of 470 live tasks") {
+			t.Errorf("%s:\n%s", filepath.Base(lib), out)
+		}
+	}
+}
