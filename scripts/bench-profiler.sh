@@ -29,13 +29,13 @@ if [ -n "${BUILD:-}" ] || [ ! -x "$B/profiler-host" ]; then
 fi
 if [ -n "$BASE" ] && [ ! -f "$BASE" ]; then
 	rev=$BASE
-	BASE=$B/base/libncclbpf.so
+	BASE=$(cd "$B" && pwd)/base/libncclbpf.so
 	if [ -n "${BUILD:-}" ] || [ ! -e "$BASE" ]; then
 		src=$(mktemp -d)
 		git archive "$rev" | tar -x -C "$src"
 		mkdir -p "$B/base"
-		(cd "$src" && CGO_ENABLED=1 go build -buildmode=c-shared -o "$OLDPWD/$BASE" ./plugin)
-		rm -rf "$src" "$B/base/libncclbpf.h"
+		(cd "$src" && CGO_ENABLED=1 go build -buildmode=c-shared -o "$BASE" ./plugin)
+		rm -rf "$src" "${BASE%.so}.h"
 		echo "baseline: $rev ($(git rev-parse --short "$rev")) built into $BASE"
 	fi
 fi
@@ -61,8 +61,8 @@ for r in $(seq "$RUNS"); do
 			awk -v lib="${names[$i]}" -v r="$r" -F'|' '{print lib "|" r "|" $0}' >>"$ALL"
 	done
 done
-printf '%-9s %-4s %-48s %9s %11s %5s %6s %6s %9s\n' library run program ns/call ns/coll calls mask needs added/call
-awk -F'|' '{printf "%-9s %-4s %-48s %9s %11s %5s %6s %6s %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}' "$ALL"
+printf '%-9s %-4s %-62s %9s %11s %5s %6s %6s %9s\n' library run program ns/call ns/coll calls mask needs added/call
+awk -F'|' '{printf "%-9s %-4s %-62s %9s %11s %5s %6s %6s %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}' "$ALL"
 echo
 echo "medians over $RUNS run(s), ns per profiler call added over a plugin that does nothing:"
 awk -F'|' '
@@ -70,10 +70,10 @@ function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; 
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 { v[$1 "|" $3] = v[$1 "|" $3] " " $9; c[$1 "|" $3] = $6; if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 } }
 END {
-	printf "  %-48s %10s %10s %8s\n", "program", "this", "baseline", "ratio"
+	printf "  %-62s %10s %10s %8s\n", "program", "this", "baseline", "ratio"
 	for (i = 1; i <= n; i++) {
 		p = order[i]; t = ("this|" p) in v ? median(v["this|" p]) : ""; b = ("baseline|" p) in v ? median(v["baseline|" p]) : ""
-		printf "  %-48s %10s %10s %8s\n", p " (" c["this|" p] " calls/coll)", t == "" ? "-" : sprintf("%.1f", t),
+		printf "  %-62s %10s %10s %8s\n", p " (" c["this|" p] " calls/coll)", t == "" ? "-" : sprintf("%.1f", t),
 			b == "" ? "-" : sprintf("%.1f", b), (t != "" && b != "" && b > 0) ? sprintf("%.2f", t / b) : "-"
 	}
 }' "$ALL"
