@@ -279,6 +279,8 @@ static inline uint32_t hook_needs(int hook) {
 	return slot_set(hook) ? atomic_load_explicit(&g_slots[hook].needs, memory_order_relaxed) : 0;
 }
 
+/* A collective with both times read: the latency histograms take it. */
+#define NBP_NEED_TIMED (NCCLBPF_PROF_NEED_START | NCCLBPF_PROF_NEED_END)
 /* A task's completion depends on its children (kernel channels, proxy operations) only for these. */
 #define NBP_NEED_COMPLETION (NCCLBPF_PROF_NEED_END | NCCLBPF_PROF_NEED_CHILDREN)
 
@@ -766,8 +768,8 @@ static void complete(struct pctx *pc, struct pev *e, uint32_t gen, uint64_t t) {
 	switch (e->kind) {
 	case K_TASK:
 		/* the latency histograms take timed collectives (NCCLBPF_LATENCY, or a program that reads
-		 * their completion time) */
-		if (e->id.hook == NCCLBPF_PROF_COLL_END && (e->needs & NCCLBPF_PROF_NEED_END)) lat_add(pc, e);
+		 * both times) */
+		if (e->id.hook == NCCLBPF_PROF_COLL_END && (e->needs & NBP_NEED_TIMED) == NBP_NEED_TIMED) lat_add(pc, e);
 		maybe_run(pc, e, (int)e->id.hook);
 		break;
 	case K_KCH:
