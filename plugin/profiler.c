@@ -7,17 +7,21 @@
  * and therefore uses no lock, no allocation and no Go:
  *
  *  - Events live in a pool preallocated per context (one context per communicator, allocated in init).
- *    Free events form a lock-free stack (index + ABA tag in one 64-bit word).
- *  - Every live event has a state word `st` = generation << 32 | pending. `pending` counts what the
- *    event still waits for: its own stopEvent, the kernel channels NCCL will report for it (a task's
- *    nChannels, ABI v3+), and one reference per live child (proxy op, proxy step, extra channel).
- *    Whoever brings `pending` to 0 completes the event: it runs the hook's program, hands the result
- *    to the parent, and frees the event (generation + 1).
+ *    Free events form a lock-free stack (index + ABA tag in one 64-bit word); a thread keeps up to 8
+ *    events it freed for its next allocations (struct thr; at most 4 threads per context).
+ *  - Every live event has a state word `st` = generation << 32 | ST_STOPPED | pending. `pending`
+ *    counts what the event still waits for: its own stopEvent, the kernel channels NCCL will report
+ *    for it (a task's nChannels, ABI v3+, when it waits for them), and one reference per live child
+ *    (proxy op, proxy step, channel). Whoever brings `pending` to 0 completes the event: it runs the
+ *    hook's program, hands the result to the parent, and frees the event (generation + 1).
  *  - Handles given to NCCL are the event's address with the low 6 bits holding its generation, so
  *    a stale handle (NCCL passes a task's handle as parentObj long after the task's own stop) is
- *    recognised instead of attaching a child to whatever reuses the slot.
- *  - A task (collective or p2p) ends when it was stopped ("enqueued", per NCCL) and all its kernel
- *    channels and proxy operations have completed; its end time is the latest of those.
+ *    recognised instead of attaching a child to whatever reuses the slot. Without a kernel_ch_end
+ *    program a kernel channel has no event: its handle is its task's with NBP_H_LIGHT set.
+ *  - What a hook's program reads (NCCLBPF_PROF_NEED_*, published with it) decides the work: the
+ *    activation mask (ncclbpf_prof_wanted_mask), whether a task waits for its channels, the clock
+ *    reads. A task (collective or p2p) that waits ends when it was stopped ("enqueued", per NCCL)
+ *    and all its kernel channels and proxy operations have completed; its end time is read then.
  *  - Tasks whose announced kernel channels never come do not pile up: a 1-rank communicator (NCCL
  *    sends none there) or a context that never saw one within NCCLBPF_PROF_KCH_WAIT_MS stops
  *    waiting for them (NCCLBPF_PROF_F_HOST_ONLY); a task stuck longer than NCCLBPF_PROF_RECLAIM_MS
