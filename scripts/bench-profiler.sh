@@ -8,18 +8,21 @@
 #
 #   scripts/bench-profiler.sh [BUILD_DIR [BASELINE [RUNS]]]
 #
-# BUILD_DIR (default build) holds libncclbpf.so and profiler-host; a missing one is built (the library
+# BUILD_DIR (default: build in the checkout) holds libncclbpf.so and profiler-host; a missing one is built (the library
 # with Go, the host with gcc); BUILD=1 rebuilds both. BASELINE: another libncclbpf.so, or a git
 # revision whose library is then built into BUILD_DIR/base (Go, from `git archive`). With a baseline,
 # RUNS (3) runs of each library alternate, and the medians are printed side by side. Builds nothing
 # that needs the network when both libraries and the host are there. Run from anywhere; reads the
 # policy from the checkout.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-B=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+B=${1:-$ROOT/build}
 BASE=${2:-}
 RUNS=${3:-3}
 mkdir -p "$B"
+B=$(cd "$B" && pwd)                                          # paths as given, from the caller's folder
+if [ -f "$BASE" ]; then BASE=$(cd "$(dirname "$BASE")" && pwd)/$(basename "$BASE"); fi
+cd "$ROOT"
 if [ -n "${BUILD:-}" ] || [ ! -e "$B/libncclbpf.so" ]; then
 	CGO_ENABLED=1 go build -buildmode=c-shared -o "$B/libncclbpf.so" ./plugin
 	rm -f "$B/libncclbpf.h"
