@@ -60,8 +60,10 @@ var ProfilerHelpers = []helpers.ID{
 
 var profilerDocs = map[string]string{
 	ProfilerCollEnd: "runs once per collective when NCCL has stopped its task event and all its kernel " +
-		"channels have stopped; start/end are host CLOCK_MONOTONIC ns, gpu_duration_ns the GPU timer span (ABI v4+)",
-	ProfilerP2pEnd:      "runs once per send or receive when its task event and kernel channels have stopped",
+		"channels have stopped; start/end are host CLOCK_MONOTONIC ns, gpu_duration_ns the GPU timer span (ABI v4+); " +
+		"a program that reads no completion time, GPU span or n_children runs at the task stop (no channel events asked for)",
+	ProfilerP2pEnd: "runs once per send or receive when its task event and kernel channels have stopped " +
+		"(at its task stop for a program that reads no completion time, GPU span or n_children)",
 	ProfilerKernelChEnd: "runs once per kernel channel of a collective or p2p when NCCL stops it",
 	ProfilerProxyOpEnd:  "runs once per proxy operation (network send/receive on one channel) when it stops, with its step count and bytes",
 }

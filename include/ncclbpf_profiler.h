@@ -16,6 +16,14 @@
  *
  * When no program of a loaded bundle attaches to a profiler section, ncclbpf asks NCCL for no
  * profiler events at all (activation mask 0): a tuner-only bundle costs nothing on the profiler side.
+ * Otherwise it asks for what the programs consume, from the fields the verifier says each reads:
+ * collectives or p2p tasks for a coll_end / p2p_end program, and their kernel channels only when
+ * that program reads end_ns, duration_ns, gpu_duration_ns or n_children (or a kernel_ch_end or
+ * proxy_op_end program is loaded, whose events need their task). A program that reads none of
+ * those (a counter) gets its task events only, each completing at its task stop with
+ * NCCLBPF_PROF_F_HOST_ONLY; the shim reads no clock for a program that reads no time field.
+ * Fields a program does not read may be left 0. A reload changes the mask NCCL reads at its next
+ * collective or p2p call (NCCL keeps the mask's address).
  *
  * Times. start_ns/end_ns are host CLOCK_MONOTONIC nanoseconds (the clock of bpf_ktime_get_ns).
  * A collective "ends" when NCCL has stopped its task event and every kernel channel it runs on has
@@ -66,9 +74,11 @@ typedef unsigned long long __u64;
 
 /* ctx->flags */
 #define NCCLBPF_PROF_F_GPU_TIMED  0x1 /* gpu_* fields hold GPU timer values */
-#define NCCLBPF_PROF_F_HOST_ONLY  0x2 /* no kernel-channel events (ABI v1/v2, 1-rank communicator):
+#define NCCLBPF_PROF_F_HOST_ONLY  0x2 /* no kernel-channel events (ABI v1/v2, 1-rank communicator,
+                                         or not asked for: no program reads what they give):
                                          end = task stop, enqueue time only */
-#define NCCLBPF_PROF_F_FORCED     0x4 /* completed by reclaim: announced channels never came */
+#define NCCLBPF_PROF_F_FORCED     0x4 /* completed by reclaim: announced channels never came; the
+                                         end is the last time seen for it (may be its start) */
 #define NCCLBPF_PROF_F_ORPHAN     0x8 /* kernel_ch/proxy_op whose parent was unknown or gone:
                                          identity fields other than rank/channel are 0/-1 */
 

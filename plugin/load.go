@@ -241,13 +241,15 @@ func publishWith(b *bundle.Bundle, setTuner func(tuner, chunk uintptr) error) (s
 }
 
 // publishProfiler points every profiler slot, and every net slot
-// (publishNet), at b's program for its hook (0 where b has none) and refreshes NCCL's activation mask; it returns the
+// (publishNet), at b's program for its hook (0 where b has none), with what
+// each program reads (profNeeds), and refreshes NCCL's activation mask; it returns the
 // "hook=program" parts of every program of b. Each slot is written once,
 // straight from the old entry to the new one: an event that completes
 // during a reload runs either policy's program, never none (emptying all
 // slots first would let such events go uncounted). Caller holds mu.
 func publishProfiler(b *bundle.Bundle) []string {
 	var entries [C.NCCLBPF_PROF_LAST_HOOK + 1]C.uintptr_t
+	var needs [C.NCCLBPF_PROF_LAST_HOOK + 1]C.uint32_t
 	var parts []string
 	for _, p := range b.Programs {
 		cname := C.CString(p.Hook.Name)
@@ -255,11 +257,12 @@ func publishProfiler(b *bundle.Bundle) []string {
 		C.free(unsafe.Pointer(cname))
 		if id >= C.NCCLBPF_PROF_FIRST_HOOK && id <= C.NCCLBPF_PROF_LAST_HOOK {
 			entries[id] = C.uintptr_t(p.Entry())
+			needs[id] = C.uint32_t(profNeeds(p))
 		}
 		parts = append(parts, fmt.Sprintf("%s=%s", p.Hook.Name, p.Name))
 	}
 	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
-		C.ncclbpf_prof_publish(C.int(id), entries[id])
+		C.ncclbpf_prof_publish_needs(C.int(id), entries[id], needs[id])
 	}
 	C.ncclbpf_prof_refresh_mask()
 	publishNet(b)

@@ -7,17 +7,21 @@
  * and therefore uses no lock, no allocation and no Go:
  *
  *  - Events live in a pool preallocated per context (one context per communicator, allocated in init).
- *    Free events form a lock-free stack (index + ABA tag in one 64-bit word).
- *  - Every live event has a state word `st` = generation << 32 | pending. `pending` counts what the
- *    event still waits for: its own stopEvent, the kernel channels NCCL will report for it (a task's
- *    nChannels, ABI v3+), and one reference per live child (proxy op, proxy step, extra channel).
- *    Whoever brings `pending` to 0 completes the event: it runs the hook's program, hands the result
- *    to the parent, and frees the event (generation + 1).
+ *    Free events form a lock-free stack (index + ABA tag in one 64-bit word); a thread keeps up to 8
+ *    events it freed for its next allocations (struct thr; at most 4 threads per context).
+ *  - Every live event has a state word `st` = generation << 32 | ST_STOPPED | pending. `pending`
+ *    counts what the event still waits for: its own stopEvent, the kernel channels NCCL will report
+ *    for it (a task's nChannels, ABI v3+, when it waits for them), and one reference per live child
+ *    (proxy op, proxy step, channel). Whoever brings `pending` to 0 completes the event: it runs the
+ *    hook's program, hands the result to the parent, and frees the event (generation + 1).
  *  - Handles given to NCCL are the event's address with the low 6 bits holding its generation, so
  *    a stale handle (NCCL passes a task's handle as parentObj long after the task's own stop) is
- *    recognised instead of attaching a child to whatever reuses the slot.
- *  - A task (collective or p2p) ends when it was stopped ("enqueued", per NCCL) and all its kernel
- *    channels and proxy operations have completed; its end time is the latest of those.
+ *    recognised instead of attaching a child to whatever reuses the slot. Without a kernel_ch_end
+ *    program a kernel channel has no event: its handle is its task's with NBP_H_LIGHT set.
+ *  - What a hook's program reads (NCCLBPF_PROF_NEED_*, published with it) decides the work: the
+ *    activation mask (ncclbpf_prof_wanted_mask), whether a task waits for its channels, the clock
+ *    reads. A task (collective or p2p) that waits ends when it was stopped ("enqueued", per NCCL)
+ *    and all its kernel channels and proxy operations have completed; its end time is read then.
  *  - Tasks whose announced kernel channels never come do not pile up: a 1-rank communicator (NCCL
  *    sends none there) or a context that never saw one within NCCLBPF_PROF_KCH_WAIT_MS stops
  *    waiting for them (NCCLBPF_PROF_F_HOST_ONLY); a task stuck longer than NCCLBPF_PROF_RECLAIM_MS
@@ -52,11 +56,29 @@
 
 #define NBP_ALIGN 64
 #define NBP_TAG_MASK ((uintptr_t)(NBP_ALIGN - 1))
+/* Events are 256 bytes, 256-aligned: a handle's low 6 bits hold the generation tag, and the next two
+ * say that the handle is a kernel channel kept in its task (no event of its own; see start_common),
+ * counted in the task's expected channels or not. */
+#define NBP_EV_ALIGN 256
+#define NBP_H_LIGHT ((uintptr_t)64)
+#define NBP_H_WITHIN ((uintptr_t)128)
+#define NBP_H_BITS ((uintptr_t)(NBP_EV_ALIGN - 1))
+
+/* Free events a thread keeps for its next allocations (struct thr). */
+#define NBP_TCACHE 8
+/* Threads that may keep a context's free events: a thread that exits keeps its few events for good,
+ * so at most NBP_CACHERS * NBP_TCACHE events of a context can be lost that way (NCCL's user and proxy
+ * threads are the usual two). */
+#define NBP_CACHERS 4
+struct thr;
 
 typedef uint64_t (*nbp_prog_fn)(void *ctx);
 
 enum { K_FREE = 0, K_TASK, K_KCH, K_PROXY_OP, K_STEP };
-enum { EVF_STOPPED = 1u << 8 }; /* internal flag bits above the NCCLBPF_PROF_F_* ones */
+/* The state word's low half: the pending count, and the top bit set once NCCL stopped the task (set
+ * by the stop's own release: one compare-and-swap). */
+#define ST_STOPPED 0x80000000u
+#define PEND(s) ((uint32_t)(s) & ~ST_STOPPED)
 
 struct ident {
 	uint64_t seq, bytes;
@@ -65,24 +87,28 @@ struct ident {
 };
 
 struct pev {
-	_Alignas(NBP_ALIGN) _Atomic uint64_t st; /* gen << 32 | pending */
+	_Alignas(NBP_EV_ALIGN) _Atomic uint64_t st; /* gen << 32 | ST_STOPPED? | pending */
 	_Atomic uint32_t next;                   /* free-list link: index + 1, 0 = end */
 	uint8_t kind;
 	uint8_t within; /* kernel channel counted in the parent's expected channels */
+	uint8_t needs;  /* NCCLBPF_PROF_NEED_* of its hook when it started (and the latency histograms') */
 	_Atomic uint32_t flags;
 	struct pev *parent;
 	uint32_t parent_gen;
 	uint32_t expected;            /* task: kernel channels NCCL will report */
 	_Atomic uint32_t kch_started; /* task: kernel channels seen so far */
 	struct pctx *pc;              /* the context whose pool holds this event */
-	_Atomic int32_t nchild;       /* children that completed */
+	_Atomic int32_t nchild;       /* proxy op: steps that completed (a task's channels: kch_started) */
 	uint64_t start_ns;
+	uint64_t stamp_ns;          /* task waiting for channels: coarse clock at its start (the sweep's age) */
 	_Atomic uint64_t end_ns;    /* max over own stop and children */
 	_Atomic uint64_t gpu_start; /* min, UINT64_MAX = none */
 	_Atomic uint64_t gpu_end;   /* max, 0 = none */
 	_Atomic uint64_t xfer;      /* proxy op: bytes of its steps; step: last transSize */
 	struct ident id;
 };
+
+_Static_assert(sizeof(struct pev) == NBP_EV_ALIGN, "an event is one 256-byte slot");
 
 /* One latency histogram of a context (metrics.h). key 0 = free: claimed by a compare-and-swap, as
  * several threads complete tasks of one context; counts are relaxed additions. */
@@ -100,10 +126,14 @@ struct pctx {
 	nbp_logger_t log;
 	uint32_t n;
 	struct pev *pool;
+	uint64_t serial;       /* unique to this context in the process (thread caches) */
+	struct thr *_Atomic cachers[NBP_CACHERS]; /* the threads that may keep its free events */
 	_Atomic uint64_t head; /* tag << 32 | (index + 1) */
 	_Atomic int reclaiming;
 	_Atomic uint32_t reclaim_cursor;
 	_Atomic uint32_t tick;
+	_Atomic int waits;               /* a task waited for kernel channels: the sweep has work */
+	_Atomic uint64_t swept_ns;       /* coarse clock at the last periodic sweep */
 	_Atomic int kch_seen;            /* a kernel channel event arrived on this context */
 	_Atomic int kch_absent;          /* concluded that NCCL sends none here */
 	_Atomic uint64_t first_wait_ns;  /* first task stop that waited for channels, while none seen */
@@ -120,6 +150,7 @@ struct pctx {
  * layout as the tuner's slots (plugin/internal.h). */
 struct slot {
 	_Alignas(NBP_ALIGN) _Atomic(uintptr_t) fn;
+	_Atomic uint32_t needs; /* NCCLBPF_PROF_NEED_* of the program in fn (0 without one) */
 };
 
 /* A calling thread's record for grace periods, the same protocol as the tuner's per-communicator
@@ -130,6 +161,13 @@ struct thr {
 	_Alignas(NBP_ALIGN) _Atomic uint64_t active;
 	_Atomic int used;
 	_Atomic uint64_t calls[NCCLBPF_PROF_LAST_HOOK + 1];
+	/* Free events of one context (serial), kept by the thread that freed them for its next
+	 * allocations: no compare-and-swap on the context's free stack while a thread both starts and
+	 * completes events. Only this thread touches them; a context's serial is never reused, so
+	 * events of a finalized context are never handed out. */
+	uint64_t cache_serial;
+	uint32_t cache_n;
+	struct pev *cache[NBP_TCACHE];
 };
 #define NBP_MAX_THREADS 512
 
@@ -137,8 +175,9 @@ static struct slot g_slots[NCCLBPF_PROF_LAST_HOOK + 1];
 static struct thr g_thr[NBP_MAX_THREADS];
 static _Atomic uint64_t g_overflow_inflight; /* threads beyond the table: a shared counter */
 static _Atomic uint64_t g_overflow_calls[NCCLBPF_PROF_LAST_HOOK + 1];
-static __thread struct thr *t_rec;
-static __thread int t_rec_none;
+static __thread struct thr *t_rec __attribute__((tls_model("initial-exec")));
+static __thread int t_rec_none __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t g_ctx_serial;
 static int *_Atomic g_mask_ptr;
 static _Atomic int g_version;
 static _Atomic int g_mask_stored;
@@ -162,6 +201,20 @@ static inline uint64_t now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The ages of stuck tasks (NCCLBPF_PROF_RECLAIM_MS, NCCLBPF_PROF_KCH_WAIT_MS) are measured with the
+ * coarse clock: a few nanoseconds to read, where CLOCK_MONOTONIC costs tens (its resolution, a
+ * kernel tick, is added to every age so that nothing is reclaimed early). */
+static uint64_t g_coarse_res = 10000000;
+__attribute__((constructor)) static void nbp_coarse_res(void) {
+	struct timespec res;
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0) g_coarse_res = (uint64_t)res.tv_nsec;
+}
+static inline uint64_t coarse_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void logmsg(struct pctx *pc, int level, const char *msg) {
 	if (pc && pc->log) pc->log(level, NBP_SUBSYS_PROFILE | NBP_SUBSYS_INIT, __FILE__, __LINE__, "%s", msg);
 }
@@ -178,10 +231,21 @@ int ncclbpf_prof_hook_id(const char *name) {
 	return -1;
 }
 
-uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn) {
+/* The needs are stored before the entry: an event that starts while a reload swaps the program may
+ * pair the new program with the old needs (or the reverse) for that one event; a field then left
+ * unfilled reads 0 (start_ns: end_ns), as for an event that started while its hook had no program. */
+uintptr_t ncclbpf_prof_publish_needs(int hook, uintptr_t fn, uint32_t needs) {
 	if (hook < NCCLBPF_PROF_FIRST_HOOK || hook > NCCLBPF_PROF_LAST_HOOK) return 0;
 	if (fn) nb_sync_core_before_publish();
+	atomic_store_explicit(&g_slots[hook].needs, fn ? needs & NCCLBPF_PROF_NEED_ALL : 0, memory_order_relaxed);
 	return atomic_exchange_explicit(&g_slots[hook].fn, fn, memory_order_acq_rel);
+}
+
+uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn) { return ncclbpf_prof_publish_needs(hook, fn, NCCLBPF_PROF_NEED_ALL); }
+
+uint32_t ncclbpf_prof_needs(int hook) {
+	if (hook < NCCLBPF_PROF_FIRST_HOOK || hook > NCCLBPF_PROF_LAST_HOOK) return 0;
+	return atomic_load(&g_slots[hook].fn) ? atomic_load(&g_slots[hook].needs) : 0;
 }
 
 static int nbp_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
@@ -213,6 +277,16 @@ int ncclbpf_prof_synchronize(void) {
 }
 
 static inline int slot_set(int hook) { return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed) != 0; }
+
+/* hook_needs: what the program in hook's slot reads (0 without a program). */
+static inline uint32_t hook_needs(int hook) {
+	return slot_set(hook) ? atomic_load_explicit(&g_slots[hook].needs, memory_order_relaxed) : 0;
+}
+
+/* A collective with both times read: the latency histograms take it. */
+#define NBP_NEED_TIMED (NCCLBPF_PROF_NEED_START | NCCLBPF_PROF_NEED_END)
+/* A task's completion depends on its children (kernel channels, proxy operations) only for these. */
+#define NBP_NEED_COMPLETION (NCCLBPF_PROF_NEED_END | NCCLBPF_PROF_NEED_CHILDREN)
 
 /* NCCLBPF_LATENCY: collective events for the latency histograms without a profiler program. */
 static int lat_enabled(void) {
@@ -261,16 +335,47 @@ int ncclbpf_metrics_latency(struct ncclbpf_latency_hist *out, int max, uint64_t 
 	return n;
 }
 
+/* children_need_parents: whether new tasks wait for their kernel channels (and so stay alive for their proxy
+ * operations): when a kernel_ch_end or proxy_op_end program needs them as parents. */
+static inline int children_need_parents(void) {
+	return slot_set(NCCLBPF_PROF_KERNEL_CH_END) || slot_set(NCCLBPF_PROF_PROXY_OP_END);
+}
+
+/* task_needs is what a task of hook needs when it starts now: its program's needs, and for
+ * collectives those of the latency histograms when NCCLBPF_LATENCY is on. */
+static inline uint32_t task_needs(int hook) {
+	uint32_t n = hook_needs(hook);
+	if (hook == NCCLBPF_PROF_COLL_END && lat_enabled())
+		n |= NCCLBPF_PROF_NEED_START | NCCLBPF_PROF_NEED_END | NCCLBPF_PROF_NEED_CHILDREN;
+	return n;
+}
+
+/* The mask asks for the event kinds the published programs consume, nothing more: a task kind when
+ * its hook has a program; kernel channels (v3+) only when a task program reads what depends on them
+ * (completion time, GPU span, children), or the kernel_ch_end/proxy_op_end programs need their tasks
+ * as parents; proxy steps only when the proxy_op_end program reads its completion time, bytes or
+ * steps. A p2p-counting program that reads no time gets P2p events only. NCCL copies the mask into
+ * each task at its API call; one store changes all bits at once. */
 int ncclbpf_prof_wanted_mask(int version) {
-	int m = 0;
-	if (slot_set(NCCLBPF_PROF_COLL_END)) m |= NBP_EV_COLL;
-	if (slot_set(NCCLBPF_PROF_P2P_END)) m |= NBP_EV_P2P;
-	if (slot_set(NCCLBPF_PROF_PROXY_OP_END)) m |= NBP_EV_PROXY_OP | NBP_EV_PROXY_STEP;
-	if (lat_enabled()) m |= NBP_EV_COLL; /* the latency histograms (metrics.h) */
-	/* Kernel channels exist from v3 on. Whenever any task event is wanted they are requested too,
-	 * so that a task event always comes with the channels it is gated on (NCCL copies the mask into
-	 * each task, and one store changes all bits at once). */
-	if (version >= 3 && (m || slot_set(NCCLBPF_PROF_KERNEL_CH_END))) m |= NBP_EV_KERNEL_CH;
+	int m = 0, kch = 0;
+	if (slot_set(NCCLBPF_PROF_COLL_END)) {
+		m |= NBP_EV_COLL;
+		kch |= (task_needs(NCCLBPF_PROF_COLL_END) & NBP_NEED_COMPLETION) != 0;
+	}
+	if (slot_set(NCCLBPF_PROF_P2P_END)) {
+		m |= NBP_EV_P2P;
+		kch |= (task_needs(NCCLBPF_PROF_P2P_END) & NBP_NEED_COMPLETION) != 0;
+	}
+	if (slot_set(NCCLBPF_PROF_PROXY_OP_END)) {
+		m |= NBP_EV_PROXY_OP;
+		if (hook_needs(NCCLBPF_PROF_PROXY_OP_END) & NBP_NEED_COMPLETION) m |= NBP_EV_PROXY_STEP;
+	}
+	if (lat_enabled()) { /* the latency histograms (metrics.h): collectives with their channels */
+		m |= NBP_EV_COLL;
+		kch = 1;
+	}
+	if (children_need_parents()) kch = 1;
+	if (version >= 3 && kch) m |= NBP_EV_KERNEL_CH;
 	return m;
 }
 
@@ -317,10 +422,12 @@ static struct thr *claim_thr(void) {
 	return NULL;
 }
 
+static inline struct thr *thr_rec(void) { return t_rec ? t_rec : claim_thr(); }
+
 /* run_hook calls the program in hook's slot on c, inside the thread's grace-period bracket: two
  * plain stores and a load, no read-modify-write (see ncclbpf_prof_synchronize). */
 static inline void run_hook(int hook, struct ncclbpf_prof_ctx *c) {
-	struct thr *r = t_rec ? t_rec : claim_thr();
+	struct thr *r = thr_rec();
 	if (__builtin_expect(r != NULL, 1)) {
 		uint64_t a = atomic_load_explicit(&r->active, memory_order_relaxed);
 		atomic_store_explicit(&r->active, a + 1, memory_order_relaxed);
@@ -376,8 +483,8 @@ static inline void *handle_of(struct pev *e, uint32_t gen) { return (void *)((ui
 /* from_handle returns the event a handle designates, if it lies in pc's pool, else NULL. */
 static inline struct pev *from_handle(struct pctx *pc, void *h, uint32_t *tag) {
 	uintptr_t u = (uintptr_t)h;
-	struct pev *e = (struct pev *)(u & ~NBP_TAG_MASK);
-	if (!pc || e < pc->pool || e >= pc->pool + pc->n) return NULL;
+	struct pev *e = (struct pev *)(u & ~NBP_H_BITS);
+	if (!pc || (u & (NBP_H_LIGHT | NBP_H_WITHIN)) || e < pc->pool || e >= pc->pool + pc->n) return NULL;
 	*tag = (uint32_t)(u & NBP_TAG_MASK);
 	return e;
 }
@@ -386,7 +493,7 @@ static inline struct pev *from_handle(struct pctx *pc, void *h, uint32_t *tag) {
 static int acquire(struct pev *e, uint32_t tag, uint32_t *gen) {
 	uint64_t s = atomic_load(&e->st);
 	for (;;) {
-		if ((uint32_t)s == 0 || ((s >> 32) & NBP_TAG_MASK) != tag) return 0;
+		if (PEND(s) == 0 || ((s >> 32) & NBP_TAG_MASK) != tag) return 0;
 		if (atomic_compare_exchange_weak(&e->st, &s, s + 1)) {
 			*gen = (uint32_t)(s >> 32);
 			return 1;
@@ -394,25 +501,52 @@ static int acquire(struct pev *e, uint32_t tag, uint32_t *gen) {
 	}
 }
 
-/* release drops k units of pending if e is still generation gen; returns 1 if that completed it. */
-static int release(struct pev *e, uint32_t gen, uint32_t k) {
+/* release drops k units of pending if e is still generation gen, and adds the flags mark
+ * (ST_STOPPED or 0) to what stays pending; returns 1 if that completed it. */
+static int release_mark(struct pev *e, uint32_t gen, uint32_t k, uint32_t mark) {
 	uint64_t s = atomic_load(&e->st);
 	for (;;) {
-		uint32_t p = (uint32_t)s;
+		uint32_t p = PEND(s);
 		if ((uint32_t)(s >> 32) != gen || p == 0) return 0;
 		uint32_t np = p > k ? p - k : 0;
-		if (atomic_compare_exchange_weak(&e->st, &s, (uint64_t)gen << 32 | np)) return np == 0;
+		uint32_t lo = np ? np | ((uint32_t)s & ST_STOPPED) | mark : 0;
+		if (atomic_compare_exchange_weak(&e->st, &s, (uint64_t)gen << 32 | lo)) return np == 0;
 	}
+}
+static inline int release(struct pev *e, uint32_t gen, uint32_t k) { return release_mark(e, gen, k, 0); }
+
+static inline struct thr *thr_rec(void);
+
+/* may_cache: whether r is (or now becomes) one of pc's NBP_CACHERS caching threads. */
+static int may_cache(struct pctx *pc, struct thr *r) {
+	for (int i = 0; i < NBP_CACHERS; i++) {
+		struct thr *o = atomic_load_explicit(&pc->cachers[i], memory_order_relaxed);
+		if (o == r) return 1;
+		if (!o && atomic_compare_exchange_strong(&pc->cachers[i], &o, r)) return 1;
+		if (o == r) return 1;
+	}
+	return 0;
 }
 
 static void ev_free(struct pctx *pc, struct pev *e) {
-	uint64_t s = atomic_load(&e->st);
+	uint64_t s = atomic_load_explicit(&e->st, memory_order_relaxed);
 	e->kind = K_FREE;
-	atomic_store(&e->st, ((s >> 32) + 1) << 32);
+	atomic_store_explicit(&e->st, ((s >> 32) + 1) << 32, memory_order_release);
+	struct thr *r = thr_rec();
+	/* (not in small pools, where the few events kept by threads would be missed) */
+	if (r && pc->n >= 64 * NBP_TCACHE && r->cache_n < NBP_TCACHE &&
+	    (r->cache_serial == pc->serial || (r->cache_n == 0 && may_cache(pc, r)))) {
+		r->cache_serial = pc->serial;
+		r->cache[r->cache_n++] = e;
+		return;
+	}
 	pool_push(pc, e);
 }
 
-static void complete(struct pctx *pc, struct pev *e, uint32_t gen);
+/* complete's t: the time just read by the caller, or 0 (complete reads the clock if the event needs
+ * its end), or NBP_NO_CLOCK (the sweep: the end is what was recorded). */
+#define NBP_NO_CLOCK UINT64_MAX
+static void complete(struct pctx *pc, struct pev *e, uint32_t gen, uint64_t t);
 
 /* sweep completes tasks among pool entries [from, from+count) that NCCL stopped at least min_age ns
  * ago and that only wait for kernel channels which have not come (no live child), marking them
@@ -420,22 +554,22 @@ static void complete(struct pctx *pc, struct pev *e, uint32_t gen);
 static void sweep(struct pctx *pc, uint32_t from, uint32_t count, uint64_t min_age, uint32_t flag) {
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(&pc->reclaiming, &expect, 1)) return;
-	uint64_t t = now_ns();
+	uint64_t t = coarse_ns();
 	for (uint32_t j = 0; j < count && j < pc->n; j++) {
 		struct pev *e = &pc->pool[(from + j) % pc->n];
 		uint64_t s = atomic_load(&e->st);
-		if ((uint32_t)s == 0 || e->kind != K_TASK) continue;
-		if (!(atomic_load(&e->flags) & EVF_STOPPED) || t - e->start_ns < min_age) continue;
+		if (PEND(s) == 0 || e->kind != K_TASK) continue;
+		if (!((uint32_t)s & ST_STOPPED) || (min_age && t - e->stamp_ns < min_age + g_coarse_res)) continue;
 		/* Stopped, so pending = unstarted expected channels + 2 per live expected channel + 1 per
 		 * other live child: it equals the unstarted channels exactly when no child is live. */
 		uint32_t ks = atomic_load(&e->kch_started);
 		uint32_t unstarted = e->expected > ks ? e->expected - ks : 0;
-		if ((uint32_t)s != unstarted) continue;
+		if (PEND(s) != unstarted) continue;
 		uint32_t gen = (uint32_t)(s >> 32);
 		if (atomic_compare_exchange_strong(&e->st, &s, (uint64_t)gen << 32)) {
 			atomic_fetch_or(&e->flags, flag);
 			if (flag & NCCLBPF_PROF_F_FORCED) atomic_fetch_add_explicit(&pc->forced, 1, memory_order_relaxed);
-			complete(pc, e, gen);
+			complete(pc, e, gen, NBP_NO_CLOCK);
 		}
 	}
 	atomic_store(&pc->reclaim_cursor, (from + count) % pc->n);
@@ -450,26 +584,32 @@ static void reclaim(struct pctx *pc) { sweep(pc, 0, pc->n, pc->reclaim_ns, NCCLB
  *    than NCCLBPF_PROF_KCH_WAIT_MS (default 5 s: NCCL's first collectives may set up connections),
  *    NCCL does not send them here: tasks stop waiting for them (they end at their stop, with
  *    NCCLBPF_PROF_F_HOST_ONLY). A later kernel channel turns waiting back on for new tasks;
- *  - every 64 task starts, 64 pool entries are swept for tasks stuck longer than the reclaim age
- *    (a channel NCCL announced but never reported), so stuck events never pile up. */
+ *  - every 64 task starts (at most once a millisecond, and only once a task of the context waited
+ *    for channels), 64 pool entries are swept for tasks stuck longer than the reclaim age (a
+ *    channel NCCL announced but never reported), so stuck events never pile up. */
 static void maintain(struct pctx *pc) {
 	if (!atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 	    !atomic_load_explicit(&pc->kch_absent, memory_order_relaxed)) {
 		uint64_t f = atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed);
-		if (f && now_ns() - f > pc->kch_wait_ns) {
+		if (f && coarse_ns() - f > pc->kch_wait_ns + g_coarse_res) {
 			atomic_store(&pc->kch_absent, 1);
 			sweep(pc, 0, pc->n, 0, NCCLBPF_PROF_F_HOST_ONLY);
 		}
 	}
 	uint32_t tick = atomic_load_explicit(&pc->tick, memory_order_relaxed) + 1;
 	atomic_store_explicit(&pc->tick, tick, memory_order_relaxed);
-	if ((tick & 63) == 0) sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 64, pc->reclaim_ns,
-	                            NCCLBPF_PROF_F_FORCED);
+	if ((tick & 63) != 0 || !atomic_load_explicit(&pc->waits, memory_order_relaxed)) return;
+	/* At most one chunk a millisecond: each entry read is a cache miss. */
+	uint64_t now = coarse_ns();
+	if (now - atomic_load_explicit(&pc->swept_ns, memory_order_relaxed) < 1000000) return;
+	atomic_store_explicit(&pc->swept_ns, now, memory_order_relaxed);
+	sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 64, pc->reclaim_ns, NCCLBPF_PROF_F_FORCED);
 }
 
 /* ev_alloc takes a free event and makes it live with `pending` units; *gen receives its generation. */
 static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
-	struct pev *e = pool_pop(pc);
+	struct thr *r = thr_rec();
+	struct pev *e = r && r->cache_n && r->cache_serial == pc->serial ? r->cache[--r->cache_n] : pool_pop(pc);
 	if (!e) {
 		reclaim(pc);
 		e = pool_pop(pc);
@@ -481,6 +621,8 @@ static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
 	*gen = (uint32_t)(atomic_load_explicit(&e->st, memory_order_relaxed) >> 32);
 	e->kind = (uint8_t)kind;
 	e->within = 0;
+	e->needs = 0;
+	e->stamp_ns = 0;
 	atomic_store_explicit(&e->flags, 0, memory_order_relaxed);
 	e->parent = NULL;
 	e->parent_gen = 0;
@@ -513,11 +655,15 @@ static inline void amin(_Atomic uint64_t *a, uint64_t v) {
 /* ------------------------------------------------------------------------------------------------
  * Completion */
 
+/* fill_ctx writes every field one by one (a memset of the structure first costs more than the rest:
+ * compilers make it a string instruction). */
 static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_prof_ctx *c) {
-	memset(c, 0, sizeof(*c));
 	c->comm_id = pc->comm_id;
 	c->seq = e->id.seq;
-	c->local_seq = atomic_fetch_add_explicit(&pc->local_seq[hook], 1, memory_order_relaxed);
+	c->local_seq = 0;
+	/* a locked add per event only for a program that reads the count */
+	if (atomic_load_explicit(&g_slots[hook].needs, memory_order_relaxed) & NCCLBPF_PROF_NEED_SEQ)
+		c->local_seq = atomic_fetch_add_explicit(&pc->local_seq[hook], 1, memory_order_relaxed);
 	c->bytes = e->id.bytes;
 	c->rank = e->id.rank;
 	c->n_ranks = pc->nranks;
@@ -535,17 +681,23 @@ static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_pr
 	uint64_t gs = atomic_load_explicit(&e->gpu_start, memory_order_relaxed);
 	uint64_t ge = atomic_load_explicit(&e->gpu_end, memory_order_relaxed);
 	uint32_t fl = atomic_load_explicit(&e->flags, memory_order_relaxed);
+	c->gpu_duration_ns = 0;
 	if (gs != UINT64_MAX && ge != 0 && ge >= gs) {
 		c->gpu_duration_ns = ge - gs;
 		fl |= NCCLBPF_PROF_F_GPU_TIMED;
 	}
 	c->xfer_bytes = atomic_load_explicit(&e->xfer, memory_order_relaxed);
-	c->n_children = atomic_load_explicit(&e->nchild, memory_order_relaxed);
+	/* A task completes after all its started channels stopped (each holds a unit of it), so the
+	 * channels it started are the channels that completed: no count kept per channel stop. */
+	c->n_children = e->kind == K_TASK ? (int32_t)atomic_load_explicit(&e->kch_started, memory_order_relaxed)
+	                                  : atomic_load_explicit(&e->nchild, memory_order_relaxed);
 	c->is_send = e->id.is_send;
 	c->event = (uint32_t)hook;
 	c->flags = fl & 0xff;
 	c->abi_version = (uint32_t)pc->version;
+	c->reserved = 0;
 }
+_Static_assert(sizeof(struct ncclbpf_prof_ctx) == 128, "fill_ctx writes all 23 fields of the 128 bytes");
 
 static inline void maybe_run(struct pctx *pc, struct pev *e, int hook) {
 	if (hook <= 0 || !slot_set(hook)) return;
@@ -554,8 +706,9 @@ static inline void maybe_run(struct pctx *pc, struct pev *e, int hook) {
 	run_hook(hook, &c);
 }
 
-/* child_done hands a completed child's times to its parent and drops the child's units there. */
-static void child_done(struct pctx *pc, struct pev *e, uint32_t units) {
+/* child_done hands a completed child's times to its parent and drops the child's units there; t is
+ * complete's (the time the child completed, if read). */
+static void child_done(struct pctx *pc, struct pev *e, uint32_t units, uint64_t t) {
 	struct pev *p = e->parent;
 	if (!p) return;
 	uint32_t pgen = e->parent_gen;
@@ -567,9 +720,10 @@ static void child_done(struct pctx *pc, struct pev *e, uint32_t units) {
 		amax(&p->gpu_end, ge);
 	}
 	if (e->kind == K_STEP) atomic_fetch_add_explicit(&p->xfer, atomic_load(&e->xfer), memory_order_relaxed);
-	if (e->kind != K_PROXY_OP) /* a task counts its kernel channels, a proxy op its steps */
+	/* a proxy op counts its steps (a task's channels are counted at their start) */
+	if (e->kind == K_STEP && (p->needs & NCCLBPF_PROF_NEED_CHILDREN))
 		atomic_fetch_add_explicit(&p->nchild, 1, memory_order_relaxed);
-	if (release(p, pgen, units)) complete(pc, p, pgen);
+	if (release(p, pgen, units)) complete(pc, p, pgen, t);
 }
 
 /* lat_add counts a completed collective task in its context's latency histograms: the GPU span when
@@ -604,23 +758,34 @@ static void lat_add(struct pctx *pc, struct pev *e) {
 	atomic_fetch_add_explicit(&pc->lat_overflow, 1, memory_order_relaxed);
 }
 
-static void complete(struct pctx *pc, struct pev *e, uint32_t gen) {
+/* An event ends when its last unit is released: its own stop or its last child's. The end time is
+ * read then, once, and only for an event whose hook reads it (a child's stop reads no clock for the
+ * parent's sake); the stop of a task that needs it also records its own time, the end of a task the
+ * sweep completes. */
+static void complete(struct pctx *pc, struct pev *e, uint32_t gen, uint64_t t) {
 	(void)gen;
+	if (t != NBP_NO_CLOCK && (e->needs & NCCLBPF_PROF_NEED_END) && e->kind != K_KCH) {
+		if (!t) t = now_ns();
+		amax(&e->end_ns, t);
+	}
+	if (t == NBP_NO_CLOCK) t = 0;
 	switch (e->kind) {
 	case K_TASK:
-		if (e->id.hook == NCCLBPF_PROF_COLL_END) lat_add(pc, e);
+		/* the latency histograms take timed collectives (NCCLBPF_LATENCY, or a program that reads
+		 * both times) */
+		if (e->id.hook == NCCLBPF_PROF_COLL_END && (e->needs & NBP_NEED_TIMED) == NBP_NEED_TIMED) lat_add(pc, e);
 		maybe_run(pc, e, (int)e->id.hook);
 		break;
 	case K_KCH:
 		maybe_run(pc, e, NCCLBPF_PROF_KERNEL_CH_END);
-		child_done(pc, e, 1u + e->within);
+		child_done(pc, e, 1u + e->within, t);
 		break;
 	case K_PROXY_OP:
 		maybe_run(pc, e, NCCLBPF_PROF_PROXY_OP_END);
-		child_done(pc, e, 1);
+		child_done(pc, e, 1, t);
 		break;
 	case K_STEP:
-		child_done(pc, e, 1);
+		child_done(pc, e, 1, t);
 		break;
 	default:
 		return;
@@ -653,7 +818,7 @@ static inline void sc_put(const char *s, int kind, int32_t v) {
 }
 
 #define CACHED(KIND, FN)                                   \
-	static int32_t FN##_c(const char *s) {                 \
+	static inline int32_t FN##_c(const char *s) {          \
 		int32_t v;                                         \
 		if (!s) return FN(s);                              \
 		if (sc_get(s, KIND, &v)) return v;                 \
@@ -662,7 +827,7 @@ static inline void sc_put(const char *s, int kind, int32_t v) {
 		return v;                                          \
 	}
 
-static int32_t func_id(const char *s) {
+__attribute__((noinline)) static int32_t func_id(const char *s) {
 	if (!s) return NCCLBPF_PROF_FUNC_UNKNOWN;
 	switch (s[0]) {
 	case 'A':
@@ -691,7 +856,7 @@ static int32_t func_id(const char *s) {
 	return NCCLBPF_PROF_FUNC_UNKNOWN;
 }
 
-static int32_t algo_id(const char *s) {
+__attribute__((noinline)) static int32_t algo_id(const char *s) {
 	if (!s) return -1;
 	if (!strcmp(s, "RING")) return 1;
 	if (!strcmp(s, "TREE")) return 0;
@@ -703,7 +868,7 @@ static int32_t algo_id(const char *s) {
 	return -1;
 }
 
-static int32_t proto_id(const char *s) {
+__attribute__((noinline)) static int32_t proto_id(const char *s) {
 	if (!s) return -1;
 	if (!strcmp(s, "SIMPLE")) return 2;
 	if (!strcmp(s, "LL")) return 0;
@@ -729,7 +894,7 @@ static uint32_t type_size(const char *s) {
 	return 0;
 }
 
-static int32_t type_size_i(const char *s) { return (int32_t)type_size(s); }
+__attribute__((noinline)) static int32_t type_size_i(const char *s) { return (int32_t)type_size(s); }
 CACHED(SC_FUNC, func_id)
 CACHED(SC_ALGO, algo_id)
 CACHED(SC_PROTO, proto_id)
@@ -749,6 +914,20 @@ struct dview {
 	int has_pid;
 };
 
+/* dview_init sets every member (no memset: see fill_ctx). */
+static inline void dview_init(struct dview *v, uint64_t type, void *parent, int rank) {
+	v->type = type;
+	v->parent = parent;
+	v->rank = rank;
+	v->id.seq = v->id.bytes = 0;
+	v->id.func = v->id.algo = v->id.proto = v->id.nchannels = v->id.peer = v->id.channel = v->id.rank = v->id.is_send = 0;
+	v->id.hook = 0;
+	v->nch = 0;
+	v->ptimer = 0;
+	v->pid = 0;
+	v->has_pid = 0;
+}
+
 static void task_common(struct pctx *pc, struct dview *v) {
 	v->id.rank = v->rank;
 	v->id.peer = -1;
@@ -759,6 +938,19 @@ static void task_common(struct pctx *pc, struct dview *v) {
 
 /* ------------------------------------------------------------------------------------------------
  * The event entry points, version-neutral */
+
+/* parent_wants: whether the child v describes (a kernel channel or proxy operation without a program
+ * of its own) matters to its parent task: one that waits for its channels, or whose program reads its
+ * completion time, GPU span or children. A peek without a reference; NULL or stale parents: no. */
+static int parent_wants(struct pctx *pc, const struct dview *v) {
+	uint32_t tag;
+	if (!v->parent || (v->has_pid && v->pid != pc->pid)) return 0;
+	struct pev *p = from_handle(pc, v->parent, &tag);
+	if (!p) return 0;
+	uint64_t s = atomic_load_explicit(&p->st, memory_order_acquire);
+	if (PEND(s) == 0 || ((s >> 32) & NBP_TAG_MASK) != tag || p->kind != K_TASK) return 0;
+	return p->expected != 0 || (p->needs & NBP_NEED_COMPLETION) != 0;
+}
 
 static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 	*eHandle = NULL;
@@ -771,14 +963,25 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		e = ev_alloc(pc, K_TASK, &gen);
 		if (!e) return;
 		e->id = v->id;
-		e->start_ns = now_ns();
-		/* Expect kernel channels only when NCCL sends them (v3+ and KernelCh in the mask). */
+		uint32_t needs = task_needs((int)v->id.hook);
+		e->needs = (uint8_t)needs;
+		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? now_ns() : 0;
+		/* Expect kernel channels only when NCCL sends them (v3+ and KernelCh in the mask) and
+		 * something needs them: the task's program or histograms (completion time, GPU span,
+		 * channel count), or children's programs that need the task as their parent. A task that
+		 * waits for none ends at its stop (NCCLBPF_PROF_F_HOST_ONLY when it had channels). */
 		int mask = 0;
 		int *mp = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
 		if (mp) mask = __atomic_load_n(mp, __ATOMIC_RELAXED);
 		int absent = atomic_load_explicit(&pc->kch_absent, memory_order_relaxed);
-		e->expected = (pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent) ? v->nch : 0;
-		if (pc->version <= 2 || (absent && v->nch))
+		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent &&
+		           ((needs & NBP_NEED_COMPLETION) || children_need_parents());
+		e->expected = wait ? v->nch : 0;
+		if (e->expected) {
+			e->stamp_ns = coarse_ns();
+			if (!atomic_load_explicit(&pc->waits, memory_order_relaxed)) atomic_store(&pc->waits, 1);
+		}
+		if (pc->version <= 2 || (!wait && v->nch))
 			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_HOST_ONLY, memory_order_relaxed);
 		publish_live(e, gen, 1 + e->expected);
 		*eHandle = handle_of(e, gen);
@@ -791,10 +994,34 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 			atomic_store(&pc->kch_seen, 1);
 			atomic_store(&pc->kch_absent, 0);
 		}
+		int own = kch ? NCCLBPF_PROF_KERNEL_CH_END : NCCLBPF_PROF_PROXY_OP_END;
+		uint32_t needs = hook_needs(own);
+		/* Without a program of its own, a child matters only to a parent that waits for it or
+		 * reads what it brings: otherwise it is not kept (*eHandle stays NULL, NCCL then sends
+		 * nothing more for it). Checked without a reference: a parent that ends meanwhile is
+		 * found gone below. */
+		if (!slot_set(own) && !parent_wants(pc, v)) return;
+		if (kch && !slot_set(own)) {
+			/* No kernel_ch_end program: the channel is kept in its task, without an event of its
+			 * own. Its handle is the task's, marked: it holds one reference on the task (so the
+			 * task stays, and its generation with it) until its stop, and its GPU stamps go
+			 * straight to the task. */
+			p = from_handle(pc, v->parent, &tag);
+			if (!p || !acquire(p, tag, &pgen)) return;
+			if (p->kind != K_TASK) {
+				if (release(p, pgen, 1)) complete(pc, p, pgen, 0);
+				return;
+			}
+			int within = atomic_fetch_add_explicit(&p->kch_started, 1, memory_order_relaxed) < p->expected;
+			if (v->ptimer) amin(&p->gpu_start, v->ptimer);
+			*eHandle = (void *)((uintptr_t)p | (pgen & NBP_TAG_MASK) | NBP_H_LIGHT | (within ? NBP_H_WITHIN : 0));
+			return;
+		}
 		e = ev_alloc(pc, kch ? K_KCH : K_PROXY_OP, &gen);
 		if (!e) return;
-		/* A child's start time is only seen by its own hook: no clock read without a program. */
-		e->start_ns = slot_set(kch ? NCCLBPF_PROF_KERNEL_CH_END : NCCLBPF_PROF_PROXY_OP_END) ? now_ns() : 0;
+		e->needs = (uint8_t)needs;
+		/* A child's start time is only seen by its own hook: no clock read unless it reads it. */
+		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? now_ns() : 0;
 		p = NULL;
 		if (v->parent && (!v->has_pid || v->pid == pc->pid)) {
 			p = from_handle(pc, v->parent, &tag);
@@ -837,12 +1064,12 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		p = from_handle(pc, v->parent, &tag);
 		if (!p || !acquire(p, tag, &pgen)) return;
 		if (p->kind != K_PROXY_OP) {
-			if (release(p, pgen, 1)) complete(pc, p, pgen);
+			if (release(p, pgen, 1)) complete(pc, p, pgen, 0);
 			return;
 		}
 		e = ev_alloc(pc, K_STEP, &gen);
 		if (!e) {
-			if (release(p, pgen, 1)) complete(pc, p, pgen);
+			if (release(p, pgen, 1)) complete(pc, p, pgen, 0);
 			return;
 		}
 		e->parent = p;
@@ -861,10 +1088,10 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
  * handle's generation. */
 static inline struct pev *handle_event(void *handle, uint32_t *gen) {
 	if (!handle) return NULL;
-	struct pev *e = (struct pev *)((uintptr_t)handle & ~NBP_TAG_MASK);
+	struct pev *e = (struct pev *)((uintptr_t)handle & ~NBP_H_BITS);
 	uint64_t s = atomic_load(&e->st);
 	*gen = (uint32_t)(s >> 32);
-	if ((*gen & NBP_TAG_MASK) != ((uintptr_t)handle & NBP_TAG_MASK) || (uint32_t)s == 0) return NULL;
+	if ((*gen & NBP_TAG_MASK) != ((uintptr_t)handle & NBP_TAG_MASK) || PEND(s) == 0) return NULL;
 	return e;
 }
 
@@ -873,18 +1100,30 @@ static nbp_result_t stop_event(void *handle) {
 	uint32_t gen;
 	struct pev *e = handle_event(handle, &gen);
 	if (!e) return NBP_SUCCESS;
-	uint64_t t = now_ns();
-	amax(&e->end_ns, t);
+	if ((uintptr_t)handle & NBP_H_LIGHT) { /* a kernel channel kept in its task e */
+		if (release(e, gen, (uintptr_t)handle & NBP_H_WITHIN ? 2 : 1)) complete(e->pc, e, gen, 0);
+		return NBP_SUCCESS;
+	}
+	/* The stop's time is the end of an event without children. A task that waits for its kernel
+	 * channels ends at its last channel's stop, where complete reads the clock: its own stop time
+	 * is only read while the context has seen no channel (the sweep may then complete it as
+	 * host-only, ending at its stop). A task the sweep completes as forced ends at the last time
+	 * read for it. */
+	uint64_t t = 0;
+	if ((e->needs & NCCLBPF_PROF_NEED_END) &&
+	    (e->kind != K_TASK || !e->expected || !atomic_load_explicit(&e->pc->kch_seen, memory_order_relaxed))) {
+		t = now_ns();
+		amax(&e->end_ns, t);
+	}
 	if (e->kind == K_TASK) {
-		atomic_fetch_or(&e->flags, EVF_STOPPED);
 		struct pctx *pc = e->pc;
 		if (e->expected && !atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 		    !atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed)) {
 			uint64_t z = 0;
-			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, t);
+			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, coarse_ns());
 		}
 	}
-	if (release(e, gen, 1)) complete(e->pc, e, gen);
+	if (release_mark(e, gen, 1, e->kind == K_TASK ? ST_STOPPED : 0)) complete(e->pc, e, gen, t);
 	return NBP_SUCCESS;
 }
 
@@ -893,6 +1132,10 @@ static void record_common(void *handle, nbp_state_t st, uint64_t arg, int has_ar
 	uint32_t gen;
 	struct pev *e = handle_event(handle, &gen);
 	if (!e) return;
+	if ((uintptr_t)handle & NBP_H_LIGHT) { /* a kernel channel kept in its task e */
+		if (st == NBP_ST_KERNEL_CH_STOP && has_arg && arg) amax(&e->gpu_end, arg);
+		return;
+	}
 	if (st == NBP_ST_KERNEL_CH_STOP && e->kind == K_KCH && has_arg && arg) {
 		atomic_store_explicit(&e->gpu_end, arg, memory_order_relaxed);
 	} else if (e->kind == K_STEP && has_arg && st >= NBP_ST_STEP_SEND_GPU_WAIT && st <= NBP_ST_STEP_RECV_GPU_WAIT) {
@@ -933,6 +1176,7 @@ static nbp_result_t init_common(void **context, int version, uint64_t comm_id, i
 	struct pctx *pc = calloc(1, sizeof(*pc));
 	if (!pc) return NBP_INTERNAL_ERROR;
 	pc->version = version;
+	pc->serial = atomic_fetch_add(&g_ctx_serial, 1) + 1;
 	pc->comm_id = comm_id;
 	pc->nranks = nranks;
 	pc->rank = rank;
@@ -944,7 +1188,7 @@ static nbp_result_t init_common(void **context, int version, uint64_t comm_id, i
 	/* NCCL creates no kernel-channel events on a 1-rank communicator (seen with 2.28.9: send/recv
 	 * to self gives P2p events only): do not wait for them there. */
 	if (nranks == 1) atomic_store(&pc->kch_absent, 1);
-	pc->pool = aligned_alloc(NBP_ALIGN, sizeof(struct pev) * pc->n);
+	pc->pool = aligned_alloc(NBP_EV_ALIGN, sizeof(struct pev) * pc->n);
 	if (!pc->pool) {
 		free(pc);
 		return NBP_INTERNAL_ERROR;
@@ -1007,10 +1251,7 @@ static nbp_result_t finalize_common(void *context) {
 		if (!pc || !d) return NBP_SUCCESS;                                                              \
 		TRACE("start type %#llx parent %p rank %d\n", (unsigned long long)d->type, d->parentObj, d->rank); \
 		struct dview v;                                                                                 \
-		memset(&v, 0, sizeof v);                                                                        \
-		v.type = d->type;                                                                               \
-		v.parent = d->parentObj;                                                                        \
-		v.rank = d->rank;                                                                               \
+		dview_init(&v, d->type, d->parentObj, d->rank);                                                 \
 		switch (d->type) {                                                                              \
 		case NBP_EV_COLL:                                                                               \
 			v.id.hook = NCCLBPF_PROF_COLL_END;                                                          \
@@ -1080,10 +1321,7 @@ static nbp_result_t start_v1(void *context, void **eHandle, nbp_descr_v1_t *d) {
 	*eHandle = NULL;
 	if (!pc || !d) return NBP_SUCCESS;
 	struct dview v;
-	memset(&v, 0, sizeof v);
-	v.type = d->type;
-	v.parent = d->parentObj;
-	v.rank = d->rank;
+	dview_init(&v, d->type, d->parentObj, d->rank);
 	switch (d->type) {
 	case NBP_EV_COLL:
 		v.id.hook = NCCLBPF_PROF_COLL_END;

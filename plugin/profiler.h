@@ -9,7 +9,7 @@
  *
  * Publishing a bundle (from Go, off the hot path):
  *
- *     for each profiler hook h:  old[h] = ncclbpf_prof_publish(h, entry_or_0);
+ *     for each profiler hook h:  old[h] = ncclbpf_prof_publish_needs(h, entry_or_0, needs);
  *     ncclbpf_prof_refresh_mask();              // NCCL's activation mask follows the new programs
  *     ncclbpf_prof_synchronize() == 0           // => the old code may be unmapped
  */
@@ -30,6 +30,25 @@ int ncclbpf_prof_hook_id(const char *name);
  * The previous code may still run on other threads until ncclbpf_prof_synchronize returns 0. */
 uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn);
 
+/* What a hook's program reads of struct ncclbpf_prof_ctx, as far as it costs the shim work (the
+ * verifier lists the context fields each program reads). The shim skips the rest: no clock read
+ * for a program that reads no time, no kernel-channel or proxy-step events (activation mask) for a
+ * program that needs no completion time, GPU span or children; the fields it did not fill are 0.
+ * ncclbpf_prof_publish assumes NCCLBPF_PROF_NEED_ALL. */
+#define NCCLBPF_PROF_NEED_START    0x1 /* start_ns or duration_ns */
+#define NCCLBPF_PROF_NEED_END      0x2 /* end_ns or duration_ns: the event's true completion time */
+#define NCCLBPF_PROF_NEED_CHILDREN 0x4 /* gpu_duration_ns, n_children, xfer_bytes (and the GPU_TIMED
+                                          flag): a task's kernel channels, a proxy op's steps */
+#define NCCLBPF_PROF_NEED_SEQ      0x8 /* local_seq */
+#define NCCLBPF_PROF_NEED_ALL      0xf
+
+/* ncclbpf_prof_publish_needs is ncclbpf_prof_publish for a program that reads only what needs
+ * (NCCLBPF_PROF_NEED_* bits) says. */
+uintptr_t ncclbpf_prof_publish_needs(int hook, uintptr_t fn, uint32_t needs);
+
+/* ncclbpf_prof_needs returns the NCCLBPF_PROF_NEED_* bits published with hook's program (0: none). */
+uint32_t ncclbpf_prof_needs(int hook);
+
 /* ncclbpf_prof_synchronize waits until no thread still runs profiler code published before the call
  * (the grace period of plugin/slot.c, over the profiler's calling threads). Returns 0 when that is
  * guaranteed, -1 when it cannot be (no membarrier): then old code must never be freed. */
@@ -40,7 +59,9 @@ int ncclbpf_prof_synchronize(void);
 int ncclbpf_prof_wanted_mask(int version);
 
 /* ncclbpf_prof_refresh_mask stores ncclbpf_prof_wanted_mask into NCCL's activation mask (when an
- * init has given us its address) and returns the value stored, or -1 if NCCL has not called init. */
+ * init has given us its address) and returns the value stored, or -1 if NCCL has not called init.
+ * NCCL keeps that address (one process-wide int) and reads it at each collective/p2p call, so a
+ * reload's new mask applies from the next NCCL call on, on every communicator. */
 int ncclbpf_prof_refresh_mask(void);
 
 /* Counters, process-wide, for the control plane ("watch"). */

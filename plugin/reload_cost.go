@@ -37,6 +37,7 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 		hook string
 		word uintptr
 		prof C.int // profiler hook id, or -1 for a tuner slot
+		need C.uint32_t
 	}
 	var ws []wrapped
 	mu.Lock()
@@ -61,7 +62,7 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 			slot = slotChunkSize
 		}
 		publish(slot, tr|flags)
-		ws = append(ws, wrapped{i, h, w, -1})
+		ws = append(ws, wrapped{i, h, w, -1, 0})
 	}
 	for _, name := range hook.ProfilerHookNames {
 		p := b.Program(name)
@@ -76,8 +77,9 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 		}
 		rec := 1 + int(id)
 		tr := C.ncclbpf_cost_wrap(C.int(rec), C.uintptr_t(p.Entry()))
-		C.ncclbpf_prof_publish(id, tr)
-		ws = append(ws, wrapped{rec, name, p.Entry(), id})
+		need := C.uint32_t(profNeeds(p))
+		C.ncclbpf_prof_publish_needs(id, tr, need)
+		ws = append(ws, wrapped{rec, name, p.Entry(), id, need})
 	}
 	mu.Unlock()
 	c0, t0 := C.ncclbpf_rdtsc(), time.Now()
@@ -87,7 +89,7 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 	for _, w := range ws {
 		switch {
 		case w.prof >= 0:
-			C.ncclbpf_prof_publish(w.prof, C.uintptr_t(w.word))
+			C.ncclbpf_prof_publish_needs(w.prof, C.uintptr_t(w.word), w.need)
 		case w.rec == 0:
 			publish(slotTuner, w.word)
 		default:

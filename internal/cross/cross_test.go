@@ -219,7 +219,7 @@ func TestArm64OwnCorpus(t *testing.T) {
 // arm64 processes through the test plugin, with policies and reloads.
 func TestArm64Plugin(t *testing.T) {
 	c := setup(t)
-	tests := []string{"TestPluginSymbolsAndShim", "TestPolicyGrids", "TestProfilerEvents", "TestProfilerMaskFromBundle", "TestReloadHammer",
+	tests := []string{"TestPluginSymbolsAndShim", "TestPolicyGrids", "TestProfilerEvents", "TestProfilerMaskFromBundle", "TestProfilerMaskFollowsNeeds", "TestReloadHammer",
 		"TestNetTransfer", "TestNetReload", "TestNetTiming"}
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-timeout", "20m", "-run", "^("+strings.Join(tests, "|")+")$", "./plugin/e2e")
 	cmd.Dir = c.root

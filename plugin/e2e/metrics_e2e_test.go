@@ -205,10 +205,7 @@ func TestMetricsOperation(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ctl")
 	h := startMetricsHost(t, dir, 600)
 	defer h.Stop(t)
-	cl, err := control.DialPID(dir, h.PID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := dialControl(t, dir, h.PID)
 	defer cl.Close()
 	resp, err := cl.Call(&control.Request{Op: control.OpMetrics})
 	if err != nil || resp.Metrics == nil {
@@ -359,10 +356,7 @@ func TestLatencyWithoutProfilerProgram(t *testing.T) {
 			env = append(env, "NCCLBPF_LATENCY=on")
 		}
 		h := startMetricsHost(t, dir, 200, env...)
-		cl, err := control.DialPID(dir, h.PID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cl := dialControl(t, dir, h.PID)
 		resp, err := cl.Call(&control.Request{Op: control.OpMetrics})
 		cl.Close()
 		if err != nil {

@@ -78,17 +78,24 @@ func profHost(t *testing.T, env []string, allow int, args ...string) (string, in
 
 // TestProfilerEvents: every exported version receives NCCL's event sequence
 // from 4 communicators on their own user and proxy threads; the host checks
-// pairing, hierarchy, identity, GPU and host times and the counters.
+// pairing, hierarchy, identity, GPU and host times and the counters, with a
+// program in every hook and without a kernel_ch_end program.
 func TestProfilerEvents(t *testing.T) {
 	profArtifacts(t)
 	for _, lib := range []string{profArt.standalone, profArt.lib} {
 		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "events", lib)
+		// Without a kernel_ch_end program the shim keeps channels in their
+		// tasks: the tasks' counts, GPU spans and times must not change.
+		light, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "eventslight", lib)
 		for v := 1; v <= 6; v++ {
 			if !strings.Contains(out, fmt.Sprintf("v%d: 4 communicators", v)) {
 				t.Errorf("%s: no result for profiler v%d:\n%s", filepath.Base(lib), v, out)
 			}
+			if !strings.Contains(light, fmt.Sprintf("v%d (channels kept in their tasks): 4 communicators", v)) {
+				t.Errorf("%s: no result for profiler v%d without kernel_ch_end:\n%s", filepath.Base(lib), v, light)
+			}
 		}
-		t.Logf("%s:\n%s", filepath.Base(lib), out)
+		t.Logf("%s:\n%s%s", filepath.Base(lib), out, light)
 	}
 }
 
@@ -167,6 +174,32 @@ func TestProfilerMaskFromBundle(t *testing.T) {
 	skipIfPipelineMissing(t, out, code)
 	if strings.Count(out, "at the first profiler init") != 6 {
 		t.Errorf("maskon:\n%s", out)
+	}
+}
+
+// TestProfilerMaskFollowsNeeds: the activation mask asks NCCL for the event
+// kinds the bundle's programs consume, nothing more, from what the verifier
+// says each program reads: a p2p-counting program that reads no time gets
+// P2p events only (no kernel channels); one that reads duration_ns gets the
+// kernel channels its completion time depends on; a kernel_ch_end program
+// gets every channel, with its task as parent. For each version and with
+// v5 events, the host checks the mask and the program calls.
+func TestProfilerMaskFollowsNeeds(t *testing.T) {
+	profArtifacts(t)
+	root := repoRoot(t)
+	for _, c := range []struct {
+		obj, mask, kch string
+	}{
+		{"testhost/gpu/p2p_count.bpf.o", "0x4", "0"},
+		{"testhost/profiler_device_policy.bpf.o", "0x44", "0"},
+		{"testhost/prof_kch.bpf.o", "0x44", "1"},
+		{"policies/latency_stats/latency_stats.bpf.o", "0x42", "0"},
+	} {
+		out, code := profHost(t, []string{"NCCLBPF_POLICY=" + filepath.Join(root, c.obj)}, 3, "needs", profArt.lib, c.mask, c.kch)
+		skipIfPipelineMissing(t, out, code)
+		if strings.Count(out, "as wanted") != 6 || !strings.Contains(out, " 0 orphans") {
+			t.Errorf("%s: want mask %s:\n%s", c.obj, c.mask, out)
+		}
 	}
 }
 

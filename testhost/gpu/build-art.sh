@@ -7,6 +7,7 @@
 #   unsafe_null_deref.bpf.o, unsafe_join.bpf.o (rejected by the verifier, on purpose)
 #   footprint, libnative.so, libemptygo.so   for scripts/footprint.sh
 #   net_host, libnccl-net-tcpnet.so          for testhost/gpu/net-check.sh and scripts/bench-net.sh
+#   profiler-host                            for scripts/bench-profiler.sh
 #   libncclbpf-testing.so                    the plugin with its test entry points (-tags ncclbpf_testing),
 #                                            for scripts/bench-net.sh
 #   tuner-host, rules100.conf                the C tuner host and 100 generated rules
@@ -30,6 +31,7 @@ rm -f "$ART/libemptygo.h"
 gcc -O2 -Wall -Werror -shared -fPIC -o "$ART/libnative.so" testhost/native_size_aware.c
 gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -I include -o "$ART/footprint" testhost/footprint.c -ldl
 gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -o "$ART/net_host" testhost/net_host.c -ldl
+gcc -O2 -std=gnu11 -Wall -pthread -o "$ART/profiler-host" testhost/profiler_host.c testhost/profiler_native.c -ldl
 gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -shared -fPIC -o "$ART/libnccl-net-tcpnet.so" testhost/tcpnet.c
 gcc -O2 -Wall -pthread -I include -o "$ART/tuner-host" testhost/host.c -ldl
 "$ART/tuner-host" genrules 100 "$ART/rules100.conf" >/dev/null
