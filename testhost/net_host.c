@@ -15,6 +15,12 @@
  *       With NET_HOST_HOLD set, rank 0 then prints "r0 hold PID" and waits until its stdin closes
  *       (for the CLI to inspect it through the control socket).
  *
+ *   net_host threads LIB THREADS ROUNDS
+ *       One process, TCPNET_NULL=1 inner, THREADS threads each driving its own connection: per round
+ *       50 isend + test pairs, then 8 sends that the next thread tests (completions on another thread
+ *       than the one that posted). Prints "t key value": the sends made, the wrapper's counters and
+ *       the counting policy's.
+ *
  *   net_host bench WRAPPER INNER N [ROUNDS [POLICY...]]
  *       One process, TCPNET_NULL=1 inner: the cost of an isend + test pair through INNER's table
  *       directly and through WRAPPER's, without a program and with each POLICY (default: the one
@@ -306,6 +312,10 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 			unsigned long long v;
 			if (mapu64("net_slow", k, &v) == 0) printf("r%d %s %llu\n", rank, slow[k], v);
 		}
+		for (unsigned k = 0; k < 11; k++) { /* testhost/net_fields.bpf.c */
+			unsigned long long v;
+			if (mapu64("net_fields", k, &v) == 0) printf("r%d f_%u %llu\n", rank, k, v);
+		}
 	}
 	fflush(stdout);
 	if (rank == 0 && getenv("NET_HOST_HOLD")) {
@@ -469,6 +479,83 @@ static int bench(const char *wrapper, const char *inner, long n, int rounds, int
 	return 0;
 }
 
+/* ---- threads ---- */
+
+#define MAXTHR 64
+#define XREQ 8 /* requests a thread posts for its neighbour to test, per round */
+static struct nbn_net_v10 *g_tt;
+static void *g_tsc[MAXTHR], *g_tmh[MAXTHR], *g_xreq[MAXTHR][XREQ];
+static int g_nthr;
+static long g_trounds;
+static pthread_barrier_t g_tbar;
+static char g_tbuf[4096];
+
+/* thr: per round, 50 isend + test pairs on its own connection, then XREQ sends posted for its
+ * neighbour, which tests them on its own thread (a request completed by another thread than the one
+ * that posted it). Each connection is driven by one thread at a time. */
+static void *thr(void *arg) {
+	int i = (int)(intptr_t)arg, next = (i + 1) % g_nthr;
+	for (long k = 0; k < g_trounds; k++) {
+		for (int j = 0; j < 50; j++) {
+			void *r = NULL;
+			int done = 0, size;
+			if (g_tt->isend(g_tsc[i], g_tbuf, 64, j, g_tmh[i], NULL, &r) || !r) die("threads: isend");
+			if (g_tt->test(r, &done, &size) || !done) die("threads: test");
+		}
+		for (int j = 0; j < XREQ; j++)
+			if (g_tt->isend(g_tsc[i], g_tbuf, 64, j, g_tmh[i], NULL, &g_xreq[i][j]) || !g_xreq[i][j])
+				die("threads: isend");
+		pthread_barrier_wait(&g_tbar);
+		for (int j = 0; j < XREQ; j++) {
+			int done = 0, size;
+			if (g_tt->test(g_xreq[next][j], &done, &size) || !done) die("threads: test of the neighbour's");
+		}
+		pthread_barrier_wait(&g_tbar);
+	}
+	return NULL;
+}
+
+static int threads(const char *lib, int nthr, long rounds) {
+	if (nthr < 2 || nthr > MAXTHR || rounds < 1) die("threads: 2..%d threads, rounds >= 1", MAXTHR);
+	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!l) die("%s", dlerror());
+	struct net n;
+	if (open_net(&n, l, 11)) die("threads: no v11 table");
+	g_tt = common(&n);
+	if (net_init(&n)) die("threads: init failed");
+	for (int i = 0; i < nthr; i++) {
+		char h[NBN_HANDLE_MAXSIZE];
+		void *lc, *rc = NULL;
+		struct nbn_dev_handle *dh;
+		if (net_listen(&n, h, &lc)) die("threads: listen");
+		g_tsc[i] = NULL;
+		while (!g_tsc[i])
+			if (net_connect(&n, h, &g_tsc[i])) die("threads: connect");
+		while (!rc)
+			if (g_tt->accept(lc, &rc, &dh)) die("threads: accept");
+		if (g_tt->regMr(g_tsc[i], g_tbuf, sizeof g_tbuf, NBN_PTR_HOST, &g_tmh[i])) die("threads: regMr");
+	}
+	g_nthr = nthr;
+	g_trounds = rounds;
+	pthread_barrier_init(&g_tbar, NULL, (unsigned)nthr);
+	pthread_t th[MAXTHR];
+	for (int i = 0; i < nthr; i++) pthread_create(&th[i], NULL, thr, (void *)(intptr_t)i);
+	for (int i = 0; i < nthr; i++) pthread_join(th[i], NULL);
+	printf("t sends %ld\n", (long)nthr * rounds * (50 + XREQ));
+	void (*stats)(struct ncclbpf_net_stats *) = dlsym(l, "ncclbpf_net_get_stats");
+	if (stats) {
+		struct ncclbpf_net_stats st;
+		stats(&st);
+		printf("t w_sends %llu\nt w_calls_send %llu\nt w_untracked %llu\nt w_inflight %llu\n",
+		       (unsigned long long)st.sends, (unsigned long long)st.calls[2], (unsigned long long)st.untracked,
+		       (unsigned long long)st.inflight);
+	}
+	int (*mapu64)(const char *, unsigned, unsigned long long *) = dlsym(l, "ncclbpfTestingMapU64");
+	unsigned long long v;
+	if (mapu64 && mapu64("net_counts", 0, &v) == 0) printf("t m_sends %llu\n", v);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 5 && strcmp(argv[1], "bench") == 0) {
@@ -477,9 +564,10 @@ int main(int argc, char **argv) {
 		return bench(argv[2], argv[3], atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 11, argc >= 7 ? argc - 6 : 1,
 		             argc >= 7 ? argv + 6 : env);
 	}
+	if (argc == 5 && strcmp(argv[1], "threads") == 0) return threads(argv[2], atoi(argv[3]), atol(argv[4]));
 	if (argc < 7 || strcmp(argv[1], "transfer") != 0)
 		die("usage: net_host transfer LIB VERSION CHANNELS MSGS WINDOW [RELOAD_A RELOAD_B RELOADS] | "
-		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]]");
+		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]] | net_host threads LIB THREADS ROUNDS");
 	int version = atoi(argv[3]), nch = atoi(argv[4]), window = atoi(argv[6]);
 	long msgs = atol(argv[5]);
 	if (nch < 1 || nch > MAXCH || window < 1 || window > NBN_MAX_REQUESTS || msgs < 0)

@@ -207,6 +207,65 @@ func TestNetTransfer(t *testing.T) {
 	}
 }
 
+// TestNetThreads drives 40 connections from 40 threads, more threads than
+// the wrapper has request tables of their own (the rest share one), each
+// also completing requests its neighbour posted: every completion is
+// counted once by the wrapper and by the policy, none is left behind.
+func TestNetThreads(t *testing.T) {
+	netArtifacts(t)
+	cmd := hostCommand(netArt.host, "threads", art.lib, "40", "50")
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "TCPNET_NULL=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
+		"NCCLBPF_POLICY=testhost/net_count_a.bpf.o")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("net_host threads: %v\n%s", err, out)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "t" {
+			m[f[1]] = f[2]
+		}
+	}
+	want := num(t, m, "sends")
+	for _, k := range []string{"w_sends", "w_calls_send", "m_sends"} {
+		if v := num(t, m, k); v != want {
+			t.Errorf("%s = %d, want %d", k, v, want)
+		}
+	}
+	if num(t, m, "w_untracked") != 0 || num(t, m, "w_inflight") != 0 {
+		t.Errorf("%s untracked, %s left in the request tables", m["w_untracked"], m["w_inflight"])
+	}
+}
+
+// TestNetFields runs testhost/net_fields.bpf.o, which reads every field of
+// the net context and checks each against what the transfer does: the
+// wrapper fills exactly the fields a program reads, so a field it forgot
+// would show here, under every outer ABI.
+func TestNetFields(t *testing.T) {
+	netArtifacts(t)
+	const ch, msgs, win = 2, 300, 8
+	groups := []string{"", "", "", "event", "kind/reserved", "abi_version/comm_id", "conn_id/dev/peer_key",
+		"tag/n", "bytes/posted_bytes", "times/flags", "local_seq"}
+	for _, v := range []int{10, 11, 12} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_fields.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+				"transfer", art.lib, strconv.Itoa(v), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
+			checkTransfer(t, r, ch*msgs)
+			for rank := 0; rank < 2; rank++ {
+				if s, rv, c := num(t, r[rank], "f_0"), num(t, r[rank], "f_1"), num(t, r[rank], "f_2"); s != ch*msgs || rv != ch*msgs || c != 3*ch {
+					t.Errorf("rank %d: the policy saw %d sends, %d receives, %d connections; want %d, %d, %d", rank, s, rv, c, ch*msgs, ch*msgs, 3*ch)
+				}
+				for k := 3; k < len(groups); k++ {
+					if bad := num(t, r[rank], fmt.Sprintf("f_%d", k)); bad != 0 {
+						t.Errorf("rank %d: %d events with wrong %s", rank, bad, groups[k])
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestNetReload reloads the policy again and again (alternating two
 // objects that define the same counting map) while the data moves: no byte
 // is lost or corrupted, and the maps count every completion exactly once.
