@@ -325,17 +325,18 @@ static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, 
  * Requests.
  *
  * One table (lane) per calling thread, so that recording a request takes plain stores: a thread
- * claims a lane at its first watched isend/irecv (a counter, no allocation: the lanes are made by the
- * first init) and is the only one that ever turns a free entry of it into a used one. Any thread may
- * free an entry (the one whose test completes it): it stores 0 into a key it found, which the owner
- * does not touch until it reads 0 (acquire), so the two never write an entry at once. Threads beyond
- * NBN_LANES share the last lane, where entries are claimed with a compare-and-swap. test looks in its
+ * claims a lane at its first watched isend/irecv (no allocation: the lanes are made by the first
+ * init; a thread that has exited leaves its lane to the next one) and is the only one that ever turns
+ * a free entry of it into a used one. Any thread may free an entry (the one whose test completes it):
+ * it stores 0 into a key it found, which the owner does not touch until it reads 0 (acquire), so the
+ * two never write an entry at once. Threads beyond NBN_LANES alive at once share the last lane, where
+ * entries are claimed with a compare-and-swap. test looks in its
  * own thread's lane first (NCCL tests a request on the thread that posted it), then in the others.
  * Each lane keeps its span: the farthest an entry ever landed from its home + 1, so a lookup probes
  * that many entries (usually 1) and a lane never used costs nothing. An entry is one cache line:
  * requests of different threads never share one. */
 
-#define NBN_LANES 32 /* threads with a lane of their own; later ones share lane NBN_LANES */
+#define NBN_LANES 32 /* threads alive at once with a lane of their own; more share lane NBN_LANES */
 
 struct nbn_req {
 	_Alignas(64) _Atomic(uintptr_t) key; /* the inner request pointer; 0 free */
@@ -348,14 +349,38 @@ static struct nbn_req *g_req;   /* NBN_LANES + 1 lanes of g_req_n entries */
 static size_t g_req_n;
 static unsigned g_req_shift;    /* 64 - log2(g_req_n) */
 static _Atomic uint32_t g_span[NBN_LANES + 1];
-static _Atomic uint32_t g_lanes; /* lanes claimed (may exceed NBN_LANES: the rest share the last) */
+static _Atomic uint32_t g_lanes; /* lanes handed out (at most NBN_LANES) */
+static _Atomic int g_lane_tid[NBN_LANES]; /* the thread (id) that owns each lane; 0 being handed out */
+static _Atomic uint32_t g_shared_threads; /* threads that record in the shared lane */
 static __thread int t_lane __attribute__((tls_model("initial-exec"))); /* lane + 1; 0 none yet */
+
+/* claim_lane gives the calling thread a lane (once per thread, at its first watched request): a
+ * fresh one, else one whose thread has exited (it keeps that thread's entries, which any thread may
+ * still find and free), else the shared one. */
+static __attribute__((noinline, cold)) int claim_lane(void) {
+	int tid = (int)syscall(SYS_gettid);
+	uint32_t n = atomic_load(&g_lanes);
+	while (n < NBN_LANES)
+		if (atomic_compare_exchange_weak(&g_lanes, &n, n + 1)) {
+			atomic_store(&g_lane_tid[n], tid);
+			return (int)n;
+		}
+	pid_t pid = getpid();
+	for (int l = 0; l < NBN_LANES; l++) {
+		int o = atomic_load(&g_lane_tid[l]);
+		if (o == 0) continue;
+		/* o == tid: the thread that had this id has exited, since we have it now */
+		if (o != tid && !(syscall(SYS_tgkill, pid, o, 0) == -1 && errno == ESRCH)) continue;
+		if (atomic_compare_exchange_strong(&g_lane_tid[l], &o, tid)) return l;
+	}
+	atomic_fetch_add(&g_shared_threads, 1);
+	return NBN_LANES;
+}
 
 static inline int my_lane(void) {
 	int l = t_lane;
 	if (__builtin_expect(l == 0, 0)) {
-		uint32_t n = atomic_fetch_add_explicit(&g_lanes, 1, memory_order_relaxed);
-		l = (n < NBN_LANES ? (int)n : NBN_LANES) + 1;
+		l = claim_lane() + 1;
 		t_lane = l;
 	}
 	return l - 1;
@@ -411,13 +436,12 @@ static inline struct nbn_req *lane_find(int lane, uintptr_t k, size_t home) {
  * that was never recorded, or tested on another thread than the one that posted it). */
 static __attribute__((noinline)) struct nbn_req *req_find_others(uintptr_t k, size_t home, int own) {
 	uint32_t n = atomic_load_explicit(&g_lanes, memory_order_relaxed);
-	if (n > NBN_LANES) n = NBN_LANES + 1;
 	for (int l = 0; l < (int)n; l++) {
 		if (l == own) continue;
 		struct nbn_req *e = lane_find(l, k, home);
 		if (e) return e;
 	}
-	return NULL;
+	return own == NBN_LANES ? NULL : lane_find(NBN_LANES, k, home);
 }
 
 static inline struct nbn_req *req_find(void *req) {
@@ -429,7 +453,8 @@ static inline struct nbn_req *req_find(void *req) {
 		struct nbn_req *e = lane_find(own, k, home);
 		if (__builtin_expect(e != NULL, 1)) return e;
 	}
-	/* no other lane (the usual case of a request never recorded: no program, or posted before it) */
+	/* no other lane (the usual case of a request never recorded: no program, or posted before it);
+	 * the shared lane is used only once every other lane was handed out */
 	uint32_t n = atomic_load_explicit(&g_lanes, memory_order_relaxed);
 	if (n == 0 || (n == 1 && own == 0)) return NULL;
 	return req_find_others(k, home, own);
@@ -951,11 +976,13 @@ void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out) {
 	s.untracked = sum.untracked;
 	s.conns = atomic_load(&g_conns);
 	if (g_req) {
-		uint32_t lanes = atomic_load(&g_lanes);
-		if (lanes > NBN_LANES) lanes = NBN_LANES + 1;
+		size_t lanes = atomic_load(&g_lanes);
 		for (size_t i = 0; i < lanes * g_req_n; i++)
 			if (atomic_load_explicit(&g_req[i].key, memory_order_relaxed)) s.inflight++;
+		for (size_t i = NBN_LANES * g_req_n; i < (NBN_LANES + 1) * g_req_n; i++)
+			if (atomic_load_explicit(&g_req[i].key, memory_order_relaxed)) s.inflight++;
 	}
+	s.shared_threads = (int)atomic_load(&g_shared_threads);
 	s.outer_version = atomic_load(&g_outer_version);
 	s.inner_version = g_in_version;
 	s.inner_status = g_in_status;

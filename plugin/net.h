@@ -53,7 +53,7 @@ struct ncclbpf_net_stats {
 	int outer_version;    /* net ABI NCCL uses (0: no init yet) */
 	int inner_version;    /* net ABI of the wrapped plugin (0: none loaded) */
 	int inner_status;     /* 0 loaded, 1 not configured, -1 failed */
-	int reserved;
+	int shared_threads;   /* threads that found no request table of their own (more than 32 alive) */
 };
 void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out);
 

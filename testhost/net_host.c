@@ -15,11 +15,11 @@
  *       With NET_HOST_HOLD set, rank 0 then prints "r0 hold PID" and waits until its stdin closes
  *       (for the CLI to inspect it through the control socket).
  *
- *   net_host threads LIB THREADS ROUNDS
+ *   net_host threads LIB THREADS ROUNDS [WAVES]
  *       One process, TCPNET_NULL=1 inner, THREADS threads each driving its own connection: per round
  *       50 isend + test pairs, then 8 sends that the next thread tests (completions on another thread
- *       than the one that posted). Prints "t key value": the sends made, the wrapper's counters and
- *       the counting policy's.
+ *       than the one that posted). WAVES (1) times, each time with new threads. Prints "t key value":
+ *       the sends made, the wrapper's counters and the counting policy's.
  *
  *   net_host bench WRAPPER INNER N [ROUNDS [POLICY...]]
  *       One process, TCPNET_NULL=1 inner: the cost of an isend + test pair through INNER's table
@@ -515,8 +515,8 @@ static void *thr(void *arg) {
 	return NULL;
 }
 
-static int threads(const char *lib, int nthr, long rounds) {
-	if (nthr < 2 || nthr > MAXTHR || rounds < 1) die("threads: 2..%d threads, rounds >= 1", MAXTHR);
+static int threads(const char *lib, int nthr, long rounds, int waves) {
+	if (nthr < 2 || nthr > MAXTHR || rounds < 1 || waves < 1) die("threads: 2..%d threads, rounds and waves >= 1", MAXTHR);
 	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!l) die("%s", dlerror());
 	struct net n;
@@ -539,16 +539,18 @@ static int threads(const char *lib, int nthr, long rounds) {
 	g_trounds = rounds;
 	pthread_barrier_init(&g_tbar, NULL, (unsigned)nthr);
 	pthread_t th[MAXTHR];
-	for (int i = 0; i < nthr; i++) pthread_create(&th[i], NULL, thr, (void *)(intptr_t)i);
-	for (int i = 0; i < nthr; i++) pthread_join(th[i], NULL);
-	printf("t sends %ld\n", (long)nthr * rounds * (50 + XREQ));
+	for (int w = 0; w < waves; w++) { /* each wave new threads, the previous ones gone */
+		for (int i = 0; i < nthr; i++) pthread_create(&th[i], NULL, thr, (void *)(intptr_t)i);
+		for (int i = 0; i < nthr; i++) pthread_join(th[i], NULL);
+	}
+	printf("t sends %ld\n", (long)waves * nthr * rounds * (50 + XREQ));
 	void (*stats)(struct ncclbpf_net_stats *) = dlsym(l, "ncclbpf_net_get_stats");
 	if (stats) {
 		struct ncclbpf_net_stats st;
 		stats(&st);
-		printf("t w_sends %llu\nt w_calls_send %llu\nt w_untracked %llu\nt w_inflight %llu\n",
+		printf("t w_sends %llu\nt w_calls_send %llu\nt w_untracked %llu\nt w_inflight %llu\nt w_shared_threads %d\n",
 		       (unsigned long long)st.sends, (unsigned long long)st.calls[2], (unsigned long long)st.untracked,
-		       (unsigned long long)st.inflight);
+		       (unsigned long long)st.inflight, st.shared_threads);
 	}
 	int (*mapu64)(const char *, unsigned, unsigned long long *) = dlsym(l, "ncclbpfTestingMapU64");
 	unsigned long long v;
@@ -564,10 +566,11 @@ int main(int argc, char **argv) {
 		return bench(argv[2], argv[3], atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 11, argc >= 7 ? argc - 6 : 1,
 		             argc >= 7 ? argv + 6 : env);
 	}
-	if (argc == 5 && strcmp(argv[1], "threads") == 0) return threads(argv[2], atoi(argv[3]), atol(argv[4]));
+	if (argc >= 5 && strcmp(argv[1], "threads") == 0)
+		return threads(argv[2], atoi(argv[3]), atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 1);
 	if (argc < 7 || strcmp(argv[1], "transfer") != 0)
 		die("usage: net_host transfer LIB VERSION CHANNELS MSGS WINDOW [RELOAD_A RELOAD_B RELOADS] | "
-		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]] | net_host threads LIB THREADS ROUNDS");
+		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]] | net_host threads LIB THREADS ROUNDS [WAVES]");
 	int version = atoi(argv[3]), nch = atoi(argv[4]), window = atoi(argv[6]);
 	long msgs = atol(argv[5]);
 	if (nch < 1 || nch > MAXCH || window < 1 || window > NBN_MAX_REQUESTS || msgs < 0)

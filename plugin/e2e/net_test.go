@@ -207,34 +207,43 @@ func TestNetTransfer(t *testing.T) {
 	}
 }
 
-// TestNetThreads drives 40 connections from 40 threads, more threads than
-// the wrapper has request tables of their own (the rest share one), each
-// also completing requests its neighbour posted: every completion is
-// counted once by the wrapper and by the policy, none is left behind.
+// TestNetThreads drives connections from many threads, each also
+// completing requests its neighbour posted: 40 threads at once, more than
+// the wrapper has request tables of their own (8 share one), and 3 waves of
+// 20 new threads, which take over the tables of the threads that exited.
+// Every completion is counted once by the wrapper and by the policy, none
+// is left behind.
 func TestNetThreads(t *testing.T) {
 	netArtifacts(t)
-	cmd := hostCommand(netArt.host, "threads", art.lib, "40", "50")
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "TCPNET_NULL=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
-		"NCCLBPF_POLICY=testhost/net_count_a.bpf.o")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("net_host threads: %v\n%s", err, out)
-	}
-	m := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "t" {
-			m[f[1]] = f[2]
+	for _, c := range []struct{ threads, waves, shared string }{{"40", "1", "8"}, {"20", "3", "0"}} {
+		cmd := hostCommand(netArt.host, "threads", art.lib, c.threads, "50", c.waves)
+		cmd.Dir = repoRoot(t)
+		cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "TCPNET_NULL=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
+			"NCCLBPF_POLICY=testhost/net_count_a.bpf.o")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("net_host threads: %v\n%s", err, out)
 		}
-	}
-	want := num(t, m, "sends")
-	for _, k := range []string{"w_sends", "w_calls_send", "m_sends"} {
-		if v := num(t, m, k); v != want {
-			t.Errorf("%s = %d, want %d", k, v, want)
+		m := map[string]string{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "t" {
+				m[f[1]] = f[2]
+			}
 		}
-	}
-	if num(t, m, "w_untracked") != 0 || num(t, m, "w_inflight") != 0 {
-		t.Errorf("%s untracked, %s left in the request tables", m["w_untracked"], m["w_inflight"])
+		want := num(t, m, "sends")
+		for _, k := range []string{"w_sends", "w_calls_send", "m_sends"} {
+			if v := num(t, m, k); v != want {
+				t.Errorf("%s threads x %s waves: %s = %d, want %d", c.threads, c.waves, k, v, want)
+			}
+		}
+		if num(t, m, "w_untracked") != 0 || num(t, m, "w_inflight") != 0 {
+			t.Errorf("%s threads x %s waves: %s untracked, %s left in the request tables", c.threads, c.waves,
+				m["w_untracked"], m["w_inflight"])
+		}
+		if m["w_shared_threads"] != c.shared {
+			t.Errorf("%s threads x %s waves: %s threads shared a request table, want %s", c.threads, c.waves,
+				m["w_shared_threads"], c.shared)
+		}
 	}
 }
 
