@@ -101,13 +101,17 @@ static void nbn_calibrate(void) {
 
 struct nbn_slot {
 	_Alignas(64) _Atomic(uintptr_t) fn;
-	/* the context fields the data path fills for fn (NBN_R_* bits): every field the program reads,
-	 * as the verifier lists them. A publish widens it to old | new before it stores fn, the grace
-	 * period that follows narrows it to the new program's (ncclbpf_net_synchronize), so a thread
-	 * that loaded fn inside its bracket always fills at least what fn reads. */
-	_Atomic uint32_t fill;
-	uint32_t reads; /* the published program's; control path only */
+	/* fill (bits 0-7): the context fields the data path fills for fn (NCCLBPF_NET_R_*): every field
+	 * the program reads, as the verifier lists them; reads (8-15): what the published program reads;
+	 * bits 16-: a generation, odd while a publish is under way. A publish widens fill to old | new
+	 * before it stores fn; a grace period that no publish overlapped narrows it to reads
+	 * (ncclbpf_net_synchronize). A thread that loaded fn inside its bracket therefore always fills at
+	 * least what fn reads. One word, so that a narrowing and a publish cannot interleave. */
+	_Atomic uint64_t word;
 };
+#define NBN_FILL(w) ((uint32_t)(w) & 0xff)
+#define NBN_READS(w) ((uint32_t)((w) >> 8) & 0xff)
+#define NBN_GEN1 ((uint64_t)1 << 16)
 
 /* A record of calls into published code, for grace periods, with counters. Every connection has
  * one: NCCL drives a net comm from one thread at a time (set-up on the proxy's service thread, then
@@ -148,12 +152,15 @@ int ncclbpf_net_hook_id(const char *name) {
 uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, uint32_t reads) {
 	if (hook < NCCLBPF_NET_FIRST_HOOK || hook > NCCLBPF_NET_LAST_HOOK) return 0;
 	struct nbn_slot *s = &g_slots[hook];
-	if (!fn) reads = 0;
-	s->reads = reads;
-	atomic_store_explicit(&s->fill, atomic_load_explicit(&s->fill, memory_order_relaxed) | reads,
-	                      memory_order_release);
+	reads = fn ? reads & 0xff : 0;
+	uint64_t w = atomic_load(&s->word), nw;
+	do /* generation odd, reads, fill widened */
+		nw = (((w >> 16) | 1) << 16) | (uint64_t)reads << 8 | NBN_FILL(w) | reads;
+	while (!atomic_compare_exchange_weak(&s->word, &w, nw));
 	if (fn) nb_sync_core_before_publish();
-	return atomic_exchange_explicit(&s->fn, fn, memory_order_acq_rel);
+	uintptr_t old = atomic_exchange_explicit(&s->fn, fn, memory_order_acq_rel);
+	atomic_fetch_add(&s->word, NBN_GEN1); /* even again: this publish is complete */
+	return old;
 }
 
 static int nbn_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
@@ -165,13 +172,19 @@ static void nbn_register(void) {
 static void conn_wait_all(void); /* below: waits for every connection record's word */
 
 int ncclbpf_net_synchronize(void) {
+	uint64_t w0[NCCLBPF_NET_LAST_HOOK + 1];
+	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) w0[h] = atomic_load(&g_slots[h].word);
 	pthread_once(&g_membarrier_once, nbn_register);
 	if (g_membarrier != 1 || nbn_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return -1;
 	conn_wait_all();
 	while (atomic_load(&g_shared_inflight) != 0) sched_yield();
-	/* every run that may have loaded an older program is over: fill what the current ones read */
-	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++)
-		atomic_store_explicit(&g_slots[h].fill, g_slots[h].reads, memory_order_relaxed);
+	/* Every run that may have loaded a program older than the one published at w0 is over: fill
+	 * what that one reads, unless a publish was under way at w0 or came since (the word changed). */
+	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) {
+		uint64_t w = w0[h];
+		if (!((w >> 16) & 1) && NBN_FILL(w) != NBN_READS(w))
+			atomic_compare_exchange_strong(&g_slots[h].word, &w, (w & ~(uint64_t)0xff) | NBN_READS(w));
+	}
 	return 0;
 }
 
@@ -809,7 +822,7 @@ static inline uintptr_t watching(int hook) {
 /* start_ticks is the request's start: the cycle counter when hook's program reads times, 0 (not
  * timed) otherwise. */
 static inline uint64_t start_ticks(int hook) {
-	return (atomic_load_explicit(&g_slots[hook].fill, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nbn_ticks()
+	return (atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nbn_ticks()
 	                                                                                                : 0;
 }
 
@@ -855,7 +868,7 @@ static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t r
 	uintptr_t fn = atomic_load_explicit(&g_slots[hook].fn, memory_order_acquire);
 	if (__builtin_expect(fn != 0, 1)) {
 		/* loaded inside the bracket, after fn: at least what fn reads (ncclbpf_net_publish) */
-		uint32_t fill = atomic_load_explicit(&g_slots[hook].fill, memory_order_relaxed);
+		uint32_t fill = NBN_FILL(atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed));
 		struct ncclbpf_net_ctx ctx; /* fields outside fill: never read (the verifier proves it) */
 		uint32_t flags = rc == NBN_SUCCESS ? 0 : NCCLBPF_NET_F_ERROR;
 		if (fill & NCCLBPF_NET_R_IDS) {
@@ -983,6 +996,7 @@ void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out) {
 			if (atomic_load_explicit(&g_req[i].key, memory_order_relaxed)) s.inflight++;
 	}
 	s.shared_threads = (int)atomic_load(&g_shared_threads);
+	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) s.fill[h] = NBN_FILL(atomic_load(&g_slots[h].word));
 	s.outer_version = atomic_load(&g_outer_version);
 	s.inner_version = g_in_version;
 	s.inner_status = g_in_status;

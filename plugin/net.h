@@ -54,6 +54,7 @@ struct ncclbpf_net_stats {
 	int inner_version;    /* net ABI of the wrapped plugin (0: none loaded) */
 	int inner_status;     /* 0 loaded, 1 not configured, -1 failed */
 	int shared_threads;   /* threads that found no request table of their own (more than 32 alive) */
+	uint32_t fill[NCCLBPF_NET_LAST_HOOK + 1]; /* context fields each hook's completions fill (NCCLBPF_NET_R_*) */
 };
 void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out);
 

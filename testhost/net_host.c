@@ -21,6 +21,10 @@
  *       than the one that posted). WAVES (1) times, each time with new threads. Prints "t key value":
  *       the sends made, the wrapper's counters and the counting policy's.
  *
+ *   net_host fill LIB POLICY...
+ *       Reloads each POLICY in turn and prints "f I SEND RECV": the context fields (NCCLBPF_NET_R_*)
+ *       the wrapper then fills for send and receive completions.
+ *
  *   net_host bench WRAPPER INNER N [ROUNDS [POLICY...]]
  *       One process, TCPNET_NULL=1 inner: the cost of an isend + test pair through INNER's table
  *       directly and through WRAPPER's, without a program and with each POLICY (default: the one
@@ -40,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../include/ncclbpf_net.h"
 #include "../plugin/net.h"
 #include "../plugin/net_abi.h"
 
@@ -558,6 +563,29 @@ static int threads(const char *lib, int nthr, long rounds, int waves) {
 	return 0;
 }
 
+/* ---- fill ---- */
+
+/* fill: loads each policy in turn (a reload, with its grace period) and prints the context fields the
+ * wrapper then fills for each completion hook ("f POLICY send RECV" masks, NCCLBPF_NET_R_*). */
+static int fill(const char *lib, int npol, char **pols) {
+	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!l) die("%s", dlerror());
+	struct net n;
+	if (open_net(&n, l, 11)) die("fill: no v11 table");
+	if (net_init(&n)) die("fill: init failed");
+	int (*reload)(const char *, long long, char *, size_t) = dlsym(l, "ncclbpfTestingReload");
+	void (*stats)(struct ncclbpf_net_stats *) = dlsym(l, "ncclbpf_net_get_stats");
+	if (!reload || !stats) die("fill: needs the testing exports");
+	char msg[512];
+	for (int i = 0; i < npol; i++) {
+		if (reload(pols[i], -1, msg, sizeof msg) != 0) die("fill: reload %s: %s", pols[i], msg);
+		struct ncclbpf_net_stats st;
+		stats(&st);
+		printf("f %d 0x%02x 0x%02x\n", i, st.fill[NCCLBPF_NET_SEND_END], st.fill[NCCLBPF_NET_RECV_END]);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 5 && strcmp(argv[1], "bench") == 0) {
@@ -566,11 +594,12 @@ int main(int argc, char **argv) {
 		return bench(argv[2], argv[3], atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 11, argc >= 7 ? argc - 6 : 1,
 		             argc >= 7 ? argv + 6 : env);
 	}
+	if (argc >= 3 && strcmp(argv[1], "fill") == 0) return fill(argv[2], argc - 3, argv + 3);
 	if (argc >= 5 && strcmp(argv[1], "threads") == 0)
 		return threads(argv[2], atoi(argv[3]), atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 1);
 	if (argc < 7 || strcmp(argv[1], "transfer") != 0)
 		die("usage: net_host transfer LIB VERSION CHANNELS MSGS WINDOW [RELOAD_A RELOAD_B RELOADS] | "
-		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]] | net_host threads LIB THREADS ROUNDS [WAVES]");
+		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]] | net_host threads LIB THREADS ROUNDS [WAVES] | net_host fill LIB POLICY...");
 	int version = atoi(argv[3]), nch = atoi(argv[4]), window = atoi(argv[6]);
 	long msgs = atol(argv[5]);
 	if (nch < 1 || nch > MAXCH || window < 1 || window > NBN_MAX_REQUESTS || msgs < 0)

@@ -247,6 +247,33 @@ func TestNetThreads(t *testing.T) {
 	}
 }
 
+// TestNetFill: the wrapper fills the context fields the running program
+// reads, as the verifier lists them, and no more once a reload's grace
+// period is over: all of them for net_fields, bytes for the counting policy,
+// times and flags for the timing one, flags alone for the one that only
+// reads the flags (net.h, NCCLBPF_NET_R_*: 0x02 bytes, 0x08 times, 0x10 flags).
+func TestNetFill(t *testing.T) {
+	netArtifacts(t)
+	cmd := hostCommand(netArt.host, "fill", art.lib, "testhost/net_fields.bpf.o", "testhost/net_count_a.bpf.o",
+		"testhost/net_timing_times.bpf.o", "testhost/net_timing_flags.bpf.o", "testhost/net_fields.bpf.o")
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN="+netArt.tcp11)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("net_host fill: %v\n%s", err, out)
+	}
+	var got []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "f ") {
+			got = append(got, line)
+		}
+	}
+	want := []string{"f 0 0xff 0xff", "f 1 0x02 0x02", "f 2 0x18 0x00", "f 3 0x10 0x00", "f 4 0xff 0xff"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("fields filled after each reload (send, receive):\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestNetFields runs testhost/net_fields.bpf.o, which reads every field of
 // the net context and checks each against what the transfer does: the
 // wrapper fills exactly the fields a program reads, so a field it forgot
