@@ -365,7 +365,13 @@ static _Atomic uint32_t g_span[NBN_LANES + 1];
 static _Atomic uint32_t g_lanes; /* lanes handed out (at most NBN_LANES) */
 static _Atomic int g_lane_tid[NBN_LANES]; /* the thread (id) that owns each lane; 0 being handed out */
 static _Atomic uint32_t g_shared_threads; /* threads that record in the shared lane */
-static __thread int t_lane __attribute__((tls_model("initial-exec"))); /* lane + 1; 0 none yet */
+/* the calling thread's lane: tab NULL until its first watched request */
+struct nbn_me {
+	struct nbn_req *tab;
+	_Atomic uint32_t *span;
+	int lane;
+};
+static __thread struct nbn_me t_me __attribute__((tls_model("initial-exec")));
 
 /* claim_lane gives the calling thread a lane (once per thread, at its first watched request): a
  * fresh one, else one whose thread has exited (it keeps that thread's entries, which any thread may
@@ -390,13 +396,15 @@ static __attribute__((noinline, cold)) int claim_lane(void) {
 	return NBN_LANES;
 }
 
-static inline int my_lane(void) {
-	int l = t_lane;
-	if (__builtin_expect(l == 0, 0)) {
-		l = claim_lane() + 1;
-		t_lane = l;
+static inline struct nbn_me *my_lane(void) {
+	struct nbn_me *me = &t_me;
+	if (__builtin_expect(me->tab == NULL, 0)) {
+		int l = claim_lane();
+		me->lane = l;
+		me->span = &g_span[l];
+		me->tab = g_req + (size_t)l * g_req_n;
 	}
-	return l - 1;
+	return me;
 }
 
 static inline void span_raise(int lane, uint32_t want) {
@@ -411,8 +419,9 @@ static inline void span_raise(int lane, uint32_t want) {
 static inline int req_add(void *req, struct nbn_conn *c, uint64_t posted, int tag, int n, int is_send,
                           uint64_t start) {
 	uintptr_t k = (uintptr_t)req;
-	int lane = my_lane();
-	struct nbn_req *t = g_req + (size_t)lane * g_req_n;
+	struct nbn_me *me = my_lane();
+	int lane = me->lane;
+	struct nbn_req *t = me->tab;
 	size_t mask = g_req_n - 1, i = fib_hash(k, g_req_shift);
 	for (uint32_t p = 0; p < NBN_PROBE; p++, i = (i + 1) & mask) {
 		struct nbn_req *e = &t[i];
@@ -429,16 +438,15 @@ static inline int req_add(void *req, struct nbn_conn *c, uint64_t posted, int ta
 		e->tag = tag;
 		e->n = n;
 		e->is_send = is_send;
-		if (p >= atomic_load_explicit(&g_span[lane], memory_order_relaxed)) span_raise(lane, p + 1);
+		if (p >= atomic_load_explicit(me->span, memory_order_relaxed)) span_raise(lane, p + 1);
 		if (__builtin_expect(lane != NBN_LANES, 1)) atomic_store_explicit(&e->key, k, memory_order_release);
 		return 1;
 	}
 	return 0;
 }
 
-static inline struct nbn_req *lane_find(int lane, uintptr_t k, size_t home) {
-	uint32_t span = atomic_load_explicit(&g_span[lane], memory_order_relaxed);
-	struct nbn_req *t = g_req + (size_t)lane * g_req_n;
+static inline struct nbn_req *probe(struct nbn_req *t, _Atomic uint32_t *spanp, uintptr_t k, size_t home) {
+	uint32_t span = atomic_load_explicit(spanp, memory_order_relaxed);
 	size_t mask = g_req_n - 1, i = home;
 	for (uint32_t p = 0; p < span; p++, i = (i + 1) & mask)
 		if (atomic_load_explicit(&t[i].key, memory_order_relaxed) == k) return &t[i];
@@ -451,20 +459,21 @@ static __attribute__((noinline)) struct nbn_req *req_find_others(uintptr_t k, si
 	uint32_t n = atomic_load_explicit(&g_lanes, memory_order_relaxed);
 	for (int l = 0; l < (int)n; l++) {
 		if (l == own) continue;
-		struct nbn_req *e = lane_find(l, k, home);
+		struct nbn_req *e = probe(g_req + (size_t)l * g_req_n, &g_span[l], k, home);
 		if (e) return e;
 	}
-	return own == NBN_LANES ? NULL : lane_find(NBN_LANES, k, home);
+	return own == NBN_LANES ? NULL : probe(g_req + NBN_LANES * g_req_n, &g_span[NBN_LANES], k, home);
 }
 
 static inline struct nbn_req *req_find(void *req) {
 	uintptr_t k = (uintptr_t)req;
-	if (!g_req) return NULL;
 	size_t home = fib_hash(k, g_req_shift);
-	int own = t_lane - 1;
-	if (own >= 0) {
-		struct nbn_req *e = lane_find(own, k, home);
+	struct nbn_me *me = &t_me;
+	int own = -1;
+	if (__builtin_expect(me->tab != NULL, 1)) {
+		struct nbn_req *e = probe(me->tab, me->span, k, home);
 		if (__builtin_expect(e != NULL, 1)) return e;
+		own = me->lane;
 	}
 	/* no other lane (the usual case of a request never recorded: no program, or posted before it);
 	 * the shared lane is used only once every other lane was handed out */
