@@ -134,8 +134,10 @@ static _Atomic uint64_t g_conns;
 static _Atomic int g_outer_version; /* net ABI NCCL called init with */
 static int g_membarrier;
 
-static inline void bump(struct nbn_rec *r, _Atomic uint64_t *v, uint64_t n) {
-	if (__builtin_expect(r == &g_shared, 0))
+/* bump adds n to counter v of record r; shared: r is g_shared (read-modify-write), else the
+ * record's owner thread calls (plain load and store). */
+static inline void bump(int shared, _Atomic uint64_t *v, uint64_t n) {
+	if (__builtin_expect(shared, 0))
 		atomic_fetch_add_explicit(v, n, memory_order_relaxed);
 	else
 		atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n, memory_order_relaxed);
@@ -189,9 +191,9 @@ int ncclbpf_net_synchronize(void) {
 }
 
 /* enter/leave bracket a call into published code on record r (the grace period's word). */
-static inline uint64_t enter(struct nbn_rec *r) {
+static inline uint64_t enter(struct nbn_rec *r, int shared) {
 	uint64_t a = 0;
-	if (__builtin_expect(r == &g_shared, 0)) {
+	if (__builtin_expect(shared, 0)) {
 		atomic_fetch_add_explicit(&g_shared_inflight, 1, memory_order_relaxed);
 	} else {
 		a = atomic_load_explicit(&r->active, memory_order_relaxed);
@@ -200,8 +202,8 @@ static inline uint64_t enter(struct nbn_rec *r) {
 	atomic_signal_fence(memory_order_seq_cst); /* membarrier provides the hardware fence */
 	return a;
 }
-static inline void leave(struct nbn_rec *r, uint64_t a) {
-	if (__builtin_expect(r == &g_shared, 0))
+static inline void leave(struct nbn_rec *r, int shared, uint64_t a) {
+	if (__builtin_expect(shared, 0))
 		atomic_fetch_sub_explicit(&g_shared_inflight, 1, memory_order_release);
 	else
 		atomic_store_explicit(&r->active, a + 2, memory_order_release);
@@ -324,14 +326,14 @@ static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, 
 	ctx.kind = kind;
 	ctx.event = NCCLBPF_NET_CONN;
 	ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
-	uint64_t a = enter(r);
+	uint64_t a = enter(r, !c);
 	uintptr_t fn = atomic_load_explicit(&g_slots[NCCLBPF_NET_CONN].fn, memory_order_acquire);
 	if (fn) {
 		ctx.local_seq = atomic_load_explicit(&r->seq[NCCLBPF_NET_CONN], memory_order_relaxed);
-		bump(r, &r->seq[NCCLBPF_NET_CONN], 1);
+		bump(!c, &r->seq[NCCLBPF_NET_CONN], 1);
 		((nbn_prog_fn)fn)(&ctx);
 	}
-	leave(r, a);
+	leave(r, !c, a);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -839,7 +841,7 @@ static inline __attribute__((always_inline)) void record(void *req, void *comm, 
 	struct nbn_conn *c = conn_find(comm);
 	if (__builtin_expect(!req_add(req, c, posted, tag, n, is_send, start_ticks(hook)), 0)) {
 		struct nbn_rec *r = c ? &c->rec : &g_shared;
-		bump(r, &r->untracked, 1);
+		bump(!c, &r->untracked, 1);
 	}
 }
 
@@ -867,13 +869,14 @@ static nbn_result_t w_iflush(void *recvComm, int n, void *data[], int *sizes, vo
 }
 
 /* complete counts the finished request e (test returned rc, sizes) and runs its hook's program with
- * the context fields that program reads (the slot's fill mask), then frees e. */
-static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t rc, const int *sizes) {
-	struct nbn_conn *c = e->conn;
-	struct nbn_rec *r = c ? &c->rec : &g_shared;
+ * the context fields that program reads (the slot's fill mask), then frees e. c is e's connection;
+ * without one (the connection table was full), shared = 1 and the counters are g_shared's. */
+static inline __attribute__((always_inline)) void complete_on(struct nbn_req *e, nbn_result_t rc, const int *sizes,
+                                                             struct nbn_conn *c, const int shared) {
+	struct nbn_rec *r = shared ? &g_shared : &c->rec;
 	int is_send = e->is_send, hook = is_send ? NCCLBPF_NET_SEND_END : NCCLBPF_NET_RECV_END;
-	bump(r, is_send ? &r->sends : &r->recvs, 1);
-	uint64_t a = enter(r);
+	bump(shared, is_send ? &r->sends : &r->recvs, 1);
+	uint64_t a = enter(r, shared);
 	uintptr_t fn = atomic_load_explicit(&g_slots[hook].fn, memory_order_acquire);
 	if (__builtin_expect(fn != 0, 1)) {
 		/* loaded inside the bracket, after fn: at least what fn reads (ncclbpf_net_publish) */
@@ -881,10 +884,10 @@ static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t r
 		struct ncclbpf_net_ctx ctx; /* fields outside fill: never read (the verifier proves it) */
 		uint32_t flags = rc == NBN_SUCCESS ? 0 : NCCLBPF_NET_F_ERROR;
 		if (fill & NCCLBPF_NET_R_IDS) {
-			ctx.comm_id = c ? c->comm_id : 0;
-			ctx.peer_key = c ? c->peer_key : 0;
-			ctx.conn_id = c ? c->conn_id : 0;
-			ctx.dev = c ? c->dev : -1;
+			ctx.comm_id = shared ? 0 : c->comm_id;
+			ctx.peer_key = shared ? 0 : c->peer_key;
+			ctx.conn_id = shared ? 0 : c->conn_id;
+			ctx.dev = shared ? -1 : c->dev;
 		}
 		if (fill & NCCLBPF_NET_R_BYTES) {
 			uint64_t bytes = e->posted;
@@ -918,11 +921,19 @@ static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t r
 		}
 		uint64_t seq = atomic_load_explicit(&r->seq[hook], memory_order_relaxed);
 		ctx.local_seq = seq;
-		bump(r, &r->seq[hook], 1);
+		bump(shared, &r->seq[hook], 1);
 		((nbn_prog_fn)fn)(&ctx);
 	}
-	leave(r, a);
+	leave(r, shared, a);
 	atomic_store_explicit(&e->key, 0, memory_order_release);
+}
+
+static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t rc, const int *sizes) {
+	struct nbn_conn *c = e->conn;
+	if (__builtin_expect(c != NULL, 1))
+		complete_on(e, rc, sizes, c, 0);
+	else
+		complete_on(e, rc, sizes, NULL, 1);
 }
 
 static nbn_result_t w_test(void *request, int *done, int *sizes) {
