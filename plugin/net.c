@@ -645,8 +645,9 @@ static int init_common(int outer, nbn_logger_t log) {
 	if (!g_table_ok) {
 		if (atomic_exchange(&g_warned, 1) == 0 && log)
 			log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__,
-			    "ncclbpf: net: cannot allocate the request table (%zu entries); NCCL uses its next net transport",
-			    g_table_n);
+			    "ncclbpf: net: cannot map the request tables (%d of %zu entries, NCCLBPF_NET_REQUESTS); NCCL uses "
+			    "its next net transport",
+			    NBN_LANES + 1, g_table_n);
 		return -1;
 	}
 	if (atomic_exchange(&g_warned, 1) == 0 && log) log(NBN_LOG_INFO, NBN_SUBSYS, __FILE__, __LINE__, "%s", g_in_msg);
