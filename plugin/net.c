@@ -13,8 +13,8 @@
  *
  *  - a request is recorded in a fixed-size open-addressing table keyed by the inner request pointer,
  *    one per calling thread: isend/irecv claim a free entry of their thread's table with plain stores;
- *    test finds it before calling the inner test (the request cannot be recycled while it is pending)
- *    and frees it with one store once the inner test reported it done ("Requests" below);
+ *    test, once the inner test reported the request done, finds it (in its own thread's table first)
+ *    and frees it with one store ("Requests" below); a test of a request not done yet costs nothing;
  *  - connections (send and receive comms) are recorded in a second table written by listen/connect/
  *    accept/close (under a mutex: not the data path) and read without a lock;
  *  - times are cycle counter readings converted with a factor calibrated when the library loads;
@@ -345,9 +345,11 @@ static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, 
  * a free entry of it into a used one. Any thread may free an entry (the one whose test completes it):
  * it stores 0 into a key it found, which the owner does not touch until it reads 0 (acquire), so the
  * two never write an entry at once. Threads beyond NBN_LANES alive at once share the last lane, where
- * entries are claimed with a compare-and-swap. test looks in its
- * own thread's lane first (NCCL tests a request on the thread that posted it), then in the others.
- * Each lane keeps its span: the farthest an entry ever landed from its home + 1, so a lookup probes
+ * entries are claimed with a compare-and-swap. test looks a request up only once the inner test
+ * reported it done, in its own thread's lane first (NCCL tests a request on the thread that posted it),
+ * then in the others. (Were a request tested on another thread than the one that posted it, and its
+ * pointer handed by the inner plugin to a third thread's isend in between, the two entries could be
+ * matched the wrong way round: each is still counted once.) Each lane keeps its span: the farthest an entry ever landed from its home + 1, so a lookup probes
  * that many entries (usually 1) and a lane never used costs nothing. An entry is one cache line:
  * requests of different threads never share one. */
 
@@ -938,12 +940,15 @@ static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t r
 }
 
 static nbn_result_t w_test(void *request, int *done, int *sizes) {
-	/* Found before the inner test: once that reports done, the inner plugin may hand the same pointer
-	 * to the next isend at once. */
-	struct nbn_req *e = req_find(request);
 	nbn_result_t rc = g_in.v10.test(request, done, sizes);
-	if (__builtin_expect(e == NULL, 0) || (rc == NBN_SUCCESS && !*done)) return rc;
-	complete(e, rc, sizes); /* done, or failed: the request is finished either way */
+	/* not done yet (NCCL polls each request many times): nothing to do */
+	if (__builtin_expect(rc == NBN_SUCCESS && !*done, 1)) return rc;
+	/* Done, or failed: the request is finished either way. Found after the inner test: the inner
+	 * plugin may already hand the same pointer to another isend, but on this thread only after we
+	 * return, and another thread records it in its own table, while this thread's request (NCCL tests
+	 * a request on the thread that posted it) is in this thread's, which req_find searches first. */
+	struct nbn_req *e = req_find(request);
+	if (e) complete(e, rc, sizes);
 	return rc;
 }
 
