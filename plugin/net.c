@@ -339,19 +339,19 @@ static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, 
 /* ------------------------------------------------------------------------------------------------
  * Requests.
  *
- * One table (lane) per calling thread, so that recording a request takes plain stores: a thread
- * claims a lane at its first watched isend/irecv (no allocation: the lanes are made by the first
- * init; a thread that has exited leaves its lane to the next one) and is the only one that ever turns
- * a free entry of it into a used one. Any thread may free an entry (the one whose test completes it):
- * it stores 0 into a key it found, which the owner does not touch until it reads 0 (acquire), so the
- * two never write an entry at once. Threads beyond NBN_LANES alive at once share the last lane, where
+ * One table (lane) per calling thread, so that recording a request takes plain stores: a thread claims
+ * a lane at its first watched isend/irecv (no allocation: the lanes are made by the first init; a
+ * thread that has exited leaves its lane to the next one) and is the only one that ever turns a free
+ * entry of it into a used one. Any thread may free an entry (the one whose test completes it): it
+ * stores 0 into a key it found, which the owner does not touch until it reads 0 (acquire), so the two
+ * never write an entry at once. Threads beyond NBN_LANES alive at once share the last lane, where
  * entries are claimed with a compare-and-swap. test looks a request up only once the inner test
- * reported it done, in its own thread's lane first (NCCL tests a request on the thread that posted it),
- * then in the others. (Were a request tested on another thread than the one that posted it, and its
- * pointer handed by the inner plugin to a third thread's isend in between, the two entries could be
- * matched the wrong way round: each is still counted once.) Each lane keeps its span: the farthest an entry ever landed from its home + 1, so a lookup probes
- * that many entries (usually 1) and a lane never used costs nothing. An entry is one cache line:
- * requests of different threads never share one. */
+ * reported it done, in its own thread's lane first (NCCL tests a request on the thread that posted
+ * it), then in the others. (Were a request tested on another thread than the one that posted it, and
+ * its pointer handed by the inner plugin to a third thread's isend in between, the two entries could
+ * be matched the wrong way round: each is still counted once.) Each lane keeps its span: the farthest
+ * an entry ever landed from its home + 1, so a lookup probes that many entries (usually 1) and a lane
+ * never used costs nothing. An entry is one cache line: requests of different threads never share one. */
 
 #define NBN_LANES 32 /* threads alive at once with a lane of their own; more share lane NBN_LANES */
 
