@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-net.sh ART [PAIRS] [RUNS] [LABEL=LIB ...]: the net wrapper's cost per isend + test pair
-# (BENCHMARKS.md, "Net wrapper"). RUNS (5) runs of testhost/net_host's bench, each one process with
+# (BENCHMARKS.md, "Net wrapper"). RUNS (8) runs of testhost/net_host's bench, each one process with
 # 21 interleaved rounds of PAIRS (200000) pairs per configuration: the inner plugin called directly,
 # the wrapper without a program, with the counting policy testhost/net_count_a.bpf.o and with the
 # timing one testhost/net_timing_times.bpf.o; plus a test call on a request not done yet (NCCL polls
@@ -9,13 +9,13 @@
 # over the runs. With LABEL=LIB arguments, each LIB (a libncclbpf-testing.so) is measured instead of
 # ART's, the runs interleaved, with ART's net_host and test plugin: libraries side by side.
 # Builds nothing: ART comes from testhost/gpu/build-art.sh (libncclbpf-testing.so: the bench unloads
-# and reloads through the test entry points; net_host, libnccl-net-tcpnet.so). About 2 s a run and
+# and reloads through the test entry points; net_host, libnccl-net-tcpnet.so). About 1.5 s a run and
 # library with the defaults. Run from anywhere (the policies are read from testhost/).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 ART [PAIRS] [RUNS] [LABEL=LIB ...]" >&2; exit 2; }
 ART=$(cd "$1" && pwd)
 PAIRS=${2:-200000}
-RUNS=${3:-5}
+RUNS=${3:-8}
 shift $(($# < 3 ? $# : 3))
 LIBS=()
 if [ $# -eq 0 ]; then
