@@ -895,8 +895,9 @@ static inline __attribute__((always_inline)) void complete_on(struct nbn_req *e,
 		if (fill & NCCLBPF_NET_R_BYTES) {
 			uint64_t bytes = e->posted;
 			if (rc == NBN_SUCCESS && sizes) {
-				bytes = 0;
-				for (int i = 0; i < e->n; i++) bytes += (uint64_t)(sizes[i] > 0 ? sizes[i] : 0);
+				int n = e->n;
+				bytes = (uint64_t)(n > 0 && sizes[0] > 0 ? sizes[0] : 0); /* n is 1 but for grouped receives */
+				for (int i = 1; i < n; i++) bytes += (uint64_t)(sizes[i] > 0 ? sizes[i] : 0);
 			}
 			ctx.bytes = bytes;
 		}
