@@ -827,8 +827,8 @@ static nbn_result_t w_deregMr(void *comm, void *mhandle) { return g_in.v10.dereg
  * The data path. */
 
 /* Requests are recorded only while a program watches their completion: without one, the data path
- * costs a slot load at isend/irecv and a lookup in an empty lane at test. A request posted before a
- * program was published completes unseen. */
+ * costs a slot load at isend/irecv, and at test a load (before any request was recorded) or a probe
+ * of the calling thread's lane. A request posted before a program was published completes unseen. */
 static inline uintptr_t watching(int hook) {
 	return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed);
 }
@@ -848,23 +848,37 @@ static inline __attribute__((always_inline)) void record(void *req, void *comm, 
 	}
 }
 
-static nbn_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
-                            void **request) {
+static __attribute__((noinline)) nbn_result_t w_isend_watched(void *sendComm, void *data, size_t size, int tag,
+                                                              void *mhandle, void *phandle, void **request) {
 	nbn_result_t rc = g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
-	if (__builtin_expect(watching(NCCLBPF_NET_SEND_END) != 0, 1) && rc == NBN_SUCCESS && *request)
-		record(*request, sendComm, size, tag, 1, 1, NCCLBPF_NET_SEND_END);
+	if (rc == NBN_SUCCESS && *request) record(*request, sendComm, size, tag, 1, 1, NCCLBPF_NET_SEND_END);
 	return rc;
 }
 
-static nbn_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
-                            void **phandles, void **request) {
+static __attribute__((noinline)) nbn_result_t w_irecv_watched(void *recvComm, int n, void **data, size_t *sizes,
+                                                              int *tags, void **mhandles, void **phandles,
+                                                              void **request) {
 	nbn_result_t rc = g_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
-	if (__builtin_expect(watching(NCCLBPF_NET_RECV_END) != 0, 1) && rc == NBN_SUCCESS && *request) {
+	if (rc == NBN_SUCCESS && *request) {
 		uint64_t posted = 0;
 		for (int i = 0; i < n; i++) posted += sizes ? sizes[i] : 0;
 		record(*request, recvComm, posted, (n > 0 && tags) ? tags[0] : -1, n, 0, NCCLBPF_NET_RECV_END);
 	}
 	return rc;
+}
+
+/* isend and irecv check for a program first: without one they are a jump to the inner plugin's. */
+static nbn_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
+                            void **request) {
+	if (!watching(NCCLBPF_NET_SEND_END)) return g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
+	return w_isend_watched(sendComm, data, size, tag, mhandle, phandle, request);
+}
+
+static nbn_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
+                            void **phandles, void **request) {
+	if (!watching(NCCLBPF_NET_RECV_END))
+		return g_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
+	return w_irecv_watched(recvComm, n, data, sizes, tags, mhandles, phandles, request);
 }
 
 static nbn_result_t w_iflush(void *recvComm, int n, void *data[], int *sizes, void **mhandles, void **request) {
@@ -940,7 +954,7 @@ static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t r
 		complete_on(e, rc, sizes, NULL, 1);
 }
 
-static nbn_result_t w_test(void *request, int *done, int *sizes) {
+static __attribute__((noinline)) nbn_result_t w_test_watched(void *request, int *done, int *sizes) {
 	nbn_result_t rc = g_in.v10.test(request, done, sizes);
 	/* not done yet (NCCL polls each request many times): nothing to do */
 	if (__builtin_expect(rc == NBN_SUCCESS && !*done, 1)) return rc;
@@ -951,6 +965,13 @@ static nbn_result_t w_test(void *request, int *done, int *sizes) {
 	struct nbn_req *e = req_find(request);
 	if (e) complete(e, rc, sizes);
 	return rc;
+}
+
+static nbn_result_t w_test(void *request, int *done, int *sizes) {
+	/* no request was ever recorded (no net program so far): a jump to the inner plugin's test */
+	if (__builtin_expect(atomic_load_explicit(&g_lanes, memory_order_relaxed) == 0, 0))
+		return g_in.v10.test(request, done, sizes);
+	return w_test_watched(request, done, sizes);
 }
 
 static nbn_result_t w_closeSend(void *sendComm) {

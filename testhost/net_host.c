@@ -21,6 +21,10 @@
  *       than the one that posted). WAVES (1) times, each time with new threads. Prints "t key value":
  *       the sends made, the wrapper's counters and the counting policy's.
  *
+ *   net_host pairs LIB N
+ *       One process, TCPNET_NULL=1 inner: N isend + test pairs through LIB (the test plugin itself, or
+ *       the wrapper with the policy NCCLBPF_POLICY names) and nothing else, for an instruction count.
+ *
  *   net_host fill LIB POLICY...
  *       Reloads each POLICY in turn and prints "f I SEND RECV": the context fields (NCCLBPF_NET_R_*)
  *       the wrapper then fills for send and receive completions.
@@ -401,6 +405,21 @@ static void setup_pair(struct net *n, void **sc, void **mh, char *buf) {
 	if (t->regMr(*sc, buf, 4096, NBN_PTR_HOST, mh)) die("bench: regMr");
 }
 
+/* pairsmain: N isend + test pairs through LIB (a net plugin or the wrapper) and nothing else, for an
+ * instruction count (callgrind) of the two calls: run it with two N and take the difference. */
+static int pairsmain(const char *lib, long n) {
+	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!l) die("%s", dlerror());
+	struct net nt;
+	if (open_net(&nt, l, 11)) die("pairs: no v11 table");
+	static char buf[4096];
+	void *sc, *mh;
+	setup_pair(&nt, &sc, &mh, buf);
+	pairs(common(&nt), sc, mh, buf, n);
+	printf("pairs %ld\n", n);
+	return 0;
+}
+
 #define MAXPOL 4
 #define MAXROUNDS 201
 
@@ -595,11 +614,13 @@ int main(int argc, char **argv) {
 		             argc >= 7 ? argv + 6 : env);
 	}
 	if (argc >= 3 && strcmp(argv[1], "fill") == 0) return fill(argv[2], argc - 3, argv + 3);
+	if (argc == 4 && strcmp(argv[1], "pairs") == 0) return pairsmain(argv[2], atol(argv[3]));
 	if (argc >= 5 && strcmp(argv[1], "threads") == 0)
 		return threads(argv[2], atoi(argv[3]), atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 1);
 	if (argc < 7 || strcmp(argv[1], "transfer") != 0)
 		die("usage: net_host transfer LIB VERSION CHANNELS MSGS WINDOW [RELOAD_A RELOAD_B RELOADS] | "
-		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]] | net_host threads LIB THREADS ROUNDS [WAVES] | net_host fill LIB POLICY...");
+		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]] | net_host threads LIB THREADS ROUNDS [WAVES] | net_host fill LIB POLICY... | "
+		    "net_host pairs LIB N");
 	int version = atoi(argv[3]), nch = atoi(argv[4]), window = atoi(argv[6]);
 	long msgs = atol(argv[5]);
 	if (nch < 1 || nch > MAXCH || window < 1 || window > NBN_MAX_REQUESTS || msgs < 0)
