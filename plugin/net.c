@@ -11,18 +11,19 @@
  *
  * Watching costs the data path (isend, irecv, test) no lock, no allocation and no Go:
  *
- *  - a request is recorded in a fixed-size open-addressing table keyed by the inner request pointer:
- *    isend/irecv claim a free entry among NBN_PROBE consecutive ones with one compare-and-swap; test
- *    finds it before calling the inner test (the request cannot be recycled while it is pending) and
- *    frees it with one store once the inner test reported it done;
+ *  - a request is recorded in a fixed-size open-addressing table keyed by the inner request pointer,
+ *    one per calling thread: isend/irecv claim a free entry of their thread's table with plain stores;
+ *    test, once the inner test reported the request done, finds it (in its own thread's table first)
+ *    and frees it with one store ("Requests" below); a test of a request not done yet costs nothing;
  *  - connections (send and receive comms) are recorded in a second table written by listen/connect/
  *    accept/close (under a mutex: not the data path) and read without a lock;
  *  - times are cycle counter readings converted with a factor calibrated when the library loads;
  *  - programs run through one slot per hook with the grace-period protocol of the profiler's slots:
- *    an odd/even word per calling thread (a static table of records, claimed on a thread's first call).
+ *    an odd/even word per connection (its record; the owner thread writes it with plain stores);
+ *  - a completion fills only the context fields its program reads (the verifier lists them).
  *
- * Environment: NCCLBPF_NET_PLUGIN (the inner plugin), NCCLBPF_NET_REQUESTS (entries of the request
- * table, a power of two, default 16384; read once at load).
+ * Environment: NCCLBPF_NET_PLUGIN (the inner plugin), NCCLBPF_NET_REQUESTS (entries of each thread's
+ * request table, a power of two, default 16384; read once, at the first init).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +47,7 @@
 #include "net.h"
 #include "net_abi.h"
 #include "shim.h"
+#include "sync_core.h"
 
 #define NBN_EXPORT __attribute__((visibility("default")))
 #define NBN_PROBE 16
@@ -94,25 +97,34 @@ static void nbn_calibrate(void) {
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Slots and per-thread records (the profiler's protocol, profiler.c). */
+ * Slots and connection records (the profiler's grace-period protocol, profiler.c). */
 
 struct nbn_slot {
 	_Alignas(64) _Atomic(uintptr_t) fn;
-	/* the program reads start_ns, end_ns or duration_ns: only then are requests timed (the verifier
-	 * lists the context fields a program reads; a counting program costs no clock read) */
-	_Atomic int timed;
+	/* fill (bits 0-7): the context fields the data path fills for fn (NCCLBPF_NET_R_*): every field
+	 * the program reads, as the verifier lists them; reads (8-15): what the published program reads;
+	 * bits 16-: a generation, odd while a publish is under way. A publish widens fill to old | new
+	 * before it stores fn; a grace period that no publish overlapped narrows it to reads
+	 * (ncclbpf_net_synchronize). A thread that loaded fn inside its bracket therefore always fills at
+	 * least what fn reads. One word, so that a narrowing and a publish cannot interleave. */
+	_Atomic uint64_t word;
 };
+#define NBN_FILL(w) ((uint32_t)(w) & 0xff)
+#define NBN_READS(w) ((uint32_t)((w) >> 8) & 0xff)
+#define NBN_GEN1 ((uint64_t)1 << 16)
 
 /* A record of calls into published code, for grace periods, with counters. Every connection has
  * one: NCCL drives a net comm from one thread at a time (set-up on the proxy's service thread, then
  * data on its progress thread), so the owner writes the record with plain stores, the protocol of
  * the tuner's per-communicator word (slot.c). Events without a connection record (the connection
- * table was full) use g_shared, with read-modify-writes. */
+ * table was full) use g_shared, with read-modify-writes. seq[h] counts the runs of hook h's program
+ * (they are the statistics' calls too). One cache line: a completion writes nothing else of the
+ * connection. */
 struct nbn_rec {
 	_Alignas(64) _Atomic uint64_t active; /* odd while running a program */
-	_Atomic uint64_t calls[NCCLBPF_NET_LAST_HOOK + 1];
 	_Atomic uint64_t seq[NCCLBPF_NET_LAST_HOOK + 1];
-	_Atomic uint64_t sends, recvs, untracked;
+	_Atomic uint64_t sends, recvs;
+	_Atomic uint64_t untracked;
 };
 
 static struct nbn_slot g_slots[NCCLBPF_NET_LAST_HOOK + 1];
@@ -122,8 +134,10 @@ static _Atomic uint64_t g_conns;
 static _Atomic int g_outer_version; /* net ABI NCCL called init with */
 static int g_membarrier;
 
-static inline void bump(struct nbn_rec *r, _Atomic uint64_t *v, uint64_t n) {
-	if (r == &g_shared)
+/* bump adds n to counter v of record r; shared: r is g_shared (read-modify-write), else the
+ * record's owner thread calls (plain load and store). */
+static inline void bump(int shared, _Atomic uint64_t *v, uint64_t n) {
+	if (__builtin_expect(shared, 0))
 		atomic_fetch_add_explicit(v, n, memory_order_relaxed);
 	else
 		atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n, memory_order_relaxed);
@@ -137,10 +151,18 @@ int ncclbpf_net_hook_id(const char *name) {
 	return -1;
 }
 
-uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, int timed) {
+uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, uint32_t reads) {
 	if (hook < NCCLBPF_NET_FIRST_HOOK || hook > NCCLBPF_NET_LAST_HOOK) return 0;
-	atomic_store_explicit(&g_slots[hook].timed, timed != 0, memory_order_relaxed);
-	return atomic_exchange_explicit(&g_slots[hook].fn, fn, memory_order_acq_rel);
+	struct nbn_slot *s = &g_slots[hook];
+	reads = fn ? reads & 0xff : 0;
+	uint64_t w = atomic_load(&s->word), nw;
+	do /* generation odd, reads, fill widened */
+		nw = (((w >> 16) | 1) << 16) | (uint64_t)reads << 8 | NBN_FILL(w) | reads;
+	while (!atomic_compare_exchange_weak(&s->word, &w, nw));
+	if (fn) nb_sync_core_before_publish();
+	uintptr_t old = atomic_exchange_explicit(&s->fn, fn, memory_order_acq_rel);
+	atomic_fetch_add(&s->word, NBN_GEN1); /* even again: this publish is complete */
+	return old;
 }
 
 static int nbn_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
@@ -152,32 +174,36 @@ static void nbn_register(void) {
 static void conn_wait_all(void); /* below: waits for every connection record's word */
 
 int ncclbpf_net_synchronize(void) {
+	uint64_t w0[NCCLBPF_NET_LAST_HOOK + 1];
+	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) w0[h] = atomic_load(&g_slots[h].word);
 	pthread_once(&g_membarrier_once, nbn_register);
 	if (g_membarrier != 1 || nbn_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return -1;
 	conn_wait_all();
 	while (atomic_load(&g_shared_inflight) != 0) sched_yield();
+	/* Every run that may have loaded a program older than the one published at w0 is over: fill
+	 * what that one reads, unless a publish was under way at w0 or came since (the word changed). */
+	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) {
+		uint64_t w = w0[h];
+		if (!((w >> 16) & 1) && NBN_FILL(w) != NBN_READS(w))
+			atomic_compare_exchange_strong(&g_slots[h].word, &w, (w & ~(uint64_t)0xff) | NBN_READS(w));
+	}
 	return 0;
 }
 
-/* run calls hook's program, if any, on ctx. */
-static inline void run(struct nbn_rec *r, int hook, struct ncclbpf_net_ctx *ctx) {
-	int shared = r == &g_shared;
+/* enter/leave bracket a call into published code on record r (the grace period's word). */
+static inline uint64_t enter(struct nbn_rec *r, int shared) {
 	uint64_t a = 0;
-	if (shared) {
+	if (__builtin_expect(shared, 0)) {
 		atomic_fetch_add_explicit(&g_shared_inflight, 1, memory_order_relaxed);
 	} else {
 		a = atomic_load_explicit(&r->active, memory_order_relaxed);
 		atomic_store_explicit(&r->active, a + 1, memory_order_relaxed);
 	}
 	atomic_signal_fence(memory_order_seq_cst); /* membarrier provides the hardware fence */
-	uintptr_t fn = atomic_load_explicit(&g_slots[hook].fn, memory_order_acquire);
-	if (fn) {
-		ctx->local_seq = atomic_load_explicit(&r->seq[hook], memory_order_relaxed);
-		bump(r, &r->seq[hook], 1);
-		((nbn_prog_fn)fn)(ctx);
-		bump(r, &r->calls[hook], 1);
-	}
-	if (shared)
+	return a;
+}
+static inline void leave(struct nbn_rec *r, int shared, uint64_t a) {
+	if (__builtin_expect(shared, 0))
 		atomic_fetch_sub_explicit(&g_shared_inflight, 1, memory_order_release);
 	else
 		atomic_store_explicit(&r->active, a + 2, memory_order_release);
@@ -188,12 +214,14 @@ static inline void run(struct nbn_rec *r, int hook, struct ncclbpf_net_ctx *ctx)
 
 struct nbn_conn {
 	struct nbn_rec rec;
+	/* set before the key is published, read-only afterwards */
 	uint64_t comm_id, peer_key, conn_id;
 	int32_t dev, kind;
 };
 static struct nbn_conn g_conn[NBN_CONN_N];
-/* the keys apart from the records: a lookup that misses reads two cache lines */
+/* the keys apart from the records: a lookup that misses reads one or two cache lines */
 static _Atomic(uintptr_t) g_conn_key[NBN_CONN_N]; /* the inner comm pointer; 0 free */
+static _Atomic uint32_t g_conn_span;              /* probes a lookup needs (farthest from home + 1) */
 static pthread_mutex_t g_conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nbn_rec g_retired; /* counters of closed connections, under g_conn_lock */
 
@@ -217,7 +245,7 @@ static void conn_wait_all(void) {
 static void rec_add(struct nbn_rec *to, struct nbn_rec *from) {
 #define A(f) atomic_store_explicit(&to->f, atomic_load_explicit(&to->f, memory_order_relaxed) + atomic_load_explicit(&from->f, memory_order_relaxed), memory_order_relaxed)
 	for (int h = 0; h <= NCCLBPF_NET_LAST_HOOK; h++) {
-		A(calls[h]);
+		A(seq[h]);
 	}
 	A(sends);
 	A(recvs);
@@ -225,14 +253,13 @@ static void rec_add(struct nbn_rec *to, struct nbn_rec *from) {
 #undef A
 }
 
-static inline uint64_t mix64(uint64_t x) {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
+/* Fibonacci hashing: the top bits of the pointer times 2^64/phi. Pointers of one pool (fixed
+ * strides) spread evenly; one multiply on the data path. */
+static inline size_t fib_hash(uintptr_t k, unsigned shift) {
+	return (size_t)(((uint64_t)k * 0x9e3779b97f4a7c15ull) >> shift);
 }
+#define NBN_CONN_SHIFT (64 - 12) /* log2(NBN_CONN_N) */
+_Static_assert(NBN_CONN_N == 1 << 12, "NBN_CONN_SHIFT");
 
 static uint64_t hash_handle(const void *h) {
 	const unsigned char *p = h;
@@ -243,8 +270,9 @@ static uint64_t hash_handle(const void *h) {
 
 static inline struct nbn_conn *conn_find(void *comm) {
 	uintptr_t k = (uintptr_t)comm;
-	size_t i = mix64(k) & (NBN_CONN_N - 1);
-	for (int p = 0; p < NBN_PROBE; p++, i = (i + 1) & (NBN_CONN_N - 1))
+	size_t i = fib_hash(k, NBN_CONN_SHIFT);
+	uint32_t span = atomic_load_explicit(&g_conn_span, memory_order_relaxed);
+	for (uint32_t p = 0; p < span; p++, i = (i + 1) & (NBN_CONN_N - 1))
 		if (atomic_load_explicit(&g_conn_key[i], memory_order_acquire) == k) return &g_conn[i];
 	return NULL;
 }
@@ -254,8 +282,8 @@ static struct nbn_conn *conn_add(void *comm, uint64_t comm_id, uint64_t peer_key
 	uintptr_t k = (uintptr_t)comm;
 	struct nbn_conn *c = NULL;
 	pthread_mutex_lock(&g_conn_lock);
-	size_t i = mix64(k) & (NBN_CONN_N - 1);
-	for (int p = 0; p < NBN_PROBE; p++, i = (i + 1) & (NBN_CONN_N - 1)) {
+	size_t i = fib_hash(k, NBN_CONN_SHIFT);
+	for (uint32_t p = 0; p < NBN_PROBE; p++, i = (i + 1) & (NBN_CONN_N - 1)) {
 		if (atomic_load_explicit(&g_conn_key[i], memory_order_relaxed) == 0) {
 			c = &g_conn[i];
 			memset(&c->rec, 0, sizeof c->rec);
@@ -264,7 +292,9 @@ static struct nbn_conn *conn_add(void *comm, uint64_t comm_id, uint64_t peer_key
 			c->conn_id = atomic_fetch_add(&g_conns, 1) + 1;
 			c->dev = dev;
 			c->kind = kind;
-			atomic_store_explicit(&g_conn_key[c - g_conn], k, memory_order_release);
+			if (p + 1 > atomic_load_explicit(&g_conn_span, memory_order_relaxed))
+				atomic_store_explicit(&g_conn_span, p + 1, memory_order_relaxed);
+			atomic_store_explicit(&g_conn_key[i], k, memory_order_release);
 			break;
 		}
 	}
@@ -285,6 +315,7 @@ static void conn_del(void *comm) {
 
 static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, uint64_t peer_key) {
 	if (!atomic_load_explicit(&g_slots[NCCLBPF_NET_CONN].fn, memory_order_relaxed)) return;
+	struct nbn_rec *r = c ? &c->rec : &g_shared;
 	struct ncclbpf_net_ctx ctx = {0};
 	ctx.comm_id = c ? c->comm_id : comm_id;
 	ctx.peer_key = c ? c->peer_key : peer_key;
@@ -295,54 +326,164 @@ static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, 
 	ctx.kind = kind;
 	ctx.event = NCCLBPF_NET_CONN;
 	ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
-	run(c ? &c->rec : &g_shared, NCCLBPF_NET_CONN, &ctx);
+	uint64_t a = enter(r, !c);
+	uintptr_t fn = atomic_load_explicit(&g_slots[NCCLBPF_NET_CONN].fn, memory_order_acquire);
+	if (fn) {
+		ctx.local_seq = atomic_load_explicit(&r->seq[NCCLBPF_NET_CONN], memory_order_relaxed);
+		bump(!c, &r->seq[NCCLBPF_NET_CONN], 1);
+		((nbn_prog_fn)fn)(&ctx);
+	}
+	leave(r, !c, a);
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Requests. */
+ * Requests.
+ *
+ * One table (lane) per calling thread, so that recording a request takes plain stores: a thread claims
+ * a lane at its first watched isend/irecv (no allocation: the lanes are made by the first init; a
+ * thread that has exited leaves its lane to the next one) and is the only one that ever turns a free
+ * entry of it into a used one. Any thread may free an entry (the one whose test completes it): it
+ * stores 0 into a key it found, which the owner does not touch until it reads 0 (acquire), so the two
+ * never write an entry at once. Threads beyond NBN_LANES alive at once share the last lane, where
+ * entries are claimed with a compare-and-swap. test looks a request up only once the inner test
+ * reported it done, in its own thread's lane first (NCCL tests a request on the thread that posted
+ * it), then in the others. (Were a request tested on another thread than the one that posted it, and
+ * its pointer handed by the inner plugin to a third thread's isend in between, the two entries could
+ * be matched the wrong way round: each is still counted once.) Each lane keeps its span: the farthest
+ * an entry ever landed from its home + 1, so a lookup probes that many entries (usually 1) and a lane
+ * never used costs nothing. An entry is one cache line: requests of different threads never share one. */
+
+#define NBN_LANES 32 /* threads alive at once with a lane of their own; more share lane NBN_LANES */
 
 struct nbn_req {
-	uint64_t start;         /* ticks at isend/irecv */
+	_Alignas(64) _Atomic(uintptr_t) key; /* the inner request pointer; 0 free */
+	uint64_t start;                       /* ticks at isend/irecv; 0 not timed */
 	uint64_t posted;
 	struct nbn_conn *conn;
 	int32_t tag, n, is_send;
-	int32_t pad;
 };
-static struct nbn_req *g_req;
-static _Atomic(uintptr_t) *g_req_key; /* the inner request pointer; 0 free */
-static _Atomic int g_req_live; /* set at the first record: until then test looks nothing up */
-static size_t g_req_mask;
+static struct nbn_req *g_req;   /* NBN_LANES + 1 lanes of g_req_n entries */
+static size_t g_req_n;
+static unsigned g_req_shift;    /* 64 - log2(g_req_n) */
+static _Atomic uint32_t g_span[NBN_LANES + 1];
+static _Atomic uint32_t g_lanes; /* lanes handed out (at most NBN_LANES) */
+static _Atomic int g_lane_tid[NBN_LANES]; /* the thread (id) that owns each lane; 0 being handed out */
+static _Atomic uint32_t g_shared_threads; /* threads that record in the shared lane */
+/* the calling thread's lane: tab NULL until its first watched request */
+struct nbn_me {
+	struct nbn_req *tab;
+	_Atomic uint32_t *span;
+	int lane;
+};
+static __thread struct nbn_me t_me __attribute__((tls_model("initial-exec")));
 
-static inline void req_add(void *req, struct nbn_conn *c, uint64_t posted, int tag, int n, int is_send,
-                           uint64_t start) {
-	uintptr_t k = (uintptr_t)req;
-	size_t i = mix64(k) & g_req_mask;
-	for (int p = 0; p < NBN_PROBE; p++, i = (i + 1) & g_req_mask) {
-		struct nbn_req *e = &g_req[i];
-		uintptr_t z = 0;
-		if (atomic_load_explicit(&g_req_key[e - g_req], memory_order_relaxed) == 0 &&
-		    atomic_compare_exchange_strong_explicit(&g_req_key[e - g_req], &z, k, memory_order_acquire, memory_order_relaxed)) {
-			e->start = start;
-			e->posted = posted;
-			e->conn = c;
-			e->tag = tag;
-			e->n = n;
-			e->is_send = is_send;
-			if (!atomic_load_explicit(&g_req_live, memory_order_relaxed))
-				atomic_store_explicit(&g_req_live, 1, memory_order_relaxed);
-			return;
+/* claim_lane gives the calling thread a lane (once per thread, at its first watched request): a
+ * fresh one, else one whose thread has exited (it keeps that thread's entries, which any thread may
+ * still find and free), else the shared one. */
+static __attribute__((noinline, cold)) int claim_lane(void) {
+	int tid = (int)syscall(SYS_gettid);
+	uint32_t n = atomic_load(&g_lanes);
+	while (n < NBN_LANES)
+		if (atomic_compare_exchange_weak(&g_lanes, &n, n + 1)) {
+			atomic_store(&g_lane_tid[n], tid);
+			return (int)n;
 		}
+	pid_t pid = getpid();
+	for (int l = 0; l < NBN_LANES; l++) {
+		int o = atomic_load(&g_lane_tid[l]);
+		if (o == 0) continue;
+		/* o == tid: the thread that had this id has exited, since we have it now */
+		if (o != tid && !(syscall(SYS_tgkill, pid, o, 0) == -1 && errno == ESRCH)) continue;
+		if (atomic_compare_exchange_strong(&g_lane_tid[l], &o, tid)) return l;
 	}
-	struct nbn_rec *r = c ? &c->rec : &g_shared;
-	bump(r, &r->untracked, 1);
+	atomic_fetch_add(&g_shared_threads, 1);
+	return NBN_LANES;
+}
+
+static inline struct nbn_me *my_lane(void) {
+	struct nbn_me *me = &t_me;
+	if (__builtin_expect(me->tab == NULL, 0)) {
+		int l = claim_lane();
+		me->lane = l;
+		me->span = &g_span[l];
+		me->tab = g_req + (size_t)l * g_req_n;
+	}
+	return me;
+}
+
+static inline void span_raise(int lane, uint32_t want) {
+	uint32_t s = atomic_load_explicit(&g_span[lane], memory_order_relaxed);
+	while (s < want && !atomic_compare_exchange_weak_explicit(&g_span[lane], &s, want, memory_order_relaxed,
+	                                                            memory_order_relaxed)) {
+	}
+}
+
+/* req_add records req (posted on c, NULL when the connection is unknown); false when its lane has no
+ * free entry within NBN_PROBE of its home (the request then completes unwatched, counted). */
+static inline int req_add(void *req, struct nbn_conn *c, uint64_t posted, int tag, int n, int is_send,
+                          uint64_t start) {
+	uintptr_t k = (uintptr_t)req;
+	struct nbn_me *me = my_lane();
+	int lane = me->lane;
+	struct nbn_req *t = me->tab;
+	size_t mask = g_req_n - 1, i = fib_hash(k, g_req_shift);
+	for (uint32_t p = 0; p < NBN_PROBE; p++, i = (i + 1) & mask) {
+		struct nbn_req *e = &t[i];
+		if (atomic_load_explicit(&e->key, memory_order_acquire) != 0) continue;
+		if (__builtin_expect(lane == NBN_LANES, 0)) {
+			uintptr_t z = 0;
+			if (!atomic_compare_exchange_strong_explicit(&e->key, &z, k, memory_order_acquire,
+			                                             memory_order_relaxed))
+				continue;
+		}
+		e->start = start;
+		e->posted = posted;
+		e->conn = c;
+		e->tag = tag;
+		e->n = n;
+		e->is_send = is_send;
+		if (p >= atomic_load_explicit(me->span, memory_order_relaxed)) span_raise(lane, p + 1);
+		if (__builtin_expect(lane != NBN_LANES, 1)) atomic_store_explicit(&e->key, k, memory_order_release);
+		return 1;
+	}
+	return 0;
+}
+
+static inline struct nbn_req *probe(struct nbn_req *t, _Atomic uint32_t *spanp, uintptr_t k, size_t home) {
+	uint32_t span = atomic_load_explicit(spanp, memory_order_relaxed);
+	size_t mask = g_req_n - 1, i = home;
+	for (uint32_t p = 0; p < span; p++, i = (i + 1) & mask)
+		if (atomic_load_explicit(&t[i].key, memory_order_relaxed) == k) return &t[i];
+	return NULL;
+}
+
+/* req_find_others looks for req in every lane but own (not the data path's usual case: a request
+ * that was never recorded, or tested on another thread than the one that posted it). */
+static __attribute__((noinline)) struct nbn_req *req_find_others(uintptr_t k, size_t home, int own) {
+	uint32_t n = atomic_load_explicit(&g_lanes, memory_order_relaxed);
+	for (int l = 0; l < (int)n; l++) {
+		if (l == own) continue;
+		struct nbn_req *e = probe(g_req + (size_t)l * g_req_n, &g_span[l], k, home);
+		if (e) return e;
+	}
+	return own == NBN_LANES ? NULL : probe(g_req + NBN_LANES * g_req_n, &g_span[NBN_LANES], k, home);
 }
 
 static inline struct nbn_req *req_find(void *req) {
 	uintptr_t k = (uintptr_t)req;
-	size_t i = mix64(k) & g_req_mask;
-	for (int p = 0; p < NBN_PROBE; p++, i = (i + 1) & g_req_mask)
-		if (atomic_load_explicit(&g_req_key[i], memory_order_relaxed) == k) return &g_req[i];
-	return NULL;
+	size_t home = fib_hash(k, g_req_shift);
+	struct nbn_me *me = &t_me;
+	int own = -1;
+	if (__builtin_expect(me->tab != NULL, 1)) {
+		struct nbn_req *e = probe(me->tab, me->span, k, home);
+		if (__builtin_expect(e != NULL, 1)) return e;
+		own = me->lane;
+	}
+	/* no other lane (the usual case of a request never recorded: no program, or posted before it);
+	 * the shared lane is used only once every other lane was handed out */
+	uint32_t n = atomic_load_explicit(&g_lanes, memory_order_relaxed);
+	if (n == 0 || (n == 1 && own == 0)) return NULL;
+	return req_find_others(k, home, own);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -465,19 +606,16 @@ static void first_init(void) {
 	if (rq && *rq) {
 		char *end;
 		unsigned long v = strtoul(rq, &end, 10);
-		if (*end == 0 && v >= 64 && v <= (1ul << 24) && (v & (v - 1)) == 0) reqs = v;
+		if (*end == 0 && v >= 64 && v <= (1ul << 20) && (v & (v - 1)) == 0) reqs = v;
 	}
 	g_table_n = reqs;
-	struct nbn_req *r = calloc(reqs, sizeof *r);
-	_Atomic(uintptr_t) *k = calloc(reqs, sizeof *k);
-	if (!r || !k) {
-		free(r);
-		free(k);
-		return;
-	}
-	g_req = r;
-	g_req_key = k;
-	g_req_mask = reqs - 1;
+	/* zero pages, mapped lazily: a lane costs memory only once its thread records requests */
+	size_t bytes = (NBN_LANES + 1) * reqs * sizeof(struct nbn_req);
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) return;
+	g_req_n = reqs;
+	g_req_shift = 64 - (unsigned)__builtin_ctzl(reqs);
+	g_req = m;
 	g_table_ok = 1;
 }
 
@@ -509,8 +647,9 @@ static int init_common(int outer, nbn_logger_t log) {
 	if (!g_table_ok) {
 		if (atomic_exchange(&g_warned, 1) == 0 && log)
 			log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__,
-			    "ncclbpf: net: cannot allocate the request table (%zu entries); NCCL uses its next net transport",
-			    g_table_n);
+			    "ncclbpf: net: cannot map the request tables (%d of %zu entries, NCCLBPF_NET_REQUESTS); NCCL uses "
+			    "its next net transport",
+			    NBN_LANES + 1, g_table_n);
 		return -1;
 	}
 	if (atomic_exchange(&g_warned, 1) == 0 && log) log(NBN_LOG_INFO, NBN_SUBSYS, __FILE__, __LINE__, "%s", g_in_msg);
@@ -688,85 +827,151 @@ static nbn_result_t w_deregMr(void *comm, void *mhandle) { return g_in.v10.dereg
  * The data path. */
 
 /* Requests are recorded only while a program watches their completion: without one, the data path
- * costs two slot loads. A request posted before a program was published completes unseen. */
-static inline int watching(int hook) {
-	return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed) != 0;
+ * costs a slot load at isend/irecv, and at test a load (before any request was recorded) or a probe
+ * of the calling thread's lane. A request posted before a program was published completes unseen. */
+static inline uintptr_t watching(int hook) {
+	return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed);
 }
 
 /* start_ticks is the request's start: the cycle counter when hook's program reads times, 0 (not
  * timed) otherwise. */
 static inline uint64_t start_ticks(int hook) {
-	return atomic_load_explicit(&g_slots[hook].timed, memory_order_relaxed) ? nbn_ticks() : 0;
+	return (atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nbn_ticks()
+	                                                                                                : 0;
 }
 
+static inline __attribute__((always_inline)) void record(void *req, void *comm, uint64_t posted, int tag, int n, int is_send, int hook) {
+	struct nbn_conn *c = conn_find(comm);
+	if (__builtin_expect(!req_add(req, c, posted, tag, n, is_send, start_ticks(hook)), 0)) {
+		struct nbn_rec *r = c ? &c->rec : &g_shared;
+		bump(!c, &r->untracked, 1);
+	}
+}
+
+static __attribute__((noinline)) nbn_result_t w_isend_watched(void *sendComm, void *data, size_t size, int tag,
+                                                              void *mhandle, void *phandle, void **request) {
+	nbn_result_t rc = g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
+	if (rc == NBN_SUCCESS && *request) record(*request, sendComm, size, tag, 1, 1, NCCLBPF_NET_SEND_END);
+	return rc;
+}
+
+static __attribute__((noinline)) nbn_result_t w_irecv_watched(void *recvComm, int n, void **data, size_t *sizes,
+                                                              int *tags, void **mhandles, void **phandles,
+                                                              void **request) {
+	nbn_result_t rc = g_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
+	if (rc == NBN_SUCCESS && *request) {
+		uint64_t posted = 0;
+		for (int i = 0; i < n; i++) posted += sizes ? sizes[i] : 0;
+		record(*request, recvComm, posted, (n > 0 && tags) ? tags[0] : -1, n, 0, NCCLBPF_NET_RECV_END);
+	}
+	return rc;
+}
+
+/* isend and irecv check for a program first: without one they are a jump to the inner plugin's. */
 static nbn_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
                             void **request) {
-	nbn_result_t rc = g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
-	if (rc == NBN_SUCCESS && *request && watching(NCCLBPF_NET_SEND_END))
-		req_add(*request, conn_find(sendComm), size, tag, 1, 1, start_ticks(NCCLBPF_NET_SEND_END));
-	return rc;
+	if (!watching(NCCLBPF_NET_SEND_END)) return g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
+	return w_isend_watched(sendComm, data, size, tag, mhandle, phandle, request);
 }
 
 static nbn_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
                             void **phandles, void **request) {
-	nbn_result_t rc = g_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
-	if (rc == NBN_SUCCESS && *request && watching(NCCLBPF_NET_RECV_END)) {
-		uint64_t posted = 0;
-		for (int i = 0; i < n; i++) posted += sizes ? sizes[i] : 0;
-		req_add(*request, conn_find(recvComm), posted, (n > 0 && tags) ? tags[0] : -1, n, 0,
-		        start_ticks(NCCLBPF_NET_RECV_END));
-	}
-	return rc;
+	if (!watching(NCCLBPF_NET_RECV_END))
+		return g_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
+	return w_irecv_watched(recvComm, n, data, sizes, tags, mhandles, phandles, request);
 }
 
 static nbn_result_t w_iflush(void *recvComm, int n, void *data[], int *sizes, void **mhandles, void **request) {
 	return g_in.v10.iflush(recvComm, n, data, sizes, mhandles, request);
 }
 
-static nbn_result_t w_test(void *request, int *done, int *sizes) {
-	/* Found before the inner test: the request cannot be recycled while it is pending. */
-	struct nbn_req *e = g_req_live ? req_find(request) : NULL;
-	nbn_result_t rc = g_in.v10.test(request, done, sizes);
-	if (__builtin_expect(!e, 1) || (rc == NBN_SUCCESS && !*done)) return rc;
-	/* done, or failed: the request is finished either way */
-	struct nbn_conn *c = e->conn;
-	struct nbn_rec *r = c ? &c->rec : &g_shared;
-	int hook = e->is_send ? NCCLBPF_NET_SEND_END : NCCLBPF_NET_RECV_END;
-	bump(r, e->is_send ? &r->sends : &r->recvs, 1);
-	if (watching(hook)) {
-		struct ncclbpf_net_ctx ctx;
-		ctx.comm_id = c ? c->comm_id : 0;
-		ctx.peer_key = c ? c->peer_key : 0;
-		ctx.conn_id = c ? c->conn_id : 0;
-		uint64_t bytes = e->posted;
-		if (rc == NBN_SUCCESS && sizes) {
-			bytes = 0;
-			for (int i = 0; i < e->n; i++) bytes += (uint64_t)(sizes[i] > 0 ? sizes[i] : 0);
-		}
-		ctx.bytes = bytes;
-		ctx.posted_bytes = e->posted;
+/* complete counts the finished request e (test returned rc, sizes) and runs its hook's program with
+ * the context fields that program reads (the slot's fill mask), then frees e. c is e's connection;
+ * without one (the connection table was full), shared = 1 and the counters are g_shared's. */
+static inline __attribute__((always_inline)) void complete_on(struct nbn_req *e, nbn_result_t rc, const int *sizes,
+                                                             struct nbn_conn *c, const int shared) {
+	struct nbn_rec *r = shared ? &g_shared : &c->rec;
+	int is_send = e->is_send, hook = is_send ? NCCLBPF_NET_SEND_END : NCCLBPF_NET_RECV_END;
+	bump(shared, is_send ? &r->sends : &r->recvs, 1);
+	uint64_t a = enter(r, shared);
+	uintptr_t fn = atomic_load_explicit(&g_slots[hook].fn, memory_order_acquire);
+	if (__builtin_expect(fn != 0, 1)) {
+		/* loaded inside the bracket, after fn: at least what fn reads (ncclbpf_net_publish) */
+		uint32_t fill = NBN_FILL(atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed));
+		struct ncclbpf_net_ctx ctx; /* fields outside fill: never read (the verifier proves it) */
 		uint32_t flags = rc == NBN_SUCCESS ? 0 : NCCLBPF_NET_F_ERROR;
-		if (e->start) {
-			ctx.start_ns = nbn_ticks_ns(e->start);
-			ctx.end_ns = nbn_ticks_ns(nbn_ticks());
-			ctx.duration_ns = ctx.end_ns - ctx.start_ns;
-		} else {
-			ctx.start_ns = ctx.end_ns = ctx.duration_ns = 0;
-			flags |= NCCLBPF_NET_F_UNTIMED;
+		if (fill & NCCLBPF_NET_R_IDS) {
+			ctx.comm_id = shared ? 0 : c->comm_id;
+			ctx.peer_key = shared ? 0 : c->peer_key;
+			ctx.conn_id = shared ? 0 : c->conn_id;
+			ctx.dev = shared ? -1 : c->dev;
 		}
-		ctx.local_seq = 0;
-		ctx.tag = e->tag;
-		ctx.n = e->n;
-		ctx.dev = c ? c->dev : -1;
-		ctx.kind = 0;
-		ctx.event = (uint32_t)hook;
+		if (fill & NCCLBPF_NET_R_BYTES) {
+			uint64_t bytes = e->posted;
+			if (rc == NBN_SUCCESS && sizes) {
+				int n = e->n;
+				bytes = (uint64_t)(n > 0 && sizes[0] > 0 ? sizes[0] : 0); /* n is 1 but for grouped receives */
+				for (int i = 1; i < n; i++) bytes += (uint64_t)(sizes[i] > 0 ? sizes[i] : 0);
+			}
+			ctx.bytes = bytes;
+		}
+		if (fill & NCCLBPF_NET_R_POSTED) ctx.posted_bytes = e->posted;
+		if (fill & (NCCLBPF_NET_R_TIMES | NCCLBPF_NET_R_FLAGS)) {
+			if (e->start) {
+				ctx.start_ns = nbn_ticks_ns(e->start);
+				ctx.end_ns = nbn_ticks_ns(nbn_ticks());
+				ctx.duration_ns = ctx.end_ns - ctx.start_ns;
+			} else {
+				ctx.start_ns = ctx.end_ns = ctx.duration_ns = 0;
+				flags |= NCCLBPF_NET_F_UNTIMED;
+			}
+		}
 		ctx.flags = flags;
-		ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
-		ctx.reserved = 0;
-		run(r, hook, &ctx);
+		if (fill & NCCLBPF_NET_R_REQ) {
+			ctx.tag = e->tag;
+			ctx.n = e->n;
+		}
+		if (fill & NCCLBPF_NET_R_CONST) {
+			ctx.kind = 0;
+			ctx.event = (uint32_t)hook;
+			ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
+			ctx.reserved = 0;
+		}
+		uint64_t seq = atomic_load_explicit(&r->seq[hook], memory_order_relaxed);
+		ctx.local_seq = seq;
+		bump(shared, &r->seq[hook], 1);
+		((nbn_prog_fn)fn)(&ctx);
 	}
-	atomic_store_explicit(&g_req_key[e - g_req], 0, memory_order_release);
+	leave(r, shared, a);
+	atomic_store_explicit(&e->key, 0, memory_order_release);
+}
+
+static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t rc, const int *sizes) {
+	struct nbn_conn *c = e->conn;
+	if (__builtin_expect(c != NULL, 1))
+		complete_on(e, rc, sizes, c, 0);
+	else
+		complete_on(e, rc, sizes, NULL, 1);
+}
+
+static __attribute__((noinline)) nbn_result_t w_test_watched(void *request, int *done, int *sizes) {
+	nbn_result_t rc = g_in.v10.test(request, done, sizes);
+	/* not done yet (NCCL polls each request many times): nothing to do */
+	if (__builtin_expect(rc == NBN_SUCCESS && !*done, 1)) return rc;
+	/* Done, or failed: the request is finished either way. Found after the inner test: the inner
+	 * plugin may already hand the same pointer to another isend, but on this thread only after we
+	 * return, and another thread records it in its own table, while this thread's request (NCCL tests
+	 * a request on the thread that posted it) is in this thread's, which req_find searches first. */
+	struct nbn_req *e = req_find(request);
+	if (e) complete(e, rc, sizes);
 	return rc;
+}
+
+static nbn_result_t w_test(void *request, int *done, int *sizes) {
+	/* no request was ever recorded (no net program so far): a jump to the inner plugin's test */
+	if (__builtin_expect(atomic_load_explicit(&g_lanes, memory_order_relaxed) == 0, 0))
+		return g_in.v10.test(request, done, sizes);
+	return w_test_watched(request, done, sizes);
 }
 
 static nbn_result_t w_closeSend(void *sendComm) {
@@ -826,14 +1031,20 @@ void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out) {
 		if (atomic_load_explicit(&g_conn_key[i], memory_order_acquire)) rec_add(&sum, &g_conn[i].rec);
 	pthread_mutex_unlock(&g_conn_lock);
 	rec_add(&sum, &g_shared);
-	for (int h = 0; h <= NCCLBPF_NET_LAST_HOOK; h++) s.calls[h] = sum.calls[h];
+	for (int h = 0; h <= NCCLBPF_NET_LAST_HOOK; h++) s.calls[h] = sum.seq[h];
 	s.sends = sum.sends;
 	s.recvs = sum.recvs;
 	s.untracked = sum.untracked;
 	s.conns = atomic_load(&g_conns);
-	if (g_req)
-		for (size_t i = 0; i <= g_req_mask; i++)
-			if (atomic_load_explicit(&g_req_key[i], memory_order_relaxed)) s.inflight++;
+	if (g_req) {
+		size_t lanes = atomic_load(&g_lanes);
+		for (size_t i = 0; i < lanes * g_req_n; i++)
+			if (atomic_load_explicit(&g_req[i].key, memory_order_relaxed)) s.inflight++;
+		for (size_t i = NBN_LANES * g_req_n; i < (NBN_LANES + 1) * g_req_n; i++)
+			if (atomic_load_explicit(&g_req[i].key, memory_order_relaxed)) s.inflight++;
+	}
+	s.shared_threads = (int)atomic_load(&g_shared_threads);
+	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) s.fill[h] = NBN_FILL(atomic_load(&g_slots[h].word));
 	s.outer_version = atomic_load(&g_outer_version);
 	s.inner_version = g_in_version;
 	s.inner_status = g_in_status;

@@ -14,15 +14,33 @@ import (
 	"github.com/ncclbpf/ncclbpf/hook"
 )
 
-// readsNetTimes reports whether p reads the net context's times
-// (start_ns, end_ns or duration_ns), as its verifier result lists them.
-func readsNetTimes(p *bundle.Program) bool {
-	for _, name := range []string{"start_ns", "end_ns", "duration_ns"} {
-		if f := hook.NetContext.Field(name); f != nil && p.ReadsContext(f.Offset, f.Size) {
-			return true
+// netReadGroups maps each field of the net context to the group of fields
+// (NCCLBPF_NET_R_*, net.h) the wrapper fills when a program reads it.
+var netReadGroups = map[string]C.uint32_t{
+	"comm_id": C.NCCLBPF_NET_R_IDS, "peer_key": C.NCCLBPF_NET_R_IDS, "conn_id": C.NCCLBPF_NET_R_IDS,
+	"dev": C.NCCLBPF_NET_R_IDS, "bytes": C.NCCLBPF_NET_R_BYTES, "posted_bytes": C.NCCLBPF_NET_R_POSTED,
+	"start_ns": C.NCCLBPF_NET_R_TIMES, "end_ns": C.NCCLBPF_NET_R_TIMES, "duration_ns": C.NCCLBPF_NET_R_TIMES,
+	"flags": C.NCCLBPF_NET_R_FLAGS, "tag": C.NCCLBPF_NET_R_REQ, "n": C.NCCLBPF_NET_R_REQ,
+	"kind": C.NCCLBPF_NET_R_CONST, "event": C.NCCLBPF_NET_R_CONST, "abi_version": C.NCCLBPF_NET_R_CONST,
+	"reserved": C.NCCLBPF_NET_R_CONST, "local_seq": C.NCCLBPF_NET_R_SEQ,
+}
+
+// netReads returns the groups of net context fields p reads, as its
+// verifier result lists them; a field with no group (none today) makes it
+// all of them.
+func netReads(p *bundle.Program) C.uint32_t {
+	var r C.uint32_t
+	for _, f := range hook.NetContext.Fields {
+		if !p.ReadsContext(f.Offset, f.Size) {
+			continue
 		}
+		g, ok := netReadGroups[f.Name]
+		if !ok {
+			return C.NCCLBPF_NET_R_ALL
+		}
+		r |= g
 	}
-	return false
+	return r
 }
 
 // publishNet points every net slot (net.c) at b's program for its hook, 0
@@ -32,7 +50,7 @@ func readsNetTimes(p *bundle.Program) bool {
 // never by none. Caller holds mu.
 func publishNet(b *bundle.Bundle) {
 	var entries [C.NCCLBPF_NET_LAST_HOOK + 1]C.uintptr_t
-	var timed [C.NCCLBPF_NET_LAST_HOOK + 1]C.int
+	var reads [C.NCCLBPF_NET_LAST_HOOK + 1]C.uint32_t
 	if b != nil {
 		for _, p := range b.Programs {
 			cname := C.CString(p.Hook.Name)
@@ -40,14 +58,12 @@ func publishNet(b *bundle.Bundle) {
 			C.free(unsafe.Pointer(cname))
 			if id >= C.NCCLBPF_NET_FIRST_HOOK && id <= C.NCCLBPF_NET_LAST_HOOK {
 				entries[id] = C.uintptr_t(p.Entry())
-				if readsNetTimes(p) {
-					timed[id] = 1
-				}
+				reads[id] = netReads(p)
 			}
 		}
 	}
 	for id := C.NCCLBPF_NET_FIRST_HOOK; id <= C.NCCLBPF_NET_LAST_HOOK; id++ {
-		C.ncclbpf_net_publish(C.int(id), entries[id], timed[id])
+		C.ncclbpf_net_publish(C.int(id), entries[id], reads[id])
 	}
 }
 

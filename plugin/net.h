@@ -6,7 +6,7 @@
  * named by NCCLBPF_NET_PLUGIN. Programs of the hooks net/conn, net/send_end and net/recv_end run
  * through one slot per hook, published and retired like the profiler's (profiler.h):
  *
- *     for each net hook h:  old[h] = ncclbpf_net_publish(h, entry_or_0, reads_times);
+ *     for each net hook h:  old[h] = ncclbpf_net_publish(h, entry_or_0, reads);
  *     ncclbpf_net_synchronize() == 0           // => the old code may be unmapped
  */
 #ifndef NCCLBPF_PLUGIN_NET_H
@@ -21,10 +21,23 @@
 /* ncclbpf_net_hook_id returns the id of a hook name ("net/conn", ...) or -1. */
 int ncclbpf_net_hook_id(const char *name);
 
+/* The context fields a completion fills, in groups (ncclbpf_net_publish's reads): a program gets
+ * every field it reads, as the verifier lists them, and the wrapper computes nothing else. */
+#define NCCLBPF_NET_R_IDS 0x01    /* comm_id, peer_key, conn_id, dev */
+#define NCCLBPF_NET_R_BYTES 0x02  /* bytes */
+#define NCCLBPF_NET_R_POSTED 0x04 /* posted_bytes */
+#define NCCLBPF_NET_R_TIMES 0x08  /* start_ns, end_ns, duration_ns: requests are timed (two clock reads) */
+#define NCCLBPF_NET_R_FLAGS 0x10  /* flags */
+#define NCCLBPF_NET_R_REQ 0x20    /* tag, n */
+#define NCCLBPF_NET_R_CONST 0x40  /* kind, event, abi_version, reserved */
+#define NCCLBPF_NET_R_SEQ 0x80    /* local_seq */
+#define NCCLBPF_NET_R_ALL 0xff
+
 /* ncclbpf_net_publish makes fn (0: none) the code hook runs from the next event on and returns the
- * previous entry (0 if none or hook out of range). timed != 0 says fn reads start_ns, end_ns or
- * duration_ns: requests are timed (two cycle-counter reads) only for such a program. */
-uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, int timed);
+ * previous entry (0 if none or hook out of range). reads (NCCLBPF_NET_R_*) are the context fields fn
+ * reads: only those are filled, and requests are timed (two cycle-counter reads) only for a program
+ * that reads the times. */
+uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, uint32_t reads);
 
 /* ncclbpf_net_synchronize waits until no thread still runs net code published before the call.
  * Returns 0 when that is guaranteed, -1 when it cannot be (no membarrier). */
@@ -40,7 +53,8 @@ struct ncclbpf_net_stats {
 	int outer_version;    /* net ABI NCCL uses (0: no init yet) */
 	int inner_version;    /* net ABI of the wrapped plugin (0: none loaded) */
 	int inner_status;     /* 0 loaded, 1 not configured, -1 failed */
-	int reserved;
+	int shared_threads;   /* threads that found no request table of their own (more than 32 alive) */
+	uint32_t fill[NCCLBPF_NET_LAST_HOOK + 1]; /* context fields each hook's completions fill (NCCLBPF_NET_R_*) */
 };
 void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out);
 

@@ -15,10 +15,26 @@
  *       With NET_HOST_HOLD set, rank 0 then prints "r0 hold PID" and waits until its stdin closes
  *       (for the CLI to inspect it through the control socket).
  *
- *   net_host bench WRAPPER INNER N
+ *   net_host threads LIB THREADS ROUNDS [WAVES]
+ *       One process, TCPNET_NULL=1 inner, THREADS threads each driving its own connection: per round
+ *       50 isend + test pairs, then 8 sends that the next thread tests (completions on another thread
+ *       than the one that posted). WAVES (1) times, each time with new threads. Prints "t key value":
+ *       the sends made, the wrapper's counters and the counting policy's.
+ *
+ *   net_host pairs LIB N
+ *       One process, TCPNET_NULL=1 inner: N isend + test pairs through LIB (the test plugin itself, or
+ *       the wrapper with the policy NCCLBPF_POLICY names) and nothing else, for an instruction count.
+ *
+ *   net_host fill LIB POLICY...
+ *       Reloads each POLICY in turn and prints "f I SEND RECV": the context fields (NCCLBPF_NET_R_*)
+ *       the wrapper then fills for send and receive completions.
+ *
+ *   net_host bench WRAPPER INNER N [ROUNDS [POLICY...]]
  *       One process, TCPNET_NULL=1 inner: the cost of an isend + test pair through INNER's table
- *       directly and through WRAPPER's (no program, then the policy NCCLBPF_POLICY names), rounds
- *       interleaved; prints the median ns per pair of each.
+ *       directly and through WRAPPER's, without a program and with each POLICY (default: the one
+ *       NCCLBPF_POLICY names), ROUNDS (11) rounds of N pairs each, interleaved, timed by the thread's
+ *       CPU time; and of a test call on a request not done yet. Prints per configuration the median
+ *       ns per pair, and the added ns (wrapper minus direct, same round): median and minimum.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../include/ncclbpf_net.h"
 #include "../plugin/net.h"
 #include "../plugin/net_abi.h"
 
@@ -304,6 +321,10 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 			unsigned long long v;
 			if (mapu64("net_slow", k, &v) == 0) printf("r%d %s %llu\n", rank, slow[k], v);
 		}
+		for (unsigned k = 0; k < 11; k++) { /* testhost/net_fields.bpf.c */
+			unsigned long long v;
+			if (mapu64("net_fields", k, &v) == 0) printf("r%d f_%u %llu\n", rank, k, v);
+		}
 	}
 	fflush(stdout);
 	if (rank == 0 && getenv("NET_HOST_HOLD")) {
@@ -319,8 +340,15 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 
 /* ---- bench ---- */
 
+/* The calling thread's CPU time: a round is not charged for the time another process had the core. */
+static uint64_t cpu_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static double pairs(struct nbn_net_v10 *t, void *sc, void *mh, char *buf, long n) {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = cpu_ns();
 	for (long i = 0; i < n; i++) {
 		void *r = NULL;
 		int done = 0, size;
@@ -328,12 +356,37 @@ static double pairs(struct nbn_net_v10 *t, void *sc, void *mh, char *buf, long n
 		t->test(r, &done, &size);
 		if (!done) die("bench: a null send did not complete at its first test");
 	}
-	return (double)(now_ns() - t0) / (double)n;
+	return (double)(cpu_ns() - t0) / (double)n;
+}
+
+/* notdone times test calls on a request that is not done: a second send waits behind the first
+ * (tcpnet completes a connection's requests in order), as NCCL polls a request many times. */
+static double notdone(struct nbn_net_v10 *t, void *sc, void *mh, char *buf, long n) {
+	void *a = NULL, *b = NULL;
+	int done = 0, size;
+	if (t->isend(sc, buf, 64, 1, mh, NULL, &a) || !a || t->isend(sc, buf, 64, 2, mh, NULL, &b) || !b)
+		die("bench: isend");
+	uint64_t t0 = cpu_ns();
+	for (long i = 0; i < n; i++) {
+		t->test(b, &done, &size);
+		if (done) die("bench: the second send completed before the first");
+	}
+	double r = (double)(cpu_ns() - t0) / (double)n;
+	t->test(a, &done, &size);
+	if (!done) die("bench: the first send did not complete");
+	t->test(b, &done, &size);
+	if (!done) die("bench: the second send did not complete");
+	return r;
 }
 
 static int cmp(const void *a, const void *b) {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+	qsort(v, (size_t)n, sizeof v[0], cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void setup_pair(struct net *n, void **sc, void **mh, char *buf) {
@@ -352,7 +405,30 @@ static void setup_pair(struct net *n, void **sc, void **mh, char *buf) {
 	if (t->regMr(*sc, buf, 4096, NBN_PTR_HOST, mh)) die("bench: regMr");
 }
 
-static int bench(const char *wrapper, const char *inner, long n) {
+/* pairsmain: N isend + test pairs through LIB (a net plugin or the wrapper) and nothing else, for an
+ * instruction count (callgrind) of the two calls: run it with two N and take the difference. */
+static int pairsmain(const char *lib, long n) {
+	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!l) die("%s", dlerror());
+	struct net nt;
+	if (open_net(&nt, l, 11)) die("pairs: no v11 table");
+	static char buf[4096];
+	void *sc, *mh;
+	setup_pair(&nt, &sc, &mh, buf);
+	pairs(common(&nt), sc, mh, buf, n);
+	printf("pairs %ld\n", n);
+	return 0;
+}
+
+#define MAXPOL 4
+#define MAXROUNDS 201
+
+/* bench: ROUNDS rounds; each unloads the policy, times N pairs directly and through the wrapper
+ * (no program), then for each policy reloads it and times N pairs directly and through the wrapper,
+ * then N/4 test calls on a request not yet done, directly and through the wrapper. A configuration's
+ * added cost is the median (and the minimum) over the rounds of its time minus the direct time of
+ * the same round, measured right before it. */
+static int bench(const char *wrapper, const char *inner, long n, int rounds, int npol, char **pols) {
 	void *li = dlopen(inner, RTLD_NOW | RTLD_LOCAL), *lw = dlopen(wrapper, RTLD_NOW | RTLD_LOCAL);
 	if (!li || !lw) die("%s", dlerror());
 	struct net ni, nw;
@@ -363,49 +439,188 @@ static int bench(const char *wrapper, const char *inner, long n) {
 	setup_pair(&nw, &scw, &mhw, buf);
 	int (*unload)(void) = dlsym(lw, "ncclbpfTestingUnload");
 	int (*reload)(const char *, long long, char *, size_t) = dlsym(lw, "ncclbpfTestingReload");
-	const char *pol = getenv("NCCLBPF_POLICY");
-	if (!unload || !reload || !pol) die("bench: needs the testing exports and NCCLBPF_POLICY");
-	enum { R = 11 };
-	double d[R], w0[R], w1[R];
+	if (!unload || !reload) die("bench: needs the testing exports");
+	if (rounds < 1 || rounds > MAXROUNDS || npol < 1 || npol > MAXPOL || n < 4) die("bench: bad sizes");
+	static double d[MAXPOL + 1][MAXROUNDS], w[MAXPOL + 1][MAXROUNDS], add[MAXPOL + 1][MAXROUNDS];
+	static double ndd[MAXPOL][MAXROUNDS], ndadd[MAXPOL][MAXROUNDS];
 	char msg[512];
-	pairs(common(&ni), sci, mhi, buf, n / 4); /* warm-up */
-	for (int k = 0; k < R; k++) {
+	struct nbn_net_v10 *ti = common(&ni), *tw = common(&nw);
+	pairs(ti, sci, mhi, buf, n / 4); /* warm-up */
+	pairs(tw, scw, mhw, buf, n / 4);
+	for (int k = 0; k < rounds; k++) {
 		if (unload() != 0) die("bench: unload failed");
-		d[k] = pairs(common(&ni), sci, mhi, buf, n);
-		w0[k] = pairs(common(&nw), scw, mhw, buf, n);
-		if (reload(pol, -1, msg, sizeof msg) != 0) die("bench: reload: %s", msg);
-		w1[k] = pairs(common(&nw), scw, mhw, buf, n);
+		d[0][k] = pairs(ti, sci, mhi, buf, n);
+		w[0][k] = pairs(tw, scw, mhw, buf, n);
+		add[0][k] = w[0][k] - d[0][k];
+		for (int p = 0; p < npol; p++) {
+			if (reload(pols[p], -1, msg, sizeof msg) != 0) die("bench: reload %s: %s", pols[p], msg);
+			d[p + 1][k] = pairs(ti, sci, mhi, buf, n);
+			w[p + 1][k] = pairs(tw, scw, mhw, buf, n);
+			add[p + 1][k] = w[p + 1][k] - d[p + 1][k];
+			ndd[p][k] = notdone(ti, sci, mhi, buf, n / 4);
+			ndadd[p][k] = notdone(tw, scw, mhw, buf, n / 4) - ndd[p][k];
+		}
 	}
-	/* the clock the wrapper reads twice per watched request (x86: the cycle counter) */
-	uint64_t c0 = now_ns(), acc = 0;
+	/* the clock the wrapper reads twice per timed request (x86: the cycle counter) */
+	uint64_t c0 = cpu_ns(), acc = 0;
 	for (long i = 0; i < n; i++) {
 #if defined(__x86_64__)
 		acc += __builtin_ia32_rdtsc();
 		acc += __builtin_ia32_rdtsc();
+#else
+		acc += now_ns();
+		acc += now_ns();
 #endif
 	}
-	double clock2 = (double)(now_ns() - c0) / (double)n;
+	double clock2 = (double)(cpu_ns() - c0) / (double)n;
 	if (acc == 1) printf("\n");
-	qsort(d, R, sizeof d[0], cmp);
-	qsort(w0, R, sizeof w0[0], cmp);
-	qsort(w1, R, sizeof w1[0], cmp);
-	printf("bench pairs_per_round %ld rounds %d\n", n, R);
-	printf("bench direct_ns %.1f\nbench wrapper_noprog_ns %.1f\nbench wrapper_count_ns %.1f\n", d[R / 2], w0[R / 2],
-	       w1[R / 2]);
+	printf("bench pairs_per_round %ld rounds %d\n", n, rounds);
+	for (int p = 0; p <= npol; p++) {
+		const char *name = p == 0 ? "noprog" : pols[p - 1];
+		const char *base = strrchr(name, '/');
+		base = base ? base + 1 : name;
+		char cfg[128];
+		snprintf(cfg, sizeof cfg, "%.*s", (int)(strcspn(base, ".")), base);
+		double dm = median(d[p], rounds), wm = median(w[p], rounds), am = median(add[p], rounds);
+		/* median() sorted add[p]: add[p][0] is the smallest */
+		printf("bench cfg %s direct_ns %.1f wrapper_ns %.1f added_ns %.1f added_min_ns %.1f", cfg, dm, wm, am,
+		       add[p][0]);
+		if (p > 0) {
+			double nm = median(ndadd[p - 1], rounds);
+			printf(" notdone_direct_ns %.1f notdone_added_ns %.1f", median(ndd[p - 1], rounds), nm);
+		}
+		printf("\n");
+		if (p == 0) {
+			printf("bench direct_ns %.1f\nbench wrapper_noprog_ns %.1f\nbench added_noprog_ns %.1f\n", dm, wm, am);
+		} else if (p == 1) {
+			printf("bench wrapper_count_ns %.1f\nbench added_count_ns %.1f\n", wm, am);
+		}
+	}
 	printf("bench two_clock_reads_ns %.1f\n", clock2);
-	printf("bench added_noprog_ns %.1f\nbench added_count_ns %.1f\n", w0[R / 2] - d[R / 2], w1[R / 2] - d[R / 2]);
 	unsigned long long v = 0;
 	int (*mapu64)(const char *, unsigned, unsigned long long *) = dlsym(lw, "ncclbpfTestingMapU64");
 	if (mapu64 && mapu64("net_counts", 0, &v) == 0) printf("bench m_sends %llu\n", v);
 	return 0;
 }
 
+/* ---- threads ---- */
+
+#define MAXTHR 64
+#define XREQ 8 /* requests a thread posts for its neighbour to test, per round */
+static struct nbn_net_v10 *g_tt;
+static void *g_tsc[MAXTHR], *g_tmh[MAXTHR], *g_xreq[MAXTHR][XREQ];
+static int g_nthr;
+static long g_trounds;
+static pthread_barrier_t g_tbar;
+static char g_tbuf[4096];
+
+/* thr: per round, 50 isend + test pairs on its own connection, then XREQ sends posted for its
+ * neighbour, which tests them on its own thread (a request completed by another thread than the one
+ * that posted it). Each connection is driven by one thread at a time. */
+static void *thr(void *arg) {
+	int i = (int)(intptr_t)arg, next = (i + 1) % g_nthr;
+	for (long k = 0; k < g_trounds; k++) {
+		for (int j = 0; j < 50; j++) {
+			void *r = NULL;
+			int done = 0, size;
+			if (g_tt->isend(g_tsc[i], g_tbuf, 64, j, g_tmh[i], NULL, &r) || !r) die("threads: isend");
+			if (g_tt->test(r, &done, &size) || !done) die("threads: test");
+		}
+		for (int j = 0; j < XREQ; j++)
+			if (g_tt->isend(g_tsc[i], g_tbuf, 64, j, g_tmh[i], NULL, &g_xreq[i][j]) || !g_xreq[i][j])
+				die("threads: isend");
+		pthread_barrier_wait(&g_tbar);
+		for (int j = 0; j < XREQ; j++) {
+			int done = 0, size;
+			if (g_tt->test(g_xreq[next][j], &done, &size) || !done) die("threads: test of the neighbour's");
+		}
+		pthread_barrier_wait(&g_tbar);
+	}
+	return NULL;
+}
+
+static int threads(const char *lib, int nthr, long rounds, int waves) {
+	if (nthr < 2 || nthr > MAXTHR || rounds < 1 || waves < 1) die("threads: 2..%d threads, rounds and waves >= 1", MAXTHR);
+	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!l) die("%s", dlerror());
+	struct net n;
+	if (open_net(&n, l, 11)) die("threads: no v11 table");
+	g_tt = common(&n);
+	if (net_init(&n)) die("threads: init failed");
+	for (int i = 0; i < nthr; i++) {
+		char h[NBN_HANDLE_MAXSIZE];
+		void *lc, *rc = NULL;
+		struct nbn_dev_handle *dh;
+		if (net_listen(&n, h, &lc)) die("threads: listen");
+		g_tsc[i] = NULL;
+		while (!g_tsc[i])
+			if (net_connect(&n, h, &g_tsc[i])) die("threads: connect");
+		while (!rc)
+			if (g_tt->accept(lc, &rc, &dh)) die("threads: accept");
+		if (g_tt->regMr(g_tsc[i], g_tbuf, sizeof g_tbuf, NBN_PTR_HOST, &g_tmh[i])) die("threads: regMr");
+	}
+	g_nthr = nthr;
+	g_trounds = rounds;
+	pthread_barrier_init(&g_tbar, NULL, (unsigned)nthr);
+	pthread_t th[MAXTHR];
+	for (int w = 0; w < waves; w++) { /* each wave new threads, the previous ones gone */
+		for (int i = 0; i < nthr; i++) pthread_create(&th[i], NULL, thr, (void *)(intptr_t)i);
+		for (int i = 0; i < nthr; i++) pthread_join(th[i], NULL);
+	}
+	printf("t sends %ld\n", (long)waves * nthr * rounds * (50 + XREQ));
+	void (*stats)(struct ncclbpf_net_stats *) = dlsym(l, "ncclbpf_net_get_stats");
+	if (stats) {
+		struct ncclbpf_net_stats st;
+		stats(&st);
+		printf("t w_sends %llu\nt w_calls_send %llu\nt w_untracked %llu\nt w_inflight %llu\nt w_shared_threads %d\n",
+		       (unsigned long long)st.sends, (unsigned long long)st.calls[2], (unsigned long long)st.untracked,
+		       (unsigned long long)st.inflight, st.shared_threads);
+	}
+	int (*mapu64)(const char *, unsigned, unsigned long long *) = dlsym(l, "ncclbpfTestingMapU64");
+	unsigned long long v;
+	if (mapu64 && mapu64("net_counts", 0, &v) == 0) printf("t m_sends %llu\n", v);
+	return 0;
+}
+
+/* ---- fill ---- */
+
+/* fill: loads each policy in turn (a reload, with its grace period) and prints the context fields the
+ * wrapper then fills for each completion hook ("f POLICY send RECV" masks, NCCLBPF_NET_R_*). */
+static int fill(const char *lib, int npol, char **pols) {
+	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!l) die("%s", dlerror());
+	struct net n;
+	if (open_net(&n, l, 11)) die("fill: no v11 table");
+	if (net_init(&n)) die("fill: init failed");
+	int (*reload)(const char *, long long, char *, size_t) = dlsym(l, "ncclbpfTestingReload");
+	void (*stats)(struct ncclbpf_net_stats *) = dlsym(l, "ncclbpf_net_get_stats");
+	if (!reload || !stats) die("fill: needs the testing exports");
+	char msg[512];
+	for (int i = 0; i < npol; i++) {
+		if (reload(pols[i], -1, msg, sizeof msg) != 0) die("fill: reload %s: %s", pols[i], msg);
+		struct ncclbpf_net_stats st;
+		stats(&st);
+		printf("f %d 0x%02x 0x%02x\n", i, st.fill[NCCLBPF_NET_SEND_END], st.fill[NCCLBPF_NET_RECV_END]);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc >= 5 && strcmp(argv[1], "bench") == 0) return bench(argv[2], argv[3], atol(argv[4]));
+	if (argc >= 5 && strcmp(argv[1], "bench") == 0) {
+		char *env[1] = {getenv("NCCLBPF_POLICY")};
+		if (argc < 7 && !env[0]) die("bench: no policy (NCCLBPF_POLICY or arguments)");
+		return bench(argv[2], argv[3], atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 11, argc >= 7 ? argc - 6 : 1,
+		             argc >= 7 ? argv + 6 : env);
+	}
+	if (argc >= 3 && strcmp(argv[1], "fill") == 0) return fill(argv[2], argc - 3, argv + 3);
+	if (argc == 4 && strcmp(argv[1], "pairs") == 0) return pairsmain(argv[2], atol(argv[3]));
+	if (argc >= 5 && strcmp(argv[1], "threads") == 0)
+		return threads(argv[2], atoi(argv[3]), atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 1);
 	if (argc < 7 || strcmp(argv[1], "transfer") != 0)
 		die("usage: net_host transfer LIB VERSION CHANNELS MSGS WINDOW [RELOAD_A RELOAD_B RELOADS] | "
-		    "net_host bench WRAPPER INNER N");
+		    "net_host bench WRAPPER INNER N [ROUNDS [POLICY...]] | net_host threads LIB THREADS ROUNDS [WAVES] | net_host fill LIB POLICY... | "
+		    "net_host pairs LIB N");
 	int version = atoi(argv[3]), nch = atoi(argv[4]), window = atoi(argv[6]);
 	long msgs = atol(argv[5]);
 	if (nch < 1 || nch > MAXCH || window < 1 || window > NBN_MAX_REQUESTS || msgs < 0)

@@ -220,7 +220,7 @@ func TestArm64OwnCorpus(t *testing.T) {
 func TestArm64Plugin(t *testing.T) {
 	c := setup(t)
 	tests := []string{"TestPluginSymbolsAndShim", "TestPolicyGrids", "TestProfilerEvents", "TestProfilerMaskFromBundle", "TestProfilerMaskFollowsNeeds", "TestReloadHammer",
-		"TestNetTransfer", "TestNetReload", "TestNetTiming"}
+		"TestNetTransfer", "TestNetReload", "TestNetTiming", "TestNetFields", "TestNetThreads", "TestNetFill"}
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-timeout", "20m", "-run", "^("+strings.Join(tests, "|")+")$", "./plugin/e2e")
 	cmd.Dir = c.root
 	cmd.Env = append(os.Environ(), "NCCLBPF_TEST_ARCH=arm64", "NCCLBPF_QEMU_AARCH64="+c.qemu,

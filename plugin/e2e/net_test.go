@@ -207,6 +207,101 @@ func TestNetTransfer(t *testing.T) {
 	}
 }
 
+// TestNetThreads drives connections from many threads, each also
+// completing requests its neighbour posted: 40 threads at once, more than
+// the wrapper has request tables of their own (8 share one), and 3 waves of
+// 20 new threads, which take over the tables of the threads that exited.
+// Every completion is counted once by the wrapper and by the policy, none
+// is left behind.
+func TestNetThreads(t *testing.T) {
+	netArtifacts(t)
+	for _, c := range []struct{ threads, waves, shared string }{{"40", "1", "8"}, {"20", "3", "0"}} {
+		cmd := hostCommand(netArt.host, "threads", art.lib, c.threads, "50", c.waves)
+		cmd.Dir = repoRoot(t)
+		cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "TCPNET_NULL=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
+			"NCCLBPF_POLICY=testhost/net_count_a.bpf.o")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("net_host threads: %v\n%s", err, out)
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "t" {
+				m[f[1]] = f[2]
+			}
+		}
+		want := num(t, m, "sends")
+		for _, k := range []string{"w_sends", "w_calls_send", "m_sends"} {
+			if v := num(t, m, k); v != want {
+				t.Errorf("%s threads x %s waves: %s = %d, want %d", c.threads, c.waves, k, v, want)
+			}
+		}
+		if num(t, m, "w_untracked") != 0 || num(t, m, "w_inflight") != 0 {
+			t.Errorf("%s threads x %s waves: %s untracked, %s left in the request tables", c.threads, c.waves,
+				m["w_untracked"], m["w_inflight"])
+		}
+		if m["w_shared_threads"] != c.shared {
+			t.Errorf("%s threads x %s waves: %s threads shared a request table, want %s", c.threads, c.waves,
+				m["w_shared_threads"], c.shared)
+		}
+	}
+}
+
+// TestNetFill: the wrapper fills the context fields the running program
+// reads, as the verifier lists them, and no more once a reload's grace
+// period is over: all of them for net_fields, bytes for the counting policy,
+// times and flags for the timing one, flags alone for the one that only
+// reads the flags (net.h, NCCLBPF_NET_R_*: 0x02 bytes, 0x08 times, 0x10 flags).
+func TestNetFill(t *testing.T) {
+	netArtifacts(t)
+	cmd := hostCommand(netArt.host, "fill", art.lib, "testhost/net_fields.bpf.o", "testhost/net_count_a.bpf.o",
+		"testhost/net_timing_times.bpf.o", "testhost/net_timing_flags.bpf.o", "testhost/net_fields.bpf.o")
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN="+netArt.tcp11)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("net_host fill: %v\n%s", err, out)
+	}
+	var got []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "f ") {
+			got = append(got, line)
+		}
+	}
+	want := []string{"f 0 0xff 0xff", "f 1 0x02 0x02", "f 2 0x18 0x00", "f 3 0x10 0x00", "f 4 0xff 0xff"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("fields filled after each reload (send, receive):\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestNetFields runs testhost/net_fields.bpf.o, which reads every field of
+// the net context and checks each against what the transfer does: the
+// wrapper fills exactly the fields a program reads, so a field it forgot
+// would show here, under every outer ABI.
+func TestNetFields(t *testing.T) {
+	netArtifacts(t)
+	const ch, msgs, win = 2, 300, 8
+	groups := []string{"", "", "", "event", "kind/reserved", "abi_version/comm_id", "conn_id/dev/peer_key",
+		"tag/n", "bytes/posted_bytes", "times/flags", "local_seq"}
+	for _, v := range []int{10, 11, 12} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_fields.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+				"transfer", art.lib, strconv.Itoa(v), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
+			checkTransfer(t, r, ch*msgs)
+			for rank := 0; rank < 2; rank++ {
+				if s, rv, c := num(t, r[rank], "f_0"), num(t, r[rank], "f_1"), num(t, r[rank], "f_2"); s != ch*msgs || rv != ch*msgs || c != 3*ch {
+					t.Errorf("rank %d: the policy saw %d sends, %d receives, %d connections; want %d, %d, %d", rank, s, rv, c, ch*msgs, ch*msgs, 3*ch)
+				}
+				for k := 3; k < len(groups); k++ {
+					if bad := num(t, r[rank], fmt.Sprintf("f_%d", k)); bad != 0 {
+						t.Errorf("rank %d: %d events with wrong %s", rank, bad, groups[k])
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestNetReload reloads the policy again and again (alternating two
 // objects that define the same counting map) while the data moves: no byte
 // is lost or corrupted, and the maps count every completion exactly once.
@@ -332,10 +427,15 @@ func TestNetBench(t *testing.T) {
 			got[f[1]] = f[2]
 		}
 	}
-	// The counting policy ran once per pair of the last round (each round
-	// reloads it, with fresh maps).
-	if got["m_sends"] != n {
-		t.Errorf("the counting policy saw %q sends in the last round, want %s\n%s", got["m_sends"], n, out)
+	// The counting policy ran once per pair of the last round and for the
+	// two sends of its not-done probe (each round unloads and reloads it,
+	// with fresh maps).
+	pairs, _ := strconv.Atoi(n)
+	if want := strconv.Itoa(pairs + 2); got["m_sends"] != want {
+		t.Errorf("the counting policy saw %q sends in the last round, want %s\n%s", got["m_sends"], want, out)
+	}
+	if !strings.Contains(string(out), "bench cfg net_count_a ") || !strings.Contains(string(out), " notdone_added_ns ") {
+		t.Errorf("no per-configuration line for the counting policy:\n%s", out)
 	}
 	for _, k := range []string{"direct_ns", "wrapper_noprog_ns", "wrapper_count_ns", "added_count_ns"} {
 		if _, err := strconv.ParseFloat(got[k], 64); err != nil {
