@@ -4,6 +4,7 @@
 #   libncclbpf.so   the plugin (tuner + profiler)
 #   ncclbpf         the CLI (cgo; needs glibc >= the newest GLIBC_ version it references, printed)
 #   p2p_count.bpf.o, p2p_count_b.bpf.o (-DVARIANT_B: the object a reload swaps in),
+#   p2p_empty.bpf.o (a P2p program that does nothing, for scripts/gpu-profiler-cost.sh),
 #   unsafe_null_deref.bpf.o, unsafe_join.bpf.o (rejected by the verifier, on purpose)
 #   footprint, libnative.so, libemptygo.so   for scripts/footprint.sh
 #   net_host, libnccl-net-tcpnet.so          for testhost/gpu/net-check.sh and scripts/bench-net.sh
@@ -54,14 +55,16 @@ if [ -x "$CLANG" ]; then
 	C=("$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include)
 	"${C[@]}" -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count.bpf.o"
 	"${C[@]}" -DVARIANT_B -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count_b.bpf.o"
+	"${C[@]}" -c testhost/gpu/p2p_empty.bpf.c -o "$ART/p2p_empty.bpf.o"
 	"${C[@]}" -c testhost/gpu/unsafe_null_deref.bpf.c -o "$ART/unsafe_null_deref.bpf.o"
 	"${C[@]}" -c testhost/gpu/unsafe_join.bpf.c -o "$ART/unsafe_join.bpf.o"
 else
-	cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/unsafe_null_deref.bpf.o \
+	cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/p2p_empty.bpf.o testhost/gpu/unsafe_null_deref.bpf.o \
 		testhost/gpu/unsafe_join.bpf.o "$ART/"
 fi
 "$ART/ncclbpf" verify "$ART/p2p_count.bpf.o" >/dev/null
 "$ART/ncclbpf" verify "$ART/p2p_count_b.bpf.o" >/dev/null
+"$ART/ncclbpf" verify "$ART/p2p_empty.bpf.o" >/dev/null
 if "$ART/ncclbpf" verify "$ART/unsafe_null_deref.bpf.o" >/dev/null 2>&1; then
 	echo "build-art: the verifier accepted unsafe_null_deref.bpf.o; it must refuse it" >&2
 	exit 1
