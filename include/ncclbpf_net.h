@@ -69,7 +69,8 @@ struct ncclbpf_net_ctx {
 	__u64 start_ns;    /*  40 [local]   isend/irecv returned the request (0 for net/conn) */
 	__u64 end_ns;      /*  48 [local]   test reported it done (net/conn: the call returned) */
 	__u64 duration_ns; /*  56 [local]   end_ns - start_ns (0 when untimed) */
-	__u64 local_seq;   /*  64 [local]   events of this hook so far in this process, from 0 */
+	__u64 local_seq;   /*  64 [local]   events of this hook so far on this connection, from 0 (events
+	                    *      without a connection record, when the table was full, share one count) */
 	__s32 tag;         /*  72 [local]   the tag of the isend (first tag of the irecv); -1 for net/conn */
 	__s32 n;           /*  76 [local]   grouped receives of the irecv (1 for isend, 0 for net/conn) */
 	__s32 dev;         /*  80 [local]   the net device index NCCL passed */
