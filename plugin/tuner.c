@@ -437,9 +437,9 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	/* release: the decision record of the previous call is visible before the new count
 	 * (decisions.c); a plain store on x86. */
 	atomic_store_explicit(&c->seq, seq + 1, memory_order_release);
-	if (atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_relaxed) == 0)
-		return; /* no program: NCCL decides (checked again under the in-flight mark below) */
-	if (__builtin_expect(table == NULL || numAlgo <= 0 || numProto <= 0, 0))
+	/* NCCL's own table shape, tested once; anything else is checked here and copied cell by cell. */
+	int nccl_shape = table != NULL && numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS;
+	if (__builtin_expect(!nccl_shape, 0) && (table == NULL || numAlgo <= 0 || numProto <= 0))
 		return;
 
 	/* From here to nb_leave this thread may be inside published code: the slot word read below
@@ -448,7 +448,7 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	uintptr_t w = atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_acquire);
 	if (__builtin_expect(w == 0, 0)) {
 		nb_leave(c, in);
-		return;
+		return; /* no program: NCCL decides */
 	}
 	/* The communicator's own fields were filled by init; the call's inputs are stored here. */
 	struct ncclbpf_tuner_ctx *x = nb_tctx(c);
@@ -457,7 +457,7 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	x->coll_type = (uint32_t)coll;
 	x->num_pipe_ops = pipe_ops;
 	x->reg_buff = reg_buff;
-	if (__builtin_expect(numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS, 1)) {
+	if (__builtin_expect(nccl_shape, 1)) {
 		/* The program never reads what it was published with a SKIP bit for (a data-flow
 		 * proof at load time), so those inputs stay as they were. */
 		if (!(w & NCCLBPF_SLOT_SKIP_COST)) {
