@@ -92,6 +92,7 @@ struct pev {
 	uint8_t kind;
 	uint8_t within; /* kernel channel counted in the parent's expected channels */
 	uint8_t needs;  /* NCCLBPF_PROF_NEED_* of its hook when it started (and the latency histograms') */
+	uint8_t solo;   /* task that no child may reference (see start_common): its stop alone releases it */
 	_Atomic uint32_t flags;
 	struct pev *parent;
 	uint32_t parent_gen;
@@ -493,7 +494,7 @@ static inline struct pev *from_handle(struct pctx *pc, void *h, uint32_t *tag) {
 static int acquire(struct pev *e, uint32_t tag, uint32_t *gen) {
 	uint64_t s = atomic_load(&e->st);
 	for (;;) {
-		if (PEND(s) == 0 || ((s >> 32) & NBP_TAG_MASK) != tag) return 0;
+		if (PEND(s) == 0 || ((s >> 32) & NBP_TAG_MASK) != tag || e->solo) return 0;
 		if (atomic_compare_exchange_weak(&e->st, &s, s + 1)) {
 			*gen = (uint32_t)(s >> 32);
 			return 1;
@@ -622,6 +623,7 @@ static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
 	e->kind = (uint8_t)kind;
 	e->within = 0;
 	e->needs = 0;
+	e->solo = 0;
 	e->stamp_ns = 0;
 	atomic_store_explicit(&e->flags, 0, memory_order_relaxed);
 	e->parent = NULL;
@@ -974,8 +976,8 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		int *mp = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
 		if (mp) mask = __atomic_load_n(mp, __ATOMIC_RELAXED);
 		int absent = atomic_load_explicit(&pc->kch_absent, memory_order_relaxed);
-		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent &&
-		           ((needs & NBP_NEED_COMPLETION) || children_need_parents());
+		int deps = (needs & NBP_NEED_COMPLETION) || children_need_parents();
+		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent && deps;
 		e->expected = wait ? v->nch : 0;
 		if (e->expected) {
 			e->stamp_ns = coarse_ns();
@@ -983,6 +985,14 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		}
 		if (pc->version <= 2 || (!wait && v->nch))
 			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_HOST_ONLY, memory_order_relaxed);
+		/* A task that waits for no channel, whose program reads nothing its children bring and
+		 * whose children have no program needing it as parent is solo: acquire gives no child a
+		 * reference on it (a child that starts after a reload published such a program is an
+		 * orphan), so its state word has two writers only, this start and its stop, which NCCL
+		 * orders (it hands the handle from one to the other, on one thread or two): the stop
+		 * releases it with a plain store, no compare-and-swap. Written before publish_live's
+		 * release, read by acquire after its load of the state word. */
+		e->solo = !deps; /* (and so expects no channel) */
 		publish_live(e, gen, 1 + e->expected);
 		*eHandle = handle_of(e, gen);
 		return;
@@ -1123,7 +1133,11 @@ static nbp_result_t stop_event(void *handle) {
 			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, coarse_ns());
 		}
 	}
-	if (release_mark(e, gen, 1, e->kind == K_TASK ? ST_STOPPED : 0)) complete(e->pc, e, gen, t);
+	if (e->solo) { /* pending is 1, this stop's: no locked instruction */
+		atomic_store_explicit(&e->st, (uint64_t)gen << 32, memory_order_relaxed);
+		complete(e->pc, e, gen, t);
+	} else if (release_mark(e, gen, 1, e->kind == K_TASK ? ST_STOPPED : 0))
+		complete(e->pc, e, gen, t);
 	return NBP_SUCCESS;
 }
 
