@@ -21,6 +21,7 @@
  *   profiler_host maskreload LIB      p2p traffic under NCCL's mask as reloads change it (see run_maskreload)
  *   profiler_host threadexit LIB      free events kept by exited threads do not drain a context's pool
  *   profiler_host solo LIB            tasks released without a compare-and-swap: across threads, children after a reload
+ *   profiler_host calls LIB N         N collectives, task start and stop only, empty program reading nothing
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
  *   profiler_host swap LIB            programs swapped in all slots under load, each swap followed by
@@ -1529,6 +1530,30 @@ __attribute__((noinline)) static nbp_result_t stub_record(void *h, nbp_state_t s
 	return NBP_SUCCESS;
 }
 
+/* calls: N collectives (task start and stop, nothing else) on one context, v5, with an empty program in
+ * coll_end published as reading nothing (mask 0x2): the path scripts/count-profiler.sh counts the
+ * instructions of under callgrind, start_v56 and stop_event only. */
+static int run_calls(const char *lib, int n) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	uintptr_t (*publish_needs)(int, uintptr_t, uint32_t) =
+		(uintptr_t(*)(int, uintptr_t, uint32_t))dlsym(p.lib, "ncclbpf_prof_publish_needs");
+	int mask = 0;
+	void *ctx = NULL;
+	if (plug_init(&p, &ctx, 0x4000, &mask, 8, 0) != 0) return 2;
+	if (publish_needs)
+		publish_needs(NCCLBPF_PROF_COLL_END, (uintptr_t)noop_prog, 0);
+	else
+		p.publish(NCCLBPF_PROF_COLL_END, (uintptr_t)noop_prog);
+	int m = p.refresh();
+	uint64_t c = 0;
+	bench_round(&p, ctx, n, m & ~NBP_EV_KERNEL_CH, &c);
+	p.publish(NCCLBPF_PROF_COLL_END, 0);
+	p.finalize(ctx);
+	printf("calls: %llu profiler calls, mask %#x\n", (unsigned long long)c, m);
+	return 0;
+}
+
 /* The benchmark, in one process and on one context, alternating the program in the coll_end slot
  * (each publish followed by the mask refresh, as the control plane does): the bundle's
  * latency_stats (JIT-compiled; skipped with "native"), the same logic compiled natively, and a
@@ -1759,6 +1784,8 @@ int main(int argc, char **argv) {
 		rc = run_threadexit(argv[2]);
 	else if (!strcmp(argv[1], "solo"))
 		rc = run_solo(argv[2]);
+	else if (!strcmp(argv[1], "calls") && argc > 3)
+		rc = run_calls(argv[2], atoi(argv[3]));
 	else if (!strcmp(argv[1], "maskreload"))
 		rc = run_maskreload(argv[2]);
 	else if (!strcmp(argv[1], "needs") && argc > 4)
