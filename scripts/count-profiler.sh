@@ -56,5 +56,5 @@ awk -v calls="$calls" -v n="$N" '
 				if (ins ~ /^lock / || ins ~ /xchg.*\(/) lk += k
 			}
 		}
-		printf "locked instructions per call: %.3f\n", lk / (calls / 2)
+		printf "locked instructions per call: %.3f\n", lk / calls
 	}' "$T/pa" "$T/pb" "$T/dis"
