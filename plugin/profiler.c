@@ -608,7 +608,7 @@ static void maintain(struct pctx *pc) {
 }
 
 /* ev_alloc takes a free event and makes it live with `pending` units; *gen receives its generation. */
-static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
+static inline __attribute__((always_inline)) struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
 	struct thr *r = thr_rec();
 	struct pev *e = r && r->cache_n && r->cache_serial == pc->serial ? r->cache[--r->cache_n] : pool_pop(pc);
 	if (!e) {
@@ -659,7 +659,7 @@ static inline void amin(_Atomic uint64_t *a, uint64_t v) {
 
 /* fill_ctx writes every field one by one (a memset of the structure first costs more than the rest:
  * compilers make it a string instruction). */
-static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_prof_ctx *c) {
+static inline __attribute__((always_inline)) void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_prof_ctx *c) {
 	c->comm_id = pc->comm_id;
 	c->seq = e->id.seq;
 	c->local_seq = 0;
@@ -701,7 +701,7 @@ static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_pr
 }
 _Static_assert(sizeof(struct ncclbpf_prof_ctx) == 128, "fill_ctx writes all 23 fields of the 128 bytes");
 
-static inline void maybe_run(struct pctx *pc, struct pev *e, int hook) {
+static inline __attribute__((always_inline)) void maybe_run(struct pctx *pc, struct pev *e, int hook) {
 	if (hook <= 0 || !slot_set(hook)) return;
 	struct ncclbpf_prof_ctx c;
 	fill_ctx(pc, e, hook, &c);
