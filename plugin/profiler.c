@@ -13,7 +13,9 @@
  *    counts what the event still waits for: its own stopEvent, the kernel channels NCCL will report
  *    for it (a task's nChannels, ABI v3+, when it waits for them), and one reference per live child
  *    (proxy op, proxy step, channel). Whoever brings `pending` to 0 completes the event: it runs the
- *    hook's program, hands the result to the parent, and frees the event (generation + 1).
+ *    hook's program, hands the result to the parent, and frees the event (generation + 1). A task
+ *    that no child may reference (solo: no channel wait, nothing read from children, no child program
+ *    that needs parents) has its stop as the only unit: the stop releases it with a plain store.
  *  - Handles given to NCCL are the event's address with the low 6 bits holding its generation, so
  *    a stale handle (NCCL passes a task's handle as parentObj long after the task's own stop) is
  *    recognised instead of attaching a child to whatever reuses the slot. Without a kernel_ch_end
