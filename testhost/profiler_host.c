@@ -21,7 +21,8 @@
  *   profiler_host maskreload LIB      p2p traffic under NCCL's mask as reloads change it (see run_maskreload)
  *   profiler_host threadexit LIB      free events kept by exited threads do not drain a context's pool
  *   profiler_host solo LIB            tasks released without a compare-and-swap: across threads, children after a reload
- *   profiler_host calls LIB N         N collectives, task start and stop only, empty program reading nothing
+ *   profiler_host calls LIB N [timed] N collectives, task start and stop only, empty program reading nothing
+ *                                     (timed: reading the times, with 2 kernel channels a collective)
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
  *   profiler_host swap LIB            programs swapped in all slots under load, each swap followed by
@@ -1530,10 +1531,11 @@ __attribute__((noinline)) static nbp_result_t stub_record(void *h, nbp_state_t s
 	return NBP_SUCCESS;
 }
 
-/* calls: N collectives (task start and stop, nothing else) on one context, v5, with an empty program in
- * coll_end published as reading nothing (mask 0x2): the path scripts/count-profiler.sh counts the
- * instructions of under callgrind, start_v56 and stop_event only. */
-static int run_calls(const char *lib, int n) {
+/* calls: N collectives on one context, v5, with an empty program in coll_end published as reading
+ * nothing (mask 0x2: task start and stop), or with timed set, as reading what latency_stats reads (mask
+ * 0x42: the task and 2 kernel channels with GPU stamps, 8 calls): the paths scripts/count-profiler.sh
+ * counts the instructions of under callgrind. */
+static int run_calls(const char *lib, int n, int timed) {
 	struct plug p;
 	if (plug_open(&p, lib, 5) != 0) return 2;
 	uintptr_t (*publish_needs)(int, uintptr_t, uint32_t) =
@@ -1541,13 +1543,14 @@ static int run_calls(const char *lib, int n) {
 	int mask = 0;
 	void *ctx = NULL;
 	if (plug_init(&p, &ctx, 0x4000, &mask, 8, 0) != 0) return 2;
+	uint32_t needs = timed ? NCCLBPF_PROF_NEED_START | NCCLBPF_PROF_NEED_END | NCCLBPF_PROF_NEED_CHILDREN : 0;
 	if (publish_needs)
-		publish_needs(NCCLBPF_PROF_COLL_END, (uintptr_t)noop_prog, 0);
+		publish_needs(NCCLBPF_PROF_COLL_END, (uintptr_t)noop_prog, needs);
 	else
 		p.publish(NCCLBPF_PROF_COLL_END, (uintptr_t)noop_prog);
 	int m = p.refresh();
 	uint64_t c = 0;
-	bench_round(&p, ctx, n, m & ~NBP_EV_KERNEL_CH, &c);
+	bench_round(&p, ctx, n, timed ? m : m & ~NBP_EV_KERNEL_CH, &c);
 	p.publish(NCCLBPF_PROF_COLL_END, 0);
 	p.finalize(ctx);
 	printf("calls: %llu profiler calls, mask %#x\n", (unsigned long long)c, m);
@@ -1785,7 +1788,7 @@ int main(int argc, char **argv) {
 	else if (!strcmp(argv[1], "solo"))
 		rc = run_solo(argv[2]);
 	else if (!strcmp(argv[1], "calls") && argc > 3)
-		rc = run_calls(argv[2], atoi(argv[3]));
+		rc = run_calls(argv[2], atoi(argv[3]), argc > 4 && !strcmp(argv[4], "timed"));
 	else if (!strcmp(argv[1], "maskreload"))
 		rc = run_maskreload(argv[2]);
 	else if (!strcmp(argv[1], "needs") && argc > 4)
