@@ -13,7 +13,9 @@
  *    counts what the event still waits for: its own stopEvent, the kernel channels NCCL will report
  *    for it (a task's nChannels, ABI v3+, when it waits for them), and one reference per live child
  *    (proxy op, proxy step, channel). Whoever brings `pending` to 0 completes the event: it runs the
- *    hook's program, hands the result to the parent, and frees the event (generation + 1).
+ *    hook's program, hands the result to the parent, and frees the event (generation + 1). A task
+ *    that no child may reference (solo: no channel wait, nothing read from children, no child program
+ *    that needs parents) has its stop as the only unit: the stop releases it with a plain store.
  *  - Handles given to NCCL are the event's address with the low 6 bits holding its generation, so
  *    a stale handle (NCCL passes a task's handle as parentObj long after the task's own stop) is
  *    recognised instead of attaching a child to whatever reuses the slot. Without a kernel_ch_end
@@ -92,6 +94,7 @@ struct pev {
 	uint8_t kind;
 	uint8_t within; /* kernel channel counted in the parent's expected channels */
 	uint8_t needs;  /* NCCLBPF_PROF_NEED_* of its hook when it started (and the latency histograms') */
+	uint8_t solo;   /* task that no child may reference (see start_common): its stop alone releases it */
 	_Atomic uint32_t flags;
 	struct pev *parent;
 	uint32_t parent_gen;
@@ -493,7 +496,7 @@ static inline struct pev *from_handle(struct pctx *pc, void *h, uint32_t *tag) {
 static int acquire(struct pev *e, uint32_t tag, uint32_t *gen) {
 	uint64_t s = atomic_load(&e->st);
 	for (;;) {
-		if (PEND(s) == 0 || ((s >> 32) & NBP_TAG_MASK) != tag) return 0;
+		if (PEND(s) == 0 || ((s >> 32) & NBP_TAG_MASK) != tag || e->solo) return 0;
 		if (atomic_compare_exchange_weak(&e->st, &s, s + 1)) {
 			*gen = (uint32_t)(s >> 32);
 			return 1;
@@ -607,7 +610,7 @@ static void maintain(struct pctx *pc) {
 }
 
 /* ev_alloc takes a free event and makes it live with `pending` units; *gen receives its generation. */
-static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
+static inline __attribute__((always_inline)) struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
 	struct thr *r = thr_rec();
 	struct pev *e = r && r->cache_n && r->cache_serial == pc->serial ? r->cache[--r->cache_n] : pool_pop(pc);
 	if (!e) {
@@ -622,6 +625,7 @@ static struct pev *ev_alloc(struct pctx *pc, int kind, uint32_t *gen) {
 	e->kind = (uint8_t)kind;
 	e->within = 0;
 	e->needs = 0;
+	e->solo = 0;
 	e->stamp_ns = 0;
 	atomic_store_explicit(&e->flags, 0, memory_order_relaxed);
 	e->parent = NULL;
@@ -657,7 +661,7 @@ static inline void amin(_Atomic uint64_t *a, uint64_t v) {
 
 /* fill_ctx writes every field one by one (a memset of the structure first costs more than the rest:
  * compilers make it a string instruction). */
-static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_prof_ctx *c) {
+static inline __attribute__((always_inline)) void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_prof_ctx *c) {
 	c->comm_id = pc->comm_id;
 	c->seq = e->id.seq;
 	c->local_seq = 0;
@@ -699,7 +703,7 @@ static void fill_ctx(struct pctx *pc, struct pev *e, int hook, struct ncclbpf_pr
 }
 _Static_assert(sizeof(struct ncclbpf_prof_ctx) == 128, "fill_ctx writes all 23 fields of the 128 bytes");
 
-static inline void maybe_run(struct pctx *pc, struct pev *e, int hook) {
+static inline __attribute__((always_inline)) void maybe_run(struct pctx *pc, struct pev *e, int hook) {
 	if (hook <= 0 || !slot_set(hook)) return;
 	struct ncclbpf_prof_ctx c;
 	fill_ctx(pc, e, hook, &c);
@@ -974,8 +978,8 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		int *mp = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
 		if (mp) mask = __atomic_load_n(mp, __ATOMIC_RELAXED);
 		int absent = atomic_load_explicit(&pc->kch_absent, memory_order_relaxed);
-		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent &&
-		           ((needs & NBP_NEED_COMPLETION) || children_need_parents());
+		int deps = (needs & NBP_NEED_COMPLETION) || children_need_parents();
+		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent && deps;
 		e->expected = wait ? v->nch : 0;
 		if (e->expected) {
 			e->stamp_ns = coarse_ns();
@@ -983,6 +987,14 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		}
 		if (pc->version <= 2 || (!wait && v->nch))
 			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_HOST_ONLY, memory_order_relaxed);
+		/* A task that waits for no channel, whose program reads nothing its children bring and
+		 * whose children have no program needing it as parent is solo: acquire gives no child a
+		 * reference on it (a child that starts after a reload published such a program is an
+		 * orphan), so its state word has two writers only, this start and its stop, which NCCL
+		 * orders (it hands the handle from one to the other, on one thread or two): the stop
+		 * releases it with a plain store, no compare-and-swap. Written before publish_live's
+		 * release, read by acquire after its load of the state word. */
+		e->solo = !deps; /* (and so expects no channel) */
 		publish_live(e, gen, 1 + e->expected);
 		*eHandle = handle_of(e, gen);
 		return;
@@ -1123,7 +1135,11 @@ static nbp_result_t stop_event(void *handle) {
 			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, coarse_ns());
 		}
 	}
-	if (release_mark(e, gen, 1, e->kind == K_TASK ? ST_STOPPED : 0)) complete(e->pc, e, gen, t);
+	if (e->solo) { /* pending is 1, this stop's: no locked instruction */
+		atomic_store_explicit(&e->st, (uint64_t)gen << 32, memory_order_relaxed);
+		complete(e->pc, e, gen, t);
+	} else if (release_mark(e, gen, 1, e->kind == K_TASK ? ST_STOPPED : 0))
+		complete(e->pc, e, gen, t);
 	return NBP_SUCCESS;
 }
 

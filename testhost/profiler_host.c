@@ -20,6 +20,9 @@
  *                                     the events it asks for reach them (KCH 1: a kernel_ch_end program)
  *   profiler_host maskreload LIB      p2p traffic under NCCL's mask as reloads change it (see run_maskreload)
  *   profiler_host threadexit LIB      free events kept by exited threads do not drain a context's pool
+ *   profiler_host solo LIB            tasks released without a compare-and-swap: across threads, children after a reload
+ *   profiler_host calls LIB N [timed] N collectives, task start and stop only, empty program reading nothing
+ *                                     (timed: reading the times, with 2 kernel channels a collective)
  *   profiler_host nokch LIB           NCCL never sends the kernel channels the mask asks for (1-rank
  *                                     communicator): tasks must complete all the same
  *   profiler_host swap LIB            programs swapped in all slots under load, each swap followed by
@@ -1345,6 +1348,127 @@ static int run_ranks(const char *lib, int native, int nranks, int skew, int nois
 	return failures ? 1 : 0;
 }
 
+/* solo: a task whose program reads nothing its children bring, without channel waits or child programs
+ * that need parents, is released by its stop with a plain store (plugin/profiler.c, pev.solo):
+ *  - started on one thread and stopped on another, each is completed exactly once, a second stop of
+ *    its handle completes nothing, and the pool is whole afterwards (470 live tasks in 512);
+ *  - a proxy operation that starts under such a task after a proxy_op_end program was published is an
+ *    orphan (it takes no reference on a task whose stop does not count references); both complete
+ *    once, the task at its own stop. */
+static _Atomic uint64_t solo_p2p_runs, solo_proxy_runs, solo_proxy_orphans;
+static uint64_t solo_p2p_prog(void *ctx) {
+	(void)ctx;
+	atomic_fetch_add(&solo_p2p_runs, 1);
+	return 0;
+}
+static uint64_t solo_proxy_prog(void *ctx) {
+	const struct ncclbpf_prof_ctx *c = ctx;
+	atomic_fetch_add(&solo_proxy_runs, 1);
+	if (c->flags & NCCLBPF_PROF_F_ORPHAN) atomic_fetch_add(&solo_proxy_orphans, 1);
+	return 0;
+}
+enum { SOLO_BATCH = 400 };
+struct solo_arg {
+	struct plug *p;
+	void *ctx;
+	void **h;
+	int stop; /* 0: start SOLO_BATCH tasks into h, 1: stop them, 2: stop them again */
+};
+static void *solo_worker(void *arg) {
+	struct solo_arg *a = arg;
+	union descr d;
+	for (int k = 0; k < SOLO_BATCH; k++) {
+		if (a->stop) {
+			if (a->h[k]) a->p->stop(a->h[k]);
+			continue;
+		}
+		struct task t = {.is_p2p = 1, .func = 6, .peer = 1, .nch = 2, .count = 64};
+		d_task(5, &d, &t, NULL, NULL, 0);
+		a->h[k] = NULL;
+		a->p->start(a->ctx, &a->h[k], &d);
+	}
+	return NULL;
+}
+static void solo_on_thread(struct solo_arg *a) {
+	pthread_t th;
+	pthread_create(&th, NULL, solo_worker, a);
+	pthread_join(th, NULL);
+}
+
+static int run_solo(const char *lib) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	uintptr_t (*publish_needs)(int, uintptr_t, uint32_t) =
+		(uintptr_t(*)(int, uintptr_t, uint32_t))dlsym(p.lib, "ncclbpf_prof_publish_needs");
+	CHECK(publish_needs != NULL, "solo: %s has no ncclbpf_prof_publish_needs", lib);
+	if (!publish_needs) return 1;
+	setenv("NCCLBPF_PROF_POOL", "512", 1);
+	int mask = 0;
+	void *ctx = NULL;
+	if (plug_init(&p, &ctx, 0xb000, &mask, 2, 0) != 0) return 2;
+	unsetenv("NCCLBPF_PROF_POOL");
+	publish_needs(NCCLBPF_PROF_P2P_END, (uintptr_t)solo_p2p_prog, 0);
+	p.refresh();
+	/* start on one thread, stop on another, stop again on a third, 10 rounds */
+	enum { ROUNDS = 10 };
+	static void *h[SOLO_BATCH];
+	int started = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int step = 0; step < 3; step++) {
+			struct solo_arg a = {&p, ctx, h, step};
+			solo_on_thread(&a);
+		}
+		for (int k = 0; k < SOLO_BATCH; k++) started += h[k] != NULL;
+	}
+	uint64_t runs = atomic_load(&solo_p2p_runs);
+	CHECK(started == ROUNDS * SOLO_BATCH && runs == (uint64_t)started,
+	      "solo: %d tasks started on one thread, stopped on another (twice): %llu completions", started,
+	      (unsigned long long)runs);
+	static void *live[470];
+	int got = 0;
+	union descr d;
+	for (int i = 0; i < 470; i++) {
+		struct task t = {.is_p2p = 1, .func = 7, .peer = 1, .nch = 0, .count = 64};
+		d_task(5, &d, &t, NULL, NULL, 0);
+		live[i] = NULL;
+		p.start(ctx, &live[i], &d);
+		got += live[i] != NULL;
+	}
+	for (int i = 0; i < 470; i++)
+		if (live[i]) p.stop(live[i]);
+	CHECK(got == 470, "solo: afterwards %d of 470 live tasks got an event", got);
+
+	/* a proxy_op_end program published while a solo task lives: its proxy op is an orphan */
+	atomic_store(&solo_p2p_runs, 0);
+	void *task = NULL, *op = NULL;
+	struct task t = {.is_p2p = 1, .func = 6, .peer = 1, .nch = 0, .count = 64};
+	d_task(5, &d, &t, NULL, NULL, 0);
+	p.start(ctx, &task, &d);
+	publish_needs(NCCLBPF_PROF_PROXY_OP_END, (uintptr_t)solo_proxy_prog, NCCLBPF_PROF_NEED_ALL);
+	p.refresh();
+	d_proxy_op(5, &d, task, 0, 0, 1, 4, 1);
+	p.start(ctx, &op, &d);
+	CHECK(task && op, "solo: task %p, proxy op %p", task, op);
+	if (task) p.stop(task);
+	uint64_t at_stop = atomic_load(&solo_p2p_runs);
+	if (op) p.stop(op);
+	CHECK(at_stop == 1 && atomic_load(&solo_p2p_runs) == 1 && atomic_load(&solo_proxy_runs) == 1 &&
+	          atomic_load(&solo_proxy_orphans) == 1,
+	      "solo: task completed %llu times at its stop (%llu in all), proxy op %llu times, %llu as an orphan",
+	      (unsigned long long)at_stop, (unsigned long long)atomic_load(&solo_p2p_runs),
+	      (unsigned long long)atomic_load(&solo_proxy_runs), (unsigned long long)atomic_load(&solo_proxy_orphans));
+	struct ncclbpf_prof_stats st;
+	p.stats(&st);
+	CHECK(st.events_dropped == 0 && st.events_forced == 0, "solo: dropped %llu forced %llu",
+	      (unsigned long long)st.events_dropped, (unsigned long long)st.events_forced);
+	publish_needs(NCCLBPF_PROF_PROXY_OP_END, 0, 0);
+	publish_needs(NCCLBPF_PROF_P2P_END, 0, 0);
+	p.refresh();
+	p.finalize(ctx);
+	printf("solo: %d tasks completed once across threads, %d live after, child of a solo task an orphan\n", started, got);
+	return failures ? 1 : 0;
+}
+
 /* ---- scenario: bench ---------------------------------------------------------------------------- */
 
 static uint64_t noop_prog(void *ctx) {
@@ -1405,6 +1529,32 @@ __attribute__((noinline)) static nbp_result_t stub_stop(void *h) {
 __attribute__((noinline)) static nbp_result_t stub_record(void *h, nbp_state_t st, void *a) {
 	(void)h, (void)st, (void)a;
 	return NBP_SUCCESS;
+}
+
+/* calls: N collectives on one context, v5, with an empty program in coll_end published as reading
+ * nothing (mask 0x2: task start and stop), or with timed set, as reading what latency_stats reads (mask
+ * 0x42: the task and 2 kernel channels with GPU stamps, 8 calls): the paths scripts/count-profiler.sh
+ * counts the instructions of under callgrind. */
+static int run_calls(const char *lib, int n, int timed) {
+	struct plug p;
+	if (plug_open(&p, lib, 5) != 0) return 2;
+	uintptr_t (*publish_needs)(int, uintptr_t, uint32_t) =
+		(uintptr_t(*)(int, uintptr_t, uint32_t))dlsym(p.lib, "ncclbpf_prof_publish_needs");
+	int mask = 0;
+	void *ctx = NULL;
+	if (plug_init(&p, &ctx, 0x4000, &mask, 8, 0) != 0) return 2;
+	uint32_t needs = timed ? NCCLBPF_PROF_NEED_START | NCCLBPF_PROF_NEED_END | NCCLBPF_PROF_NEED_CHILDREN : 0;
+	if (publish_needs)
+		publish_needs(NCCLBPF_PROF_COLL_END, (uintptr_t)noop_prog, needs);
+	else
+		p.publish(NCCLBPF_PROF_COLL_END, (uintptr_t)noop_prog);
+	int m = p.refresh();
+	uint64_t c = 0;
+	bench_round(&p, ctx, n, timed ? m : m & ~NBP_EV_KERNEL_CH, &c);
+	p.publish(NCCLBPF_PROF_COLL_END, 0);
+	p.finalize(ctx);
+	printf("calls: %llu profiler calls, mask %#x\n", (unsigned long long)c, m);
+	return 0;
 }
 
 /* The benchmark, in one process and on one context, alternating the program in the coll_end slot
@@ -1635,6 +1785,10 @@ int main(int argc, char **argv) {
 		rc = run_maskon(argv[2]);
 	else if (!strcmp(argv[1], "threadexit"))
 		rc = run_threadexit(argv[2]);
+	else if (!strcmp(argv[1], "solo"))
+		rc = run_solo(argv[2]);
+	else if (!strcmp(argv[1], "calls") && argc > 3)
+		rc = run_calls(argv[2], atoi(argv[3]), argc > 4 && !strcmp(argv[4], "timed"));
 	else if (!strcmp(argv[1], "maskreload"))
 		rc = run_maskreload(argv[2]);
 	else if (!strcmp(argv[1], "needs") && argc > 4)

@@ -144,3 +144,18 @@ func TestProfilerThreadExit(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilerSoloTasks: a task that no child may reference is released by
+// its stop with a plain store. Started on one thread and stopped on another
+// (then stopped again), 4000 such tasks complete exactly once and leave the
+// pool whole; a proxy operation that starts under one after a reload
+// published a proxy_op_end program is an orphan, and both complete once.
+func TestProfilerSoloTasks(t *testing.T) {
+	profArtifacts(t)
+	for _, lib := range []string{profArt.standalone, profArt.lib} {
+		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "solo", lib)
+		if !strings.Contains(out, "solo: 4000 tasks completed once across threads, 470 live after") {
+			t.Errorf("%s:\n%s", filepath.Base(lib), out)
+		}
+	}
+}
