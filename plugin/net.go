@@ -16,7 +16,7 @@ import (
 
 // netReadGroups maps each field of the net context to the group of fields
 // (NCCLBPF_NET_R_*, net.h) the wrapper fills when a program reads it.
-var netReadGroups = map[string]C.uint32_t{
+var netReadGroups = map[string]uint32{
 	"comm_id": C.NCCLBPF_NET_R_IDS, "peer_key": C.NCCLBPF_NET_R_IDS, "conn_id": C.NCCLBPF_NET_R_IDS,
 	"dev": C.NCCLBPF_NET_R_IDS, "bytes": C.NCCLBPF_NET_R_BYTES, "posted_bytes": C.NCCLBPF_NET_R_POSTED,
 	"start_ns": C.NCCLBPF_NET_R_TIMES, "end_ns": C.NCCLBPF_NET_R_TIMES, "duration_ns": C.NCCLBPF_NET_R_TIMES,
@@ -29,18 +29,7 @@ var netReadGroups = map[string]C.uint32_t{
 // verifier result lists them; a field with no group (none today) makes it
 // all of them.
 func netReads(p *bundle.Program) C.uint32_t {
-	var r C.uint32_t
-	for _, f := range hook.NetContext.Fields {
-		if !p.ReadsContext(f.Offset, f.Size) {
-			continue
-		}
-		g, ok := netReadGroups[f.Name]
-		if !ok {
-			return C.NCCLBPF_NET_R_ALL
-		}
-		r |= g
-	}
-	return r
+	return C.uint32_t(readGroups(p, &hook.NetContext, netReadGroups, C.NCCLBPF_NET_R_ALL))
 }
 
 // publishNet points every net slot (net.c) at b's program for its hook, 0
