@@ -79,6 +79,10 @@ type Program struct {
 // reads.
 func (p *Program) ReadsContext(off, size int) bool { return p.Verified.ReadsContext(off, size) }
 
+// WritesContext reports whether p may write any byte of [off, off+size)
+// of its context (see verifier.Result.WritesContext).
+func (p *Program) WritesContext(off, size int) bool { return p.Verified.WritesContext(off, size) }
+
 // Entry returns the native entry of the program, or 0 if its engine does
 // not produce native code.
 func (p *Program) Entry() uintptr {

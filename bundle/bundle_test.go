@@ -107,14 +107,14 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestContextReads(t *testing.T) {
-	const costOff, costSize, maskOff = 64, 84, 60
+	const costOff, costSize, maskOff, decisionOff, decisionSize = 64, 84, 60, 148, 12
 	for _, tc := range []struct {
-		policy     string
-		cost, mask bool
+		policy               string
+		cost, mask, decision bool
 	}{
-		{"noop", false, false},
-		{"size_aware", false, true},
-		{"rules", false, true},
+		{"noop", false, false, false},
+		{"size_aware", false, true, true},
+		{"rules", false, true, true},
 	} {
 		obj, _ := policies.Object(tc.policy)
 		b, err := Load(obj, Options{})
@@ -127,6 +127,9 @@ func TestContextReads(t *testing.T) {
 		}
 		if got := p.ReadsContext(maskOff, 4); got != tc.mask {
 			t.Errorf("%s reads avail_mask: %v, want %v", tc.policy, got, tc.mask)
+		}
+		if got := p.WritesContext(decisionOff, decisionSize); got != tc.decision {
+			t.Errorf("%s writes a decision: %v, want %v", tc.policy, got, tc.decision)
 		}
 		if !p.ReadsContext(24, 4) && tc.policy != "noop" {
 			t.Errorf("%s: coll_type not seen as read", tc.policy)

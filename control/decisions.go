@@ -8,9 +8,11 @@ import (
 )
 
 // Decision is one tuner decision a communicator recorded: what the policy
-// decided for the getCollInfo call Seq (Algorithm and Protocol -1 and
-// Channels 0: left to NCCL; Chunk 0: no chunk size set) and the rolling
-// digest of all its calls up to and including this one. The record keeps
+// decided for the getCollInfo call Seq (Chunk 0: no chunk size set) and the
+// rolling digest of all its decisions up to and including this one. Calls
+// left to NCCL are counted, not recorded (every rank gets NCCL's own choice
+// there), except when a chunk program set their chunk size: then Algorithm
+// and Protocol are -1 and Channels 0. The record keeps
 // algorithm and protocol modulo 256 and channels saturated to 255, and not
 // the collective's size; the digest covers all of them in full.
 type Decision struct {
@@ -52,7 +54,10 @@ type CommDigest struct {
 // last decisions it kept (oldest first).
 type CommDecisions struct {
 	CommDigest
-	Recent []Decision `json:"recent"`
+	// KeptFrom is the first call the record covers: a call from KeptFrom on
+	// without a decision in Recent was left to NCCL (or ran no program).
+	KeptFrom uint64     `json:"kept_from"`
+	Recent   []Decision `json:"recent"`
 }
 
 // Participant is one process's record of one communicator, for Compare.
@@ -114,26 +119,18 @@ func Compare(ps []Participant) (Verdict, error) {
 	var lo, hi uint64
 	hi = ^uint64(0)
 	for i, p := range ps {
-		idx[i] = map[uint64]Decision{}
 		last, ok := settled(p.CommDecisions)
-		first := ^uint64(0)
-		for _, d := range p.Recent {
-			if ok && d.Seq <= last {
-				idx[i][d.Seq] = d
-				if d.Seq < first {
-					first = d.Seq
-				}
-			}
-		}
-		if len(idx[i]) == 0 {
+		if !ok {
 			return Verdict{}, nil // nothing settled on this one: not comparable
 		}
-		if first > lo {
-			lo = first
+		idx[i] = map[uint64]Decision{}
+		for _, d := range p.Recent {
+			if d.Seq >= p.KeptFrom && d.Seq <= last {
+				idx[i][d.Seq] = d
+			}
 		}
-		if last < hi {
-			hi = last
-		}
+		lo = max(lo, p.KeptFrom)
+		hi = min(hi, last)
 	}
 	v := Verdict{From: lo, Through: hi}
 	if lo > hi {
@@ -143,8 +140,10 @@ func Compare(ps []Participant) (Verdict, error) {
 	ref := idx[0]
 	for i := 1; i < len(ps); i++ {
 		// The first call where the decisions or the digests (which also cover
-		// the collective's size and everything before) differ.
+		// the collective's size and everything before) differ. A call neither
+		// recorded was left to NCCL by both.
 		var div *Divergence
+		first := true // no decision compared yet: everything before was left to NCCL
 		for s := lo; s <= hi && div == nil; s++ {
 			a, okA := ref[s]
 			b, okB := idx[i][s]
@@ -152,6 +151,7 @@ func Compare(ps []Participant) (Verdict, error) {
 				continue
 			}
 			if okA && okB && a.Same(b) && a.Digest == b.Digest {
+				first = false
 				continue
 			}
 			div = &Divergence{RefPID: ps[0].PID, PID: ps[i].PID, Seq: s}
@@ -161,13 +161,14 @@ func Compare(ps []Participant) (Verdict, error) {
 			if okB {
 				div.Other = &b
 			}
-			if s == lo {
+			switch {
+			case first && okA && okB && a.Same(b):
+				// Same decision, other digest, and nothing differed since the
+				// window's start: the difference is older than the window.
+				div.Before, div.Ref, div.Other = true, nil, nil
+			case s == lo:
 				// Nothing kept before: the difference may be older.
-				if okA && okB && a.Same(b) {
-					div.Before, div.Ref, div.Other = true, nil, nil
-				} else {
-					div.AtOrBefore = true
-				}
+				div.AtOrBefore = true
 			}
 		}
 		if div != nil {
@@ -215,7 +216,7 @@ func FormatDivergence(dv Divergence) string {
 	}
 	side := func(pid int, d *Decision) {
 		if d == nil {
-			fmt.Fprintf(&b, "\n  pid %d: no decision recorded at seq %d (no program ran)", pid, dv.Seq)
+			fmt.Fprintf(&b, "\n  pid %d: seq %d: left to NCCL (no decision recorded)", pid, dv.Seq)
 		} else {
 			fmt.Fprintf(&b, "\n  pid %d: %s", pid, d)
 		}

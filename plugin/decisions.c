@@ -47,9 +47,10 @@ static void nb_snap_one(struct nb_comm *c, void *arg) {
 	uint64_t s2 = atomic_load_explicit(&c->seq, memory_order_relaxed);
 	o->seq = s1;
 	o->digest = atomic_load_explicit(&c->digest, memory_order_relaxed);
+	uint64_t lo = s2 > NB_DREC_N ? s2 - NB_DREC_N : 0, hi = s1 - 2;
+	o->kept_from = lo;
 	if (s1 < 2)
 		return;
-	uint64_t lo = s2 > NB_DREC_N ? s2 - NB_DREC_N : 0, hi = s1 - 2;
 	for (uint64_t q = lo; q <= hi; q++) {
 		const struct nb_copy *r = &dr[q & (NB_DREC_N - 1)];
 		uint64_t w = r->what;

@@ -39,7 +39,7 @@ func decisionRecords(withRecent bool) []control.CommDecisions {
 		for i := range recs {
 			r := &recs[i]
 			cd := control.CommDecisions{CommDigest: control.CommDigest{CommID: uint64(r.comm_id), NRanks: uint32(r.n_ranks),
-				Seq: uint64(r.seq), Digest: uint64(r.digest), DigestSeq: -1}}
+				Seq: uint64(r.seq), Digest: uint64(r.digest), DigestSeq: -1}, KeptFrom: uint64(r.kept_from)}
 			ring := r.ring[:r.n]
 			if len(ring) > 0 {
 				last := ring[len(ring)-1]

@@ -4,10 +4,12 @@
  * and a ring of the last NCCLBPF_DECISION_RING), as the control plane reads it. Declarations only
  * (cgo preambles). The hot-path side is decisions_fold.h.
  *
- * Every getCollInfo call that runs a program adds a hash of (seq, collective, bytes, algorithm,
- * protocol, channels) to the communicator's digest and writes the same into ring[seq % RING]; the
- * getChunkSize call that follows adds one of its chunk size to the digest and into the record of
- * seq - 1 (the collective it belongs to). record.digest is the digest after that decision, chunk
+ * Every getCollInfo call whose program makes a decision adds a hash of (seq, collective, bytes,
+ * algorithm, protocol, channels) to the communicator's digest and writes the same into
+ * ring[seq % RING]; a call left to NCCL adds nothing (every rank gets NCCL's own choice there) and
+ * is only counted (metrics.h). The getChunkSize call that follows, when a chunk program runs, adds
+ * a hash of its chunk size to the digest and writes it into the record of seq - 1 (the collective
+ * it belongs to), recording that collective as left to NCCL if it had no record. record.digest is the digest after that decision, chunk
  * size included: two ranks whose digests at seq N are equal decided alike on every call up to N
  * (up to hash collisions), so ranks at different progress can still be compared.
  */
@@ -35,6 +37,7 @@ struct ncclbpf_comm_decisions {
 	uint32_t n_ranks, n_nodes;
 	uint64_t seq;    /* getCollInfo calls so far */
 	uint64_t digest; /* digest after the last recorded decision */
+	uint64_t kept_from; /* the first call covered: a call from here on missing from ring was left to NCCL */
 	uint32_t n;      /* valid entries of ring */
 	uint32_t pad;
 	struct ncclbpf_decision ring[NCCLBPF_DECISION_RING];

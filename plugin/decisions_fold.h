@@ -2,7 +2,8 @@
 /*
  * decisions_fold.h: the hot-path half of the decision record (decisions.h), included by tuner.c.
  *
- * The digest is the sum (mod 2^64) of one 64-bit hash per decision, the hash covering the call's
+ * The digest is the sum (mod 2^64) of one 64-bit hash per decision a program made (a call left to
+ * NCCL adds nothing: NCCL's own choice is the same on every rank), the hash covering the call's
  * seq and the whole decision. Because every term has its seq, the sum still says whether two
  * communicators took the same decisions on the same calls, and the only dependence from one call
  * to the next is one load-add-store (as for the call counter), so the hashing overlaps with the
@@ -48,13 +49,20 @@ static inline __attribute__((always_inline)) void nb_record_decision(struct nb_c
 }
 
 /* nb_record_chunk adds the chunk size decided at getChunkSize with call_seq (one past the
- * collective's own seq) to the digest and to that collective's record. */
-static inline void nb_record_chunk(struct nb_comm *c, uint64_t call_seq, uint64_t chunk) {
+ * collective's own seq) to the digest and to that collective's record; a collective left to NCCL
+ * (not recorded by getCollInfo) is recorded here as such, so that its chunk size has a record. */
+static inline void nb_record_chunk(struct nb_comm *c, uint64_t call_seq, uint64_t chunk, int coll) {
 	uint64_t s = call_seq - 1;
 	uint64_t d = atomic_load_explicit(&c->digest, NB_RLX) + (chunk * NB_DK5 ^ s * NB_DK4 ^ NB_DK2);
 	atomic_store_explicit(&c->digest, d, NB_RLX);
 	if (call_seq == 0)
 		return;
+	struct nb_drec *dr = &c->ring[s & (NB_DREC_N - 1)];
+	if ((uint32_t)atomic_load_explicit(&dr->what, NB_RLX) != (uint32_t)(s + 1)) {
+		atomic_store_explicit(&dr->what, (uint64_t)(uint32_t)(s + 1) | (uint64_t)(uint8_t)coll << 32 | 0xffull << 40 | 0xffull << 48,
+		                      NB_RLX);
+		atomic_store_explicit(&dr->digest, d, NB_RLX);
+	}
 	struct nb_crec *r = &c->ring_chunk[s & (NB_DREC_N - 1)];
 	atomic_store_explicit(&r->seq1, call_seq, NB_RLX);
 	atomic_store_explicit(&r->chunk, chunk, NB_RLX);

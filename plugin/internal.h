@@ -39,6 +39,7 @@ extern struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS] NB_HIDDEN;
  * after its copy (decisions.c).
  */
 #define NB_DREC_N 256
+#define NB_DFLT_COLLS 16 /* collectives whose decisions left to NCCL are counted without a hash */
 struct nb_drec {
 	_Atomic uint64_t what, digest;
 } __attribute__((aligned(16)));
@@ -65,7 +66,7 @@ struct nb_comm {
 	/* owner */
 	_Atomic uint64_t active;       /* odd while the owner runs a program (see slot.c) */
 	_Atomic uint64_t seq;          /* getCollInfo calls so far */
-	_Atomic uint64_t policy_calls;
+	_Atomic uint64_t unrun; /* ... that ran no program (none published, or no usable table) */
 	_Atomic uint64_t applied;
 	_Atomic uint64_t rejected;
 	_Atomic uint64_t clamped;
@@ -88,10 +89,19 @@ struct nb_comm {
 	/* owner: the last NB_DREC_N decisions, by seq % NB_DREC_N (decisions_fold.h) */
 	struct nb_drec ring[NB_DREC_N];
 	struct nb_crec ring_chunk[NB_DREC_N];
-	/* owner: decision counts (metrics.h, metrics_fold.h) */
+	/* owner: decision counts (metrics.h, metrics_fold.h): decisions left to NCCL by collective and
+	 * size bucket in dflt (collectives 0..NB_DFLT_COLLS-1), everything else in dtab */
 	_Atomic uint64_t dtab_overflow;
 	struct nb_dent dtab[NCCLBPF_DTAB_N];
+	_Atomic uint64_t dflt[NB_DFLT_COLLS][NCCLBPF_SIZE_BUCKETS];
 };
+
+/* nb_policy_calls is c's getCollInfo calls that ran a program (unrun first: it never exceeds the
+ * seq read after it). */
+static inline uint64_t nb_policy_calls(struct nb_comm *c) {
+	uint64_t u = atomic_load_explicit(&c->unrun, memory_order_acquire);
+	return atomic_load_explicit(&c->seq, memory_order_relaxed) - u;
+}
 
 void nb_register(struct nb_comm *c) NB_HIDDEN;
 void nb_unregister(struct nb_comm *c) NB_HIDDEN;
@@ -115,6 +125,13 @@ static inline uint64_t nb_enter(struct nb_comm *c) {
 
 static inline void nb_leave(struct nb_comm *c, uint64_t a) {
 	atomic_store_explicit(&c->active, a + 2, memory_order_release);
+}
+
+/* nb_leave_now is nb_leave from the mark itself: only the owner writes active, so the value it
+ * stored at nb_enter is read back (store-forwarded) instead of being kept across the call. */
+static inline void nb_leave_now(struct nb_comm *c) {
+	uint64_t a = atomic_load_explicit(&c->active, memory_order_relaxed);
+	atomic_store_explicit(&c->active, a + 1, memory_order_release);
 }
 
 static inline void nb_inc(_Atomic uint64_t *v) {

@@ -177,28 +177,45 @@ func rulesSettings(spec *loader.CollectionSpec, cfg config.Config) (map[string][
 	return map[string][]byte{tuner.RulesVar: table}, vars, notes, nil
 }
 
+// The hint bits of a tuner slot word (shim.h).
+const (
+	hintSkipCost   = uintptr(C.NCCLBPF_SLOT_SKIP_COST)
+	hintSkipMask   = uintptr(C.NCCLBPF_SLOT_SKIP_MASK)
+	hintNoDecision = uintptr(C.NCCLBPF_SLOT_NO_DECISION)
+	hintBits       = uintptr(C.NCCLBPF_SLOT_FLAGS)
+)
+
 // Context inputs the shim can skip filling.
 const (
 	costOff, costSize = hook.TunerCostOff, 4 * hook.TunerCostCells
 	maskOff, maskSize = hook.TunerAvailMaskOff, 4
+	// The decision: algorithm, protocol, n_channels (contiguous).
+	decisionOff, decisionSize = hook.TunerAlgorithmOff, hook.TunerNChannelsOff + 4 - hook.TunerAlgorithmOff
 )
 
 // slotWord is what the shim's slot holds for p: its entry, with the
-// NCCLBPF_SLOT_SKIP_* bits of the inputs p provably never reads.
+// NCCLBPF_SLOT_SKIP_* bits of the inputs p provably never reads and
+// NCCLBPF_SLOT_NO_DECISION when it provably never writes (nor reads) a
+// decision.
 func slotWord(p *bundle.Program) (uintptr, error) {
 	if p == nil {
 		return 0, nil
 	}
 	e := p.Entry()
-	if e&uintptr(C.NCCLBPF_SLOT_FLAGS) != 0 {
-		return 0, fmt.Errorf("program %s: entry %#x is not 4-byte aligned", p.Name, e)
+	if e&hintBits != 0 {
+		return 0, fmt.Errorf("program %s: entry %#x is not 8-byte aligned", p.Name, e)
 	}
 	if p.Hook.Name == hook.Tuner {
 		if !p.ReadsContext(costOff, costSize) {
-			e |= uintptr(C.NCCLBPF_SLOT_SKIP_COST)
+			e |= hintSkipCost
 		}
 		if !p.ReadsContext(maskOff, maskSize) {
-			e |= uintptr(C.NCCLBPF_SLOT_SKIP_MASK)
+			e |= hintSkipMask
+		}
+		// Outputs the program reads must be reset on every call even when it
+		// never writes them (it would see what an earlier program left).
+		if !p.WritesContext(decisionOff, decisionSize) && !p.ReadsContext(decisionOff, decisionSize) {
+			e |= hintNoDecision
 		}
 	}
 	return e, nil

@@ -124,7 +124,7 @@ static void nb_msnap_one(struct nb_comm *c, void *arg) {
 	o->n_ranks = c->n_ranks;
 	o->n_nodes = c->n_nodes;
 	o->calls = L(seq);
-	o->policy_calls = L(policy_calls);
+	o->policy_calls = nb_policy_calls(c);
 	o->applied = L(applied);
 	o->rejected = L(rejected);
 	o->clamped = L(clamped);
@@ -152,6 +152,23 @@ static void nb_msnap_one(struct nb_comm *c, void *arg) {
 		r->channels = (uint8_t)(k >> 24);
 		r->differs = (uint8_t)(k >> 32) & 1;
 	}
+	for (int k = 0; k < NB_DFLT_COLLS; k++)
+		for (int b = 0; b < NCCLBPF_SIZE_BUCKETS; b++) {
+			uint64_t n = atomic_load_explicit(&c->dflt[k][b], memory_order_relaxed);
+			if (n == 0)
+				continue;
+			if (s->nrows >= s->max_rows) {
+				s->nrows = start;
+				o->n = 0;
+				return;
+			}
+			struct ncclbpf_decision_count *r = &s->rows[s->nrows++];
+			memset(r, 0, sizeof *r);
+			r->count = n;
+			r->coll = (uint8_t)k;
+			r->size_bucket = (uint8_t)b;
+			r->cell = NCCLBPF_CELL_DEFAULT;
+		}
 	o->n = (uint32_t)(s->nrows - start);
 }
 #undef L

@@ -3,7 +3,8 @@
  * metrics_fold.h: the hot-path half of the decision counts (metrics.h) and of the per-decision log,
  * included by tuner.c.
  *
- * Counting a decision costs a multiply, one load of the key of the entry it hashes to, and a load
+ * A decision left to NCCL (the common outcome) costs one increment of a cell indexed by collective
+ * and size bucket. Counting any other decision costs a multiply, one load of the key of the entry it hashes to, and a load
  * and a store of its count: the owner thread alone writes the table (as it alone writes the call
  * counters), so no read-modify-write and no fence. A new key is published after its first count
  * (release), so a reader that sees the key sees a count of at least 1. Probing past the first entry
@@ -57,6 +58,19 @@ static inline __attribute__((always_inline)) void nb_decided(struct nb_comm *c, 
 		nb_count_probe(c, key, h);
 	if (__builtin_expect(atomic_load_explicit(&nb_dlog_rate, memory_order_relaxed) != 0, 0))
 		nb_dlog(c, seq, coll, n_bytes, cell, ch, differs);
+}
+
+/* nb_count_default counts call seq as left to NCCL: one increment of a cell indexed by collective
+ * and size bucket (collectives past NB_DFLT_COLLS go through the hashed table). */
+static inline __attribute__((always_inline)) void nb_count_default(struct nb_comm *c, uint64_t seq, int coll,
+                                                                   uint64_t n_bytes) {
+	if (__builtin_expect((unsigned)coll < NB_DFLT_COLLS, 1)) {
+		nb_inc(&c->dflt[coll][ncclbpf_size_bucket(n_bytes)]);
+		if (__builtin_expect(atomic_load_explicit(&nb_dlog_rate, memory_order_relaxed) != 0, 0))
+			nb_dlog(c, seq, coll, n_bytes, NCCLBPF_CELL_DEFAULT, 0, 0);
+	} else {
+		nb_decided(c, seq, coll, n_bytes, NCCLBPF_CELL_DEFAULT, 0, 0);
+	}
 }
 
 /* nb_costlier says whether some available cell of the 7 x 3 table (cost >= 0) is cheaper than v. */

@@ -82,7 +82,7 @@ int ncclbpf_reload_arm_comms(int slot, uintptr_t new_word, uint64_t at, const ui
 	else if (new_word == 0)
 		flags = cur & NCCLBPF_SLOT_FLAGS;
 	else
-		flags = cur & new_word & NCCLBPF_SLOT_FLAGS; /* skip an input only if neither reads it */
+		flags = cur & new_word & NCCLBPF_SLOT_FLAGS; /* a hint only where it holds for both */
 	atomic_store_explicit(&s->old_word, cur, memory_order_relaxed);
 	atomic_store_explicit(&s->new_word, new_word, memory_order_relaxed);
 	int chunk = slot == NCCLBPF_SLOT_CHUNK_SIZE;

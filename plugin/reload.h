@@ -18,8 +18,8 @@
 /*
  * ncclbpf_reload_arm publishes in slot (NCCLBPF_SLOT_TUNER or NCCLBPF_SLOT_CHUNK_SIZE) a
  * trampoline that runs new_word's program for calls with call_seq >= at and the slot's current
- * program before. Slot words carry NCCLBPF_SLOT_SKIP_* bits; the trampoline's word skips only the
- * inputs neither program reads. Returns 0, or -1 for a bad slot or a slot already armed.
+ * program before. Slot words carry NCCLBPF_SLOT_* hint bits; the trampoline's word carries a hint only
+ * where it holds for both programs (an input neither reads, a decision neither writes). Returns 0, or -1 for a bad slot or a slot already armed.
  * Only one reload may use the switch records at a time (the Go side serializes reloads).
  */
 int ncclbpf_reload_arm(int slot, uintptr_t new_word, uint64_t at);

@@ -21,11 +21,15 @@ enum {
 
 /*
  * Hints published with a tuner entry, in the low bits of the slot word (entries are at least
- * 4-byte aligned): the program provably never reads these inputs, so the shim does not fill them.
+ * 8-byte aligned), each a fact the verifier proved about the program: SKIP_COST and SKIP_MASK, it
+ * never reads these inputs, so the shim does not fill them; NO_DECISION, it never writes
+ * algorithm, protocol or n_channels, so every call is left to NCCL whatever it returns, and the
+ * shim neither resets nor reads those outputs.
  */
-#define NCCLBPF_SLOT_SKIP_COST ((uintptr_t)1) /* cost[][] (the 84-byte copy) */
-#define NCCLBPF_SLOT_SKIP_MASK ((uintptr_t)2) /* avail_mask */
-#define NCCLBPF_SLOT_FLAGS ((uintptr_t)3)
+#define NCCLBPF_SLOT_SKIP_COST ((uintptr_t)1)   /* cost[][] (the 84-byte copy) */
+#define NCCLBPF_SLOT_SKIP_MASK ((uintptr_t)2)   /* avail_mask */
+#define NCCLBPF_SLOT_NO_DECISION ((uintptr_t)4) /* algorithm, protocol, n_channels never written */
+#define NCCLBPF_SLOT_FLAGS ((uintptr_t)7)
 
 /*
  * ncclbpf_slot_publish makes fn (NULL: no program) the code that slot runs from the next call on

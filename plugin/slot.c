@@ -102,7 +102,7 @@ void nb_register(struct nb_comm *c) {
 static void nb_add(struct ncclbpf_tuner_stats *s, struct nb_comm *c) {
 #define L(f) atomic_load_explicit(&c->f, memory_order_relaxed)
 	s->calls += L(seq);
-	s->policy_calls += L(policy_calls);
+	s->policy_calls += nb_policy_calls(c);
 	s->applied += L(applied);
 	s->rejected += L(rejected);
 	s->clamped += L(clamped);

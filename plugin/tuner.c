@@ -234,7 +234,7 @@ static int nb_finalize(void *ctx) {
 		snprintf(msg, sizeof msg,
 		         "ncclbpf: communicator %#llx (%u ranks, %u nodes, tuner v%u): %llu getCollInfo calls, %llu ran "
 		         "the policy, %llu decisions applied, %llu dropped, %llu channel counts clamped; %llu chunk sizes set",
-		         (unsigned long long)c->comm_id, c->n_ranks, c->n_nodes, c->abi, L(seq), L(policy_calls), L(applied),
+		         (unsigned long long)c->comm_id, c->n_ranks, c->n_nodes, c->abi, L(seq), (unsigned long long)nb_policy_calls(c), L(applied),
 		         L(rejected), L(clamped), L(chunk_applied));
 #undef L
 		nb_log(c->log, NB_LOG_INFO, NB_SUBSYS_TUNING, __LINE__, msg);
@@ -425,32 +425,37 @@ __attribute__((noinline)) static void nb_copy_odd_table(struct ncclbpf_tuner_ctx
 }
 
 /*
- * nb_tune runs the tuner program for one call and applies its decision to table (numAlgo x
- * numProto floats, contiguous). v2 says whether the caller is tuner v2 (table is virtual; a decision
- * must name both algorithm and protocol); *chosen gets the (algo, proto) cell made cheapest, or
- * stays {-1,-1}. Inlined into each entry point; the rare cases are out of line.
+ * A call runs in three steps: nb_begin counts it, enters the in-call mark and reads the slot;
+ * nb_fill stores the call's inputs (those the program reads) into the communicator's context;
+ * nb_observe or nb_decide runs the program and takes its outcome. Only the communicator pointer
+ * lives across the program's call: the inputs are read back from the context, which the program
+ * cannot write (the verifier proves it), so the common paths need few saved registers.
  */
-static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int coll, size_t n_bytes, int pipe_ops,
-                                                          float *table, int numAlgo, int numProto, int reg_buff,
-                                                          int *nChannels, int v2, int chosen[2]) {
-	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+
+/* nb_begin counts the call and enters the in-call mark; it returns the tuner slot's word, or 0
+ * (left to NCCL, the mark already left) when no program is published. */
+static inline __attribute__((always_inline)) uintptr_t nb_begin(struct nb_comm *c, uint64_t *seq) {
+	uint64_t s = atomic_load_explicit(&c->seq, memory_order_relaxed);
 	/* release: the decision record of the previous call is visible before the new count
 	 * (decisions.c); a plain store on x86. */
-	atomic_store_explicit(&c->seq, seq + 1, memory_order_release);
-	/* NCCL's own table shape, tested once; anything else is checked here and copied cell by cell. */
-	int nccl_shape = table != NULL && numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS;
-	if (__builtin_expect(!nccl_shape, 0) && (table == NULL || numAlgo <= 0 || numProto <= 0))
-		return;
-
+	atomic_store_explicit(&c->seq, s + 1, memory_order_release);
+	*seq = s;
 	/* From here to nb_leave this thread may be inside published code: the slot word read below
 	 * decides both the program and which inputs it needs. */
-	uint64_t in = nb_enter(c);
+	nb_enter(c);
 	uintptr_t w = atomic_load_explicit(&nb_slots[NCCLBPF_SLOT_TUNER].fn, memory_order_acquire);
 	if (__builtin_expect(w == 0, 0)) {
-		nb_leave(c, in);
-		return; /* no program: NCCL decides */
+		nb_leave_now(c);
+		nb_inc(&c->unrun);
 	}
-	/* The communicator's own fields were filled by init; the call's inputs are stored here. */
+	return w;
+}
+
+/* nb_fill stores the call's inputs; the communicator's own fields were filled by init. nccl_shape:
+ * table is numAlgo x numProto = NCCL's 7 x 3. */
+static inline __attribute__((always_inline)) struct ncclbpf_tuner_ctx *
+nb_fill(struct nb_comm *c, uintptr_t w, uint64_t seq, int coll, size_t n_bytes, int pipe_ops, const float *table,
+        int numAlgo, int numProto, int reg_buff, int nccl_shape) {
 	struct ncclbpf_tuner_ctx *x = nb_tctx(c);
 	x->call_seq = seq;
 	x->n_bytes = n_bytes;
@@ -471,14 +476,36 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 		nb_copy_odd_table(x, table, numAlgo, numProto);
 		x->avail_mask = ~nb_neg_mask(&x->cost[0][0]) & ((1u << 21) - 1);
 	}
+	return x;
+}
+
+/* nb_observe runs a program published with NCCLBPF_SLOT_NO_DECISION: it neither writes nor reads
+ * a decision (proved at load), so whatever it returns the call is left to NCCL, and its outputs
+ * are neither reset nor read. */
+static inline __attribute__((always_inline)) void nb_observe(struct nb_comm *c, uintptr_t w,
+                                                             struct ncclbpf_tuner_ctx *x) {
+	((ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS))(x);
+	nb_leave_now(c);
+	nb_count_default(c, x->call_seq, (int)x->coll_type, x->n_bytes);
+}
+
+/*
+ * nb_decide runs the program and applies its decision to table (numAlgo x numProto floats,
+ * contiguous). v2 says whether the caller is tuner v2 (table is virtual; a decision must name both
+ * algorithm and protocol); chosen (may be NULL) gets the (algo, proto) cell made cheapest, or
+ * stays {-1,-1}. The rare cases are out of line.
+ */
+static inline __attribute__((always_inline)) void nb_decide(struct nb_comm *c, uintptr_t w,
+                                                            struct ncclbpf_tuner_ctx *x, float *table, int numAlgo,
+                                                            int numProto, int *nChannels, int v2, int *chosen) {
 	x->algorithm = NCCLBPF_ALGO_UNDEF;
 	x->protocol = NCCLBPF_PROTO_UNDEF;
 	x->n_channels = 0;
-
 	/* The hook returns a C int: the low 32 bits of r0, as the verifier checked them. */
 	int32_t rc = (int32_t)((ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS))(x);
-	nb_leave(c, in);
-	nb_inc(&c->policy_calls);
+	nb_leave_now(c);
+	uint64_t seq = x->call_seq, n_bytes = x->n_bytes;
+	int coll = (int)x->coll_type;
 
 	/* One 32-bit load per field, as the program stored them: the compiler would otherwise merge
 	 * algorithm and protocol into one 64-bit load that cannot be forwarded from the program's two
@@ -486,9 +513,10 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	const volatile struct ncclbpf_tuner_ctx *vx = x;
 	int a = vx->algorithm, p = vx->protocol, ch = vx->n_channels;
 	if (rc != NCCLBPF_TUNER_APPLY || (a == NCCLBPF_ALGO_UNDEF && p == NCCLBPF_PROTO_UNDEF && ch == 0)) {
-		/* "Leave it all to NCCL": recorded with constants, which the compiler folds. */
-		nb_record_decision(c, seq, coll, n_bytes, NCCLBPF_ALGO_UNDEF, NCCLBPF_PROTO_UNDEF, 0);
-		nb_decided(c, seq, coll, n_bytes, NCCLBPF_CELL_DEFAULT, 0, 0);
+		/* "Leave it all to NCCL": counted, not recorded. Every rank that leaves a call to NCCL
+		 * gets NCCL's own (rank-consistent) choice, so the record and the digest, which exist to
+		 * find ranks that decided differently, need only the decisions a program made. */
+		nb_count_default(c, seq, coll, n_bytes);
 		return;
 	}
 	nb_record_decision(c, seq, coll, n_bytes, a, p, ch);
@@ -497,25 +525,75 @@ static inline __attribute__((always_inline)) void nb_tune(struct nb_comm *c, int
 	    (unsigned)ch <= NCCLBPF_MAX_CHANNELS && (ch == 0 || !nb_is_collnet(a)) && table[a * numProto + p] >= 0.0f) {
 		uint32_t differs = nb_costlier(table, numAlgo * numProto, table[a * numProto + p]);
 		table[a * numProto + p] = 0.0f;
-		chosen[0] = a;
-		chosen[1] = p;
+		if (chosen) {
+			chosen[0] = a;
+			chosen[1] = p;
+		}
 		if (ch && nChannels)
 			*nChannels = ch;
 		nb_inc(&c->applied);
 		nb_decided(c, seq, coll, n_bytes, (uint32_t)(a * NCCLBPF_NUM_PROTOCOLS + p), ch, differs);
 		return;
 	}
-	nb_apply_slow(c, seq, coll, n_bytes, table, numAlgo, numProto, nChannels, v2, chosen, a, p, ch);
+	int dummy[2] = {-1, -1};
+	nb_apply_slow(c, seq, coll, n_bytes, table, numAlgo, numProto, nChannels, v2, chosen ? chosen : dummy, a, p, ch);
 }
 
+/* nb_decide_nccl is nb_decide for NCCL's own 7 x 3 table, out of line so that the entry's common
+ * paths keep a small frame. */
+__attribute__((noinline)) static int nb_decide_nccl(struct nb_comm *c, uintptr_t w, float *table, int *nChannels) {
+	nb_decide(c, w, nb_tctx(c), table, NCCLBPF_NUM_ALGORITHMS, NCCLBPF_NUM_PROTOCOLS, nChannels, 0, NULL);
+	return NB_SUCCESS;
+}
+
+/* nb_tune_any runs a call whatever the table's shape (tuner v2's virtual table, or an
+ * unexpected numAlgo x numProto); see nb_decide for v2 and chosen. */
+__attribute__((noinline)) static void nb_tune_any(struct nb_comm *c, int coll, size_t n_bytes, int pipe_ops,
+                                                  float *table, int numAlgo, int numProto, int reg_buff,
+                                                  int *nChannels, int v2, int chosen[2]) {
+	if (table == NULL || numAlgo <= 0 || numProto <= 0) {
+		atomic_store_explicit(&c->seq, atomic_load_explicit(&c->seq, memory_order_relaxed) + 1,
+		                      memory_order_release);
+		nb_inc(&c->unrun);
+		return;
+	}
+	uint64_t seq;
+	uintptr_t w = nb_begin(c, &seq);
+	if (w == 0)
+		return;
+	int nccl_shape = numAlgo == NCCLBPF_NUM_ALGORITHMS && numProto == NCCLBPF_NUM_PROTOCOLS;
+	struct ncclbpf_tuner_ctx *x =
+	    nb_fill(c, w, seq, coll, n_bytes, pipe_ops, table, numAlgo, numProto, reg_buff, nccl_shape);
+	if (w & NCCLBPF_SLOT_NO_DECISION)
+		nb_observe(c, w, x);
+	else
+		nb_decide(c, w, x, table, numAlgo, numProto, nChannels, v2, chosen);
+}
+
+/* getCollInfo (v3..v6). NCCL's own table shape takes the short path: a program that makes no
+ * decision is run and counted in this frame; one that may decide continues in nb_decide_nccl. */
 static int nb_get_coll_info(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
                             int numAlgo, int numProto, int regBuff, int *nChannels) {
 	struct nb_comm *c = ctx;
-	int chosen[2] = {-1, -1};
-	if (c)
-		nb_tune(c, collType, nBytes, numPipeOps, (float *)collCostTable, numAlgo, numProto, regBuff, nChannels, 0,
-		        chosen);
-	return NB_SUCCESS;
+	float *table = (float *)collCostTable;
+	if (c == NULL)
+		return NB_SUCCESS;
+	if (__builtin_expect(table == NULL || numAlgo != NCCLBPF_NUM_ALGORITHMS || numProto != NCCLBPF_NUM_PROTOCOLS,
+	                     0)) {
+		nb_tune_any(c, collType, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels, 0, NULL);
+		return NB_SUCCESS;
+	}
+	uint64_t seq;
+	uintptr_t w = nb_begin(c, &seq);
+	if (__builtin_expect(w == 0, 0))
+		return NB_SUCCESS;
+	struct ncclbpf_tuner_ctx *x = nb_fill(c, w, seq, collType, nBytes, numPipeOps, table, NCCLBPF_NUM_ALGORITHMS,
+	                                      NCCLBPF_NUM_PROTOCOLS, regBuff, 1);
+	if (w & NCCLBPF_SLOT_NO_DECISION) {
+		nb_observe(c, w, x);
+		return NB_SUCCESS;
+	}
+	return nb_decide_nccl(c, w, table, nChannels);
 }
 
 static int nb_get_coll_info_v3(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
@@ -538,8 +616,8 @@ static int nb_get_coll_info_v2(void *ctx, int collType, size_t nBytes, int collN
 			table[a * NCCLBPF_NUM_PROTOCOLS + p] = off ? -1.0f : 0.0f;
 	}
 	int chosen[2] = {-1, -1};
-	nb_tune(c, collType, nBytes, numPipeOps, table, NCCLBPF_NUM_ALGORITHMS, NCCLBPF_NUM_PROTOCOLS, -1, nChannels,
-	        1, chosen);
+	nb_tune_any(c, collType, nBytes, numPipeOps, table, NCCLBPF_NUM_ALGORITHMS, NCCLBPF_NUM_PROTOCOLS, -1, nChannels,
+	            1, chosen);
 	if (chosen[0] >= 0 && algorithm && protocol) {
 		*algorithm = chosen[0];
 		*protocol = chosen[1];
@@ -577,7 +655,7 @@ static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, i
 	nb_leave(c, in);
 	nb_inc(&c->chunk_calls);
 	if (fn)
-		nb_record_chunk(c, x.call_seq, rc == NCCLBPF_TUNER_APPLY ? x.new_chunk_size : 0);
+		nb_record_chunk(c, x.call_seq, rc == NCCLBPF_TUNER_APPLY ? x.new_chunk_size : 0, collType);
 	if (rc != NCCLBPF_TUNER_APPLY || x.new_chunk_size == 0)
 		return NB_SUCCESS;
 	uint64_t grain = proto == NCCLBPF_PROTO_LL ? 16 : proto == NCCLBPF_PROTO_LL128 ? 1920 : 512;

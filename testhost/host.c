@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ncclbpf.h"
+#include "../plugin/decisions.h"
 #include "nccl_abi.h"
 #include "size_aware_native.h"
 
@@ -361,71 +362,75 @@ static int run_script(struct tuner *t) {
 
 /* ---- selftest: the shim with native test programs ---------------------------------------------- */
 
-static uint64_t p_none_set(void *vctx) { return NCCLBPF_TUNER_APPLY; }
-static uint64_t p_unavail(void *vctx) {
+/* Programs the host publishes in the library's slots: slot words keep hint bits in the low 3 bits of
+ * an entry, so entries are 8-byte aligned (16 here; arm64 aligns functions to 4 bytes only). */
+#define PROG_FN static __attribute__((aligned(16))) uint64_t
+
+PROG_FN p_none_set(void *vctx) { return NCCLBPF_TUNER_APPLY; }
+PROG_FN p_unavail(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = NCCLBPF_ALGO_NVLS;
 	x->protocol = NCCLBPF_PROTO_LL;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_range(void *vctx) {
+PROG_FN p_range(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = 9;
 	x->protocol = NCCLBPF_PROTO_SIMPLE;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_negch(void *vctx) {
+PROG_FN p_negch(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = NCCLBPF_ALGO_RING;
 	x->protocol = NCCLBPF_PROTO_SIMPLE;
 	x->n_channels = -4;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_bigch(void *vctx) {
+PROG_FN p_bigch(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = NCCLBPF_ALGO_RING;
 	x->protocol = NCCLBPF_PROTO_SIMPLE;
 	x->n_channels = 1000;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_row(void *vctx) {
+PROG_FN p_row(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = NCCLBPF_ALGO_RING;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_col(void *vctx) {
+PROG_FN p_col(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->protocol = NCCLBPF_PROTO_LL128;
 	x->n_channels = 3;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_ignored(void *vctx) {
+PROG_FN p_ignored(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = NCCLBPF_ALGO_RING;
 	x->protocol = NCCLBPF_PROTO_SIMPLE;
 	x->n_channels = 5;
 	return NCCLBPF_TUNER_DEFAULT;
 }
-static uint64_t p_collnet_ch(void *vctx) {
+PROG_FN p_collnet_ch(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = NCCLBPF_ALGO_COLLNET_DIRECT;
 	x->protocol = NCCLBPF_PROTO_SIMPLE;
 	x->n_channels = 8;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_ch_only(void *vctx) {
+PROG_FN p_ch_only(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->n_channels = 8;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_ring_ll(void *vctx) {
+PROG_FN p_ring_ll(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	x->algorithm = NCCLBPF_ALGO_RING;
 	x->protocol = NCCLBPF_PROTO_LL;
 	return NCCLBPF_TUNER_APPLY;
 }
 /* Checks the context it is given against what the host passed (encoded by the caller). */
-static uint64_t p_echo(void *vctx) {
+PROG_FN p_echo(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	/* channels encode (call_seq + n_ranks), so cross-talk between communicators shows up */
 	x->n_channels = (int)((x->call_seq + x->n_ranks) % 63) + 1;
@@ -441,12 +446,12 @@ static uint64_t p_echo(void *vctx) {
 		x->n_channels = 64;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t c_set(void *vctx) {
+PROG_FN c_set(void *vctx) {
 	struct ncclbpf_chunk_ctx *x = vctx;
 	x->new_chunk_size = x->chunk_size * 2;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t c_small(void *vctx) {
+PROG_FN c_small(void *vctx) {
 	struct ncclbpf_chunk_ctx *x = vctx;
 	x->new_chunk_size = 8;
 	return NCCLBPF_TUNER_APPLY;
@@ -577,8 +582,8 @@ static uint64_t p_gen(int g, void *vctx) {
 		atomic_fetch_add(&ran_retired, 1);
 	return NCCLBPF_TUNER_DEFAULT;
 }
-static uint64_t p_gen0(void *vctx) { return p_gen(0, vctx); }
-static uint64_t p_gen1(void *vctx) { return p_gen(1, vctx); }
+PROG_FN p_gen0(void *vctx) { return p_gen(0, vctx); }
+PROG_FN p_gen1(void *vctx) { return p_gen(1, vctx); }
 static atomic_int swap_stop;
 static void *swap_caller(void *arg) {
 	struct thr *th = arg;
@@ -856,7 +861,44 @@ static int selftest(struct tuner *t, const char *path) {
 		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, (uintptr_t)c_small);
 		t->v6->getChunkSize(c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 2, 1, &chunk);
 		CHECK(chunk == 262144, "chunk below the grain applied: %zu", chunk);
+
+		/* A collective left to NCCL has no decision record of its own; a chunk size set for it
+		 * records it (left to NCCL, with the chunk), and the next call left to NCCL records
+		 * nothing. */
+		set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_none_set);
+		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, (uintptr_t)c_set);
+		memcpy(tbl, base, sizeof tbl);
+		t_call(t, c, NCCLBPF_COLL_ALLGATHER, nb, 1, 0, tbl, &nch);
+		chunk = 4096;
+		t->v6->getChunkSize(c, NCCLBPF_COLL_ALLGATHER, nb, 1, 2, 1, &chunk);
 		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, 0);
+		memcpy(tbl, base, sizeof tbl);
+		t_call(t, c, NCCLBPF_COLL_ALLREDUCE, nb, 1, 0, tbl, &nch);
+		int (*snap)(struct ncclbpf_comm_decisions *, int, int *) =
+		    (int (*)(struct ncclbpf_comm_decisions *, int, int *))dlsym(t->lib, "ncclbpf_decisions_snapshot");
+		static struct ncclbpf_comm_decisions recs[8];
+		int live = 0, got = snap ? snap(recs, 8, &live) : -1;
+		const struct ncclbpf_comm_decisions *me = NULL;
+		for (int i = 0; i < got; i++)
+			if (recs[i].comm_id == 42)
+				me = &recs[i];
+		CHECK(me != NULL && me->seq >= 2, "decisions snapshot: %d communicators, comm 42 %s", got, me ? "early" : "missing");
+		if (me && me->seq >= 2) {
+			const struct ncclbpf_decision *chunked = NULL, *last = NULL;
+			for (uint32_t i = 0; i < me->n; i++) {
+				if (me->ring[i].seq == me->seq - 2)
+					chunked = &me->ring[i];
+				if (me->ring[i].seq == me->seq - 1)
+					last = &me->ring[i];
+			}
+			CHECK(chunked && chunked->coll == NCCLBPF_COLL_ALLGATHER && chunked->algorithm == -1 &&
+			          chunked->protocol == -1 && chunked->channels == 0 && chunked->chunk == 8192,
+			      "a chunk size for a collective left to NCCL: record %s (coll %d algo %d proto %d ch %d chunk %llu)",
+			      chunked ? "wrong" : "missing", chunked ? chunked->coll : -9, chunked ? chunked->algorithm : -9,
+			      chunked ? chunked->protocol : -9, chunked ? chunked->channels : -9,
+			      chunked ? (unsigned long long)chunked->chunk : 0ull);
+			CHECK(last == NULL, "a call left to NCCL without a chunk size was recorded");
+		}
 	}
 
 	/* 4. finalize, then init again (NCCL may dlclose/reopen or just re-init) */
@@ -971,7 +1013,7 @@ struct bench_case {
 };
 
 /* size_aware as a native program behind the ncclbpf shim (isolates the shim's cost from the JIT's). */
-static uint64_t p_sa_native(void *vctx) {
+PROG_FN p_sa_native(void *vctx) {
 	struct ncclbpf_tuner_ctx *x = vctx;
 	if (x->coll_type != NCCLBPF_COLL_ALLREDUCE || x->n_ranks < 2 || x->n_ranks > SA_MAX_RANKS || x->n_nodes != 1 ||
 	    x->n_nvl_domains > 1 || x->n_bytes < SA_SIZE_LO || x->n_bytes > SA_SIZE_HI ||
@@ -981,7 +1023,7 @@ static uint64_t p_sa_native(void *vctx) {
 	x->protocol = NCCLBPF_PROTO_SIMPLE;
 	return NCCLBPF_TUNER_APPLY;
 }
-static uint64_t p_noop_native(void *vctx) { return NCCLBPF_TUNER_APPLY; }
+PROG_FN p_noop_native(void *vctx) { return NCCLBPF_TUNER_APPLY; }
 
 struct init_args {
 	struct tuner *t;

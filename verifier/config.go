@@ -200,6 +200,18 @@ func (r *Result) ReadsContext(off, size int) bool {
 	return false
 }
 
+// WritesContext reports whether the program writes any byte of
+// [off, off+size) of its context. The host may skip resetting and reading
+// outputs that no program writes.
+func (r *Result) WritesContext(off, size int) bool {
+	for _, a := range r.Context {
+		if a.Write && a.Offset < off+size && off < a.Offset+a.Size {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrNoHook is returned when Config.Hook is nil.
 var ErrNoHook = errors.New("verifier: no hook given")
 

@@ -55,6 +55,14 @@ func TestContextFacts(t *testing.T) {
 					t.Errorf("ReadsContext(%d, %d) = %v, the access says %v", a.Offset, a.Size, !a.Read, a.Read)
 				}
 			}
+			for _, a := range res.Context {
+				if a.Write != res.WritesContext(a.Offset, a.Size) {
+					t.Errorf("WritesContext(%d, %d) = %v, the access says %v", a.Offset, a.Size, !a.Write, a.Write)
+				}
+			}
+			if res.WritesContext(100, 4) || res.WritesContext(0, 148) {
+				t.Errorf("WritesContext: no program here writes an input")
+			}
 			if res.ReadsContext(100, 4) {
 				t.Errorf("ReadsContext(100, 4): no program here reads cost[9]")
 			}
