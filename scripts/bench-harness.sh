@@ -7,6 +7,8 @@
 #   noop, size_aware, rules100   libncclbpf.so with the embedded policies (100 generated rules)
 #   example100  NCCL's example CSV tuner with the same rules, when ART/libnccl-tuner-example.so is
 #               there (built from NVIDIA/nccl's ext-tuner/example; never part of this repository)
+#   base-*      the same three policies with ART/base/libncclbpf.so, when it is there (another
+#               build, for figures side by side)
 # and prints, per mode, the median over rounds of each configuration's median ns/call, the ratios
 # the goals are stated in, and the decision checksums (equal checksums: equal decisions).
 #
@@ -30,6 +32,14 @@ plug[native]="$ART/libharness-native.so"
 plug[noop]=$L; envs[noop]="NCCLBPF_POLICY=builtin:noop"
 plug[size_aware]=$L; envs[size_aware]="NCCLBPF_POLICY=builtin:size_aware"
 plug[rules100]=$L; envs[rules100]="NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE=$ART/rules100.conf"
+# A baseline library (another build, for side-by-side figures): ART/base/libncclbpf.so.
+if [ -e "$ART/base/libncclbpf.so" ]; then
+	B="$ART/base/libncclbpf.so"
+	names+=(base-noop base-size_aware base-rules100)
+	plug[base-noop]=$B; envs[base-noop]="NCCLBPF_POLICY=builtin:noop"
+	plug[base-size_aware]=$B; envs[base-size_aware]="NCCLBPF_POLICY=builtin:size_aware"
+	plug[base-rules100]=$B; envs[base-rules100]="NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE=$ART/rules100.conf"
+fi
 if [ -e "$ART/libnccl-tuner-example.so" ]; then
 	names+=(example100)
 	plug[example100]="$ART/libnccl-tuner-example.so"
@@ -55,9 +65,11 @@ for mode in template scalar; do
 		printf '  %-11s %7.2f  [%s]  checksum %s\n' "$n" "${m[$n]}" "${got[$n]% }" "${sum[$n]}"
 	done
 	awk -v none="${m[none]}" -v nat="${m[native]}" -v noop="${m[noop]}" -v sa="${m[size_aware]}" \
-		-v r100="${m[rules100]}" -v ex="${m[example100]:-}" 'BEGIN {
+		-v r100="${m[rules100]}" -v ex="${m[example100]:-}" -v bn="${m[base-noop]:-}" -v bs="${m[base-size_aware]:-}" \
+		-v br="${m[base-rules100]:-}" 'BEGIN {
 		printf "  size_aware / native = %.2f (goal <= 1.5)\n", sa / nat
 		printf "  noop - none = %+.2f ns (goal <= +2)\n", noop - none
 		if (ex != "") printf "  example100 / rules100 = %.1f (goal >= 20)\n", ex / r100
+		if (bn != "") printf "  this / base: noop %.2f, size_aware %.2f, rules100 %.2f\n", noop / bn, sa / bs, r100 / br
 	}'
 done
