@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * net_abi.h: NCCL's net plugin ABI, versions 10, 11 and 12, as the wrapper (net.c) and the test
- * hosts use it. Written from the fact sheet docs/nccl-net-abi.md; layouts are LP64.
+ * net_abi.h: NCCL's net plugin ABI, versions 10, 11 and 12 (what the wrapper exports) and 6 to 9
+ * (what an inner plugin may still export), as the wrapper (net.c) and the test hosts use it.
+ * Written from the fact sheet docs/nccl-net-abi.md; layouts are LP64.
  *
  * The function tables of v10, v11 and v12 have the same members at the same offsets up to
  * makeVDevice; v11 and v12 add finalize and setNetAttr, and v11+ pass a per-communicator context
@@ -118,5 +119,103 @@ struct nbn_net_v11 {
 typedef nbn_result_t (*nbn_listen_v11_t)(void *ctx, int dev, void *handle, void **listenComm);
 typedef nbn_result_t (*nbn_connect_v11_t)(void *ctx, int dev, void *handle, void **sendComm,
                                           struct nbn_dev_handle **sendDevComm);
+
+/* ---- net ABI v6..v9: tables an inner plugin may export (docs/nccl-net-abi.md, section 7) ---- */
+
+#define NBN_MAX_NET_SIZE (1ull << 30)     /* MAX_NET_SIZE: the largest isend/irecv of an int-size ABI */
+#define NBN_MAX_COLLNET_SIZE (512ull << 20) /* MAX_COLLNET_SIZE */
+#define NBN_OPTIONAL_RECV_COMPLETION ((void *)1) /* NCCL_NET_OPTIONAL_RECV_COMPLETION, an irecv hint */
+#define NBN_MAX_SUBS 64 /* NCCL_PROXY_MAX_SUBS: receives grouped in one irecv, at most */
+
+/* ncclNetProperties_v6_t */
+struct nbn_props_v6 {
+	char *name;
+	char *pciPath;
+	uint64_t guid;
+	int ptrSupport;
+	int speed;
+	int port;
+	float latency;
+	int maxComms;
+	int maxRecvs;
+};
+/* ncclNetProperties_v7_t: v6 and the device offload type */
+struct nbn_props_v7 {
+	struct nbn_props_v6 v6;
+	int netDeviceType;
+	int netDeviceVersion;
+};
+/* ncclNetProperties_v8_t: regIsGlobal inserted after ptrSupport */
+struct nbn_props_v8 {
+	char *name;
+	char *pciPath;
+	uint64_t guid;
+	int ptrSupport;
+	int regIsGlobal;
+	int speed;
+	int port;
+	float latency;
+	int maxComms;
+	int maxRecvs;
+	int netDeviceType;
+	int netDeviceVersion;
+};
+/* ncclNetProperties_v9_t is ncclNetProperties_v10_t: struct nbn_props up to maxCollBytes. */
+
+/*
+ * The tables of v6..v9 in one structure: members keep their places from v6 to v9; v6 ends after
+ * closeListen, v7 and v8 after irecvConsumed, v9 after makeVDevice. Members whose type changed
+ * between these versions are void * here and called through the typedefs below.
+ */
+struct nbn_net_old {
+	const char *name;
+	nbn_result_t (*init)(nbn_logger_t log);
+	nbn_result_t (*devices)(int *ndev);
+	nbn_result_t (*getProperties)(int dev, void *props); /* nbn_props_v6/_v7/_v8, v9: nbn_props */
+	nbn_result_t (*listen)(int dev, void *handle, void **listenComm);
+	void *connect;  /* v6: nbn_connect_v6_t; v7..v9: nbn_connect_v7_t */
+	void *accept;   /* v6: nbn_accept_v6_t; v7..v9: the v10 accept */
+	void *regMr;    /* v6, v7: nbn_regmr_int_t; v8, v9: size_t size (the v10 regMr) */
+	nbn_result_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+	                            void **mhandle);
+	nbn_result_t (*deregMr)(void *comm, void *mhandle);
+	void *isend;    /* v6..v8: nbn_isend_int_t; v9: nbn_isend_v9_t */
+	void *irecv;    /* v6..v8: nbn_irecv_int_t; v9: nbn_irecv_v9_t */
+	nbn_result_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles, void **request);
+	nbn_result_t (*test)(void *request, int *done, int *sizes);
+	nbn_result_t (*closeSend)(void *sendComm);
+	nbn_result_t (*closeRecv)(void *recvComm);
+	nbn_result_t (*closeListen)(void *listenComm);
+	/* v7+ */
+	nbn_result_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);
+	nbn_result_t (*irecvConsumed)(void *recvComm, int n, void *request);
+	/* v9 */
+	nbn_result_t (*makeVDevice)(int *d, struct nbn_vprops *props);
+};
+#define NBN_NET_V6_SIZE offsetof(struct nbn_net_old, getDeviceMr)
+#define NBN_NET_V7_SIZE offsetof(struct nbn_net_old, makeVDevice) /* and v8 */
+#define NBN_NET_V9_SIZE sizeof(struct nbn_net_old)
+typedef nbn_result_t (*nbn_connect_v6_t)(int dev, void *handle, void **sendComm);
+typedef nbn_result_t (*nbn_connect_v7_t)(int dev, void *handle, void **sendComm, struct nbn_dev_handle **sendDevComm);
+typedef nbn_result_t (*nbn_accept_v6_t)(void *listenComm, void **recvComm);
+typedef nbn_result_t (*nbn_accept_v7_t)(void *listenComm, void **recvComm, struct nbn_dev_handle **recvDevComm);
+typedef nbn_result_t (*nbn_regmr_int_t)(void *comm, void *data, int size, int type, void **mhandle);
+typedef nbn_result_t (*nbn_regmr_t)(void *comm, void *data, size_t size, int type, void **mhandle);
+typedef nbn_result_t (*nbn_isend_int_t)(void *sendComm, void *data, int size, int tag, void *mhandle, void **request);
+typedef nbn_result_t (*nbn_irecv_int_t)(void *recvComm, int n, void **data, int *sizes, int *tags, void **mhandles,
+                                        void **request);
+typedef nbn_result_t (*nbn_isend_v9_t)(void *sendComm, void *data, size_t size, int tag, void *mhandle,
+                                       void **request);
+typedef nbn_result_t (*nbn_irecv_v9_t)(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
+                                       void **request);
+
+_Static_assert(sizeof(struct nbn_props_v6) == 48, "ncclNetProperties_v6_t is 48 bytes");
+_Static_assert(sizeof(struct nbn_props_v7) == 56, "ncclNetProperties_v7_t is 56 bytes");
+_Static_assert(sizeof(struct nbn_props_v8) == 64, "ncclNetProperties_v8_t is 64 bytes");
+_Static_assert(offsetof(struct nbn_props_v8, netDeviceType) == 52, "v8 netDeviceType at 52");
+_Static_assert(offsetof(struct nbn_props, maxCollBytes) + sizeof(size_t) == 104, "ncclNetProperties_v9_t is 104 bytes");
+_Static_assert(NBN_NET_V6_SIZE == 136, "ncclNet_v6_t is 136 bytes");
+_Static_assert(NBN_NET_V7_SIZE == 152, "ncclNet_v7_t and _v8_t are 152 bytes");
+_Static_assert(NBN_NET_V9_SIZE == 160, "ncclNet_v9_t is 160 bytes");
 
 #endif /* NCCLBPF_NET_ABI_H */

@@ -25,6 +25,11 @@
  *       One process, TCPNET_NULL=1 inner: N isend + test pairs through LIB (the test plugin itself, or
  *       the wrapper with the policy NCCLBPF_POLICY names) and nothing else, for an instruction count.
  *
+ *   net_host limits LIB VERSION
+ *       One process, one loopback connection through LIB's ncclNetPlugin_vVERSION: an isend and an
+ *       irecv of 1 GiB + 1 byte and a registration of 2 GiB on a 4 KiB buffer; prints "limit CALL RC"
+ *       (what the wrapper answers for an inner plugin whose ABI has int sizes).
+ *
  *   net_host fill LIB POLICY...
  *       Reloads each POLICY in turn and prints "f I SEND RECV": the context fields (NCCLBPF_NET_R_*)
  *       the wrapper then fills for send and receive completions.
@@ -166,7 +171,16 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 	struct nbn_props props;
 	memset(&props, 0, sizeof props);
 	if (t->getProperties(0, &props)) die("getProperties failed");
-	printf("r%d device %s speed %d ptr %d\n", rank, props.name, props.speed, props.ptrSupport);
+	printf("r%d device %s speed %d ptr %d port %d latency %.2f comms %d recvs %d global %d flush %d type %d version %d "
+	       "vdevs %d dev0 %d p2p %zu coll %zu mreq %d rail %d plane %d\n",
+	       rank, props.name, props.speed, props.ptrSupport, props.port, props.latency, props.maxComms, props.maxRecvs,
+	       props.regIsGlobal, props.forceFlush, props.netDeviceType, props.netDeviceVersion, props.vProps.ndevs,
+	       props.vProps.devs[0], props.maxP2pBytes, props.maxCollBytes, props.maxMultiRequestSize, props.railId,
+	       props.planeId);
+
+	printf("r%d absent%s%s%s%s%s\n", rank, t->regMrDmaBuf ? "" : " regMrDmaBuf", t->iflush ? "" : " iflush",
+	       t->getDeviceMr ? "" : " getDeviceMr", t->irecvConsumed ? "" : " irecvConsumed",
+	       t->makeVDevice ? "" : " makeVDevice");
 
 	char handles[MAXCH][NBN_HANDLE_MAXSIZE], peer[MAXCH][NBN_HANDLE_MAXSIZE];
 	void *lc[MAXCH], *sc[MAXCH], *rc_[MAXCH];
@@ -420,6 +434,33 @@ static int pairsmain(const char *lib, long n) {
 	return 0;
 }
 
+/* limits: sizes an int-size inner plugin (net ABI v6..v8; v6, v7 for registrations) cannot take,
+ * through LIB's ncclNetPlugin_vVERSION on one loopback connection. Prints "limit CALL RC". The
+ * buffer is 4 KiB: a call that reached the test plugin would fail its bounds check instead
+ * (NBN_INVALID_ARGUMENT), and one that went through truncated would see a wrong size. */
+static int limits(const char *lib, int version) {
+	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!l) die("%s", dlerror());
+	struct net nt;
+	if (open_net(&nt, l, version)) die("limits: no v%d table", version);
+	struct nbn_net_v10 *t = common(&nt);
+	static char buf[4096];
+	void *sc, *mh, *req = NULL;
+	setup_pair(&nt, &sc, &mh, buf);
+	printf("limit isend %d\n", t->isend(sc, buf, (1ull << 30) + 1, 1, mh, NULL, &req));
+	size_t size = (1ull << 30) + 1;
+	void *data = buf;
+	int tag = 1;
+	req = NULL;
+	/* a receive on the send side's comm is never posted: the adapter refuses it first */
+	printf("limit irecv %d\n", t->irecv(sc, 1, &data, &size, &tag, &mh, NULL, &req));
+	void *big = NULL;
+	int rc = t->regMr(sc, buf, 1ull << 31, NBN_PTR_HOST, &big);
+	printf("limit regmr %d\n", rc);
+	if (rc == 0) t->deregMr(sc, big);
+	return 0;
+}
+
 #define MAXPOL 4
 #define MAXROUNDS 201
 
@@ -615,6 +656,7 @@ int main(int argc, char **argv) {
 	}
 	if (argc >= 3 && strcmp(argv[1], "fill") == 0) return fill(argv[2], argc - 3, argv + 3);
 	if (argc == 4 && strcmp(argv[1], "pairs") == 0) return pairsmain(argv[2], atol(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "limits") == 0) return limits(argv[2], atoi(argv[3]));
 	if (argc >= 5 && strcmp(argv[1], "threads") == 0)
 		return threads(argv[2], atoi(argv[3]), atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 1);
 	if (argc < 7 || strcmp(argv[1], "transfer") != 0)

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tcpnet.c: a small TCP net plugin (NCCL net ABI v11, and v10 when built with -DTCPNET_V10), the inner
- * plugin of the wrapper's tests (plugin/e2e/net_test.go, testhost/net_host.c) and of the GPU experiment.
+ * tcpnet.c: a small TCP net plugin (NCCL net ABI v11; v10 when built with -DTCPNET_V10; only one of the
+ * older v6..v9 when built with -DTCPNET_ABI=6..9), the inner plugin of the wrapper's tests
+ * (plugin/e2e/net_test.go, testhost/net_host.c) and of the GPU experiment.
+ *
+ * The older tables report properties a v10+ plugin would not (port 3, latency 2.5, 777 comms, and,
+ * for v8, a global registration): the wrapper's tests check that they come through its adaptation.
  *
  * One device (loopback or the address in TCPNET_ADDR). listen binds an ephemeral port; the handle
  * carries the address. Messages are framed (tag, size) and matched in order per connection, as
@@ -304,7 +308,7 @@ static int progress(struct comm *c) {
 	return 0;
 }
 
-static nbn_result_t t_test(void *request, int *done, int *sizes) {
+__attribute__((unused)) static nbn_result_t t_test(void *request, int *done, int *sizes) {
 	struct req *r = request;
 	struct comm *c = r->c;
 	*done = 0;
@@ -343,7 +347,106 @@ __attribute__((unused)) static nbn_result_t t_finalize(void *ctx) { return NBN_S
 	.closeRecv = t_close, .closeListen = t_closeListen, .getDeviceMr = NULL, .irecvConsumed = NULL,              \
 	.makeVDevice = NULL
 
-#ifdef TCPNET_V10
+#if defined(TCPNET_ABI)
+/* ---- one older table, over the same implementation ---- */
+#if TCPNET_ABI < 6 || TCPNET_ABI > 9
+#error "TCPNET_ABI is 6, 7, 8 or 9"
+#endif
+static nbn_result_t o_init(nbn_logger_t log) { return t_init_common(log); }
+static nbn_result_t o_props(int dev, void *out) {
+	struct nbn_props p;
+	memset(&p, 0, sizeof p);
+	nbn_result_t rc = t_props(dev, &p);
+	if (rc != NBN_SUCCESS) return rc;
+	p.port = 3;
+	p.latency = 2.5f;
+	p.maxComms = 777;
+#if TCPNET_ABI == 9
+	memcpy(out, &p, offsetof(struct nbn_props, maxMultiRequestSize));
+#elif TCPNET_ABI == 8
+	struct nbn_props_v8 *q = out;
+	*q = (struct nbn_props_v8){p.name, p.pciPath, p.guid, p.ptrSupport, 1, p.speed, p.port, p.latency,
+	                           p.maxComms, p.maxRecvs, 0, 0};
+#else
+	struct nbn_props_v6 v6 = {p.name, p.pciPath, p.guid, p.ptrSupport, p.speed, p.port, p.latency, p.maxComms, p.maxRecvs};
+#if TCPNET_ABI == 7
+	struct nbn_props_v7 *q = out;
+	q->v6 = v6;
+	q->netDeviceType = 0;
+	q->netDeviceVersion = 0;
+#else
+	*(struct nbn_props_v6 *)out = v6;
+#endif
+#endif
+	return NBN_SUCCESS;
+}
+#if TCPNET_ABI == 6
+static nbn_result_t o_connect(int dev, void *opaque, void **sc) { return t_connect10(dev, NULL, opaque, sc, NULL); }
+static nbn_result_t o_accept(void *lc, void **rc) { return t_accept(lc, rc, NULL); }
+#else
+static nbn_result_t o_connect(int dev, void *opaque, void **sc, struct nbn_dev_handle **sdc) {
+	return t_connect10(dev, NULL, opaque, sc, sdc);
+}
+#define o_accept t_accept
+#endif
+#if TCPNET_ABI <= 7
+static nbn_result_t o_regMr(void *comm, void *data, int size, int type, void **mh) {
+	if (size < 0) return NBN_INVALID_ARGUMENT;
+	return t_regMr(comm, data, (size_t)size, type, mh);
+}
+#else
+#define o_regMr t_regMr
+#endif
+#if TCPNET_ABI <= 8
+static nbn_result_t o_isend(void *sc, void *data, int size, int tag, void *mh, void **request) {
+	if (size < 0) return NBN_INVALID_ARGUMENT;
+	return t_isend(sc, data, (size_t)size, tag, mh, NULL, request);
+}
+static nbn_result_t o_irecv(void *rc, int n, void **data, int *sizes, int *tags, void **mh, void **request) {
+	if (n != 1 || sizes[0] < 0) return NBN_INVALID_ARGUMENT;
+	/* NCCL's "no completion needed" hint is v9's: an older plugin never sees it from NCCL */
+	if (*request == (void *)1) return NBN_INTERNAL_ERROR;
+	size_t s0 = (size_t)sizes[0];
+	return t_irecv(rc, n, data, &s0, tags, mh, NULL, request);
+}
+#else
+static nbn_result_t o_isend(void *sc, void *data, size_t size, int tag, void *mh, void **request) {
+	return t_isend(sc, data, size, tag, mh, NULL, request);
+}
+static nbn_result_t o_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mh, void **request) {
+	return t_irecv(rc, n, data, sizes, tags, mh, NULL, request);
+}
+#endif
+#define OLD_NAME_(v) ncclNetPlugin_v##v
+#define OLD_NAME(v) OLD_NAME_(v)
+__attribute__((visibility("default"))) const struct nbn_net_old OLD_NAME(TCPNET_ABI) = {
+    .name = "tcpnet",
+    .init = o_init,
+    .devices = t_devices,
+    .getProperties = o_props,
+    .listen = t_listen10,
+    .connect = (void *)o_connect,
+    .accept = (void *)o_accept,
+    .regMr = (void *)o_regMr,
+    .regMrDmaBuf = NULL,
+    .deregMr = t_deregMr,
+    .isend = (void *)o_isend,
+    .irecv = (void *)o_irecv,
+    .iflush = NULL,
+#ifdef TCPNET_NO_TEST
+    .test = NULL, /* a broken table, for the wrapper's check of required members */
+#else
+    .test = t_test,
+#endif
+    .closeSend = t_close,
+    .closeRecv = t_close,
+    .closeListen = t_closeListen,
+    /* v7+: no device offload; v9: no virtual devices (members past the version's end are never read) */
+    .getDeviceMr = NULL,
+    .irecvConsumed = NULL,
+    .makeVDevice = NULL,
+};
+#elif defined(TCPNET_V10)
 __attribute__((visibility("default"))) const struct nbn_net_v10 ncclNetPlugin_v10 = {
     .name = "tcpnet", .init = t_init10, .listen_ = (void *)t_listen10, .connect_ = (void *)t_connect10, MEMBERS};
 #else

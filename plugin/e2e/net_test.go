@@ -23,7 +23,11 @@ import (
 var (
 	netOnce sync.Once
 	netErr  error
-	netArt  struct{ host, tcp11, tcp10 string }
+	netArt  struct {
+		host, tcp11, tcp10 string
+		old                map[int]string // tcpnet exporting only ncclNetPlugin_vN, N = 6..9
+		broken             string         // tcpnet v6 without test
+	}
 )
 
 func netArtifacts(t *testing.T) {
@@ -34,11 +38,21 @@ func netArtifacts(t *testing.T) {
 		netArt.tcp11 = filepath.Join(art.dir, "libnccl-net-tcpnet.so")
 		netArt.tcp10 = filepath.Join(art.dir, "libtcpnet10.so")
 		cflags := []string{"-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"}
-		netErr = buildSteps(repoRoot(t), [][]string{
+		steps := [][]string{
 			append(append([]string{"gcc"}, cflags...), "-pthread", "-o", netArt.host, "testhost/net_host.c", "-ldl"),
 			append(append([]string{"gcc"}, cflags...), "-shared", "-fPIC", "-o", netArt.tcp11, "testhost/tcpnet.c"),
 			append(append([]string{"gcc"}, cflags...), "-DTCPNET_V10", "-shared", "-fPIC", "-o", netArt.tcp10, "testhost/tcpnet.c"),
-		})
+		}
+		netArt.old = map[int]string{}
+		for v := 6; v <= 9; v++ {
+			netArt.old[v] = filepath.Join(art.dir, fmt.Sprintf("libtcpnet%d.so", v))
+			steps = append(steps, append(append([]string{"gcc"}, cflags...), fmt.Sprintf("-DTCPNET_ABI=%d", v), "-shared", "-fPIC",
+				"-o", netArt.old[v], "testhost/tcpnet.c"))
+		}
+		netArt.broken = filepath.Join(art.dir, "libtcpnet6-notest.so")
+		steps = append(steps, append(append([]string{"gcc"}, cflags...), "-DTCPNET_ABI=6", "-DTCPNET_NO_TEST", "-shared", "-fPIC",
+			"-o", netArt.broken, "testhost/tcpnet.c"))
+		netErr = buildSteps(repoRoot(t), steps)
 	})
 	if netErr != nil {
 		t.Fatalf("building the net host and plugin: %v", netErr)
@@ -205,6 +219,97 @@ func TestNetTransfer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNetOldInner wraps inner plugins that export only one of the older
+// net ABIs NCCL still accepts (v6 to v9, as Google's fastsocket exports v6):
+// checked data moves both ways through the wrapper, every completion is
+// counted once by the wrapper and by the counting policy, NCCL gets the
+// properties the inner version has and, for the fields it lacks, the values
+// NCCL's own adapters give (one virtual device, 1 GiB transfers, 512 MiB
+// collectives, no forced flush, a host device, a global registration only
+// where v8+ says so), and the optional members the inner table lacks are
+// absent from the wrapper's. Sizes an int-size ABI cannot carry are refused
+// by the wrapper, not truncated; a table without a required member is
+// refused at load with its name, and NCCL moves on.
+func TestNetOldInner(t *testing.T) {
+	netArtifacts(t)
+	const ch, msgs, win = 2, 150, 8
+	for v := 6; v <= 9; v++ {
+		for _, outer := range []int{10, 12} {
+			v, outer := v, outer
+			t.Run(fmt.Sprintf("v%d-over-v%d", outer, v), func(t *testing.T) {
+				r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.old[v]},
+					"transfer", art.lib, strconv.Itoa(outer), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
+				checkTransfer(t, r, ch*msgs)
+				checkCounted(t, r, ch*msgs, 3*ch)
+				global, coll := 0, 536870912
+				if v == 8 {
+					global = 1
+				}
+				if v == 9 {
+					coll = 1 << 30 // v9 reports its own
+				}
+				want := fmt.Sprintf("tcpnet0 speed 10000 ptr 1 port 3 latency 2.50 comms 777 recvs 1 global %d flush 0 type 0 version 0 "+
+					"vdevs 1 dev0 0 p2p 1073741824 coll %d", global, coll)
+				switch outer {
+				case 10:
+					want += " mreq 0 rail 0 plane 0" // not in a v10 structure: left as the caller set them
+				case 12:
+					want += " mreq 1 rail -1 plane -1"
+				}
+				for rank := 0; rank < 2; rank++ {
+					if r[rank]["w_inner"] != strconv.Itoa(v) || r[rank]["w_outer"] != strconv.Itoa(outer) {
+						t.Errorf("rank %d: wrapper reports outer v%s inner v%s", rank, r[rank]["w_outer"], r[rank]["w_inner"])
+					}
+					if r[rank]["device"] != want {
+						t.Errorf("rank %d: properties\n got %s\nwant %s", rank, r[rank]["device"], want)
+					}
+					if r[rank]["absent"] != "regMrDmaBuf iflush getDeviceMr irecvConsumed makeVDevice" {
+						t.Errorf("rank %d: optional members the inner plugin lacks: wrapper has all but %q", rank, r[rank]["absent"])
+					}
+				}
+			})
+		}
+	}
+	t.Run("limits", func(t *testing.T) {
+		for _, c := range []struct {
+			inner string
+			want  string // isend, irecv, regMr results
+		}{
+			{netArt.old[6], "3 3 3"}, {netArt.old[7], "3 3 3"}, {netArt.old[8], "3 3 0"}, {netArt.old[9], "4 4 0"}, {netArt.tcp11, "4 4 0"},
+		} {
+			cmd := hostCommand(netArt.host, "limits", art.lib, "12")
+			cmd.Dir = repoRoot(t)
+			cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN="+c.inner)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("net_host limits over %s: %v\n%s", c.inner, err, out)
+			}
+			got := map[string]string{}
+			for _, l := range strings.Split(string(out), "\n") {
+				if f := strings.Fields(l); len(f) == 3 && f[0] == "limit" {
+					got[f[1]] = f[2]
+				}
+			}
+			if s := got["isend"] + " " + got["irecv"] + " " + got["regmr"]; s != c.want {
+				t.Errorf("%s: isend, irecv of 1 GiB + 1 and regMr of 2 GiB gave %s, want %s (3: refused by the wrapper, "+
+					"4: reached the plugin's bounds check, 0: registered)", filepath.Base(c.inner), s, c.want)
+			}
+		}
+	})
+	t.Run("missing-member", func(t *testing.T) {
+		r, stderr := netHost(t, []string{"NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN=" + netArt.broken},
+			"transfer", art.lib, "12", "1", "1", "1")
+		for rank := 0; rank < 2; rank++ {
+			if r[rank]["init"] == "0" {
+				t.Errorf("rank %d: a table without test was accepted", rank)
+			}
+		}
+		if !strings.Contains(stderr, "its ncclNetPlugin_v6 has no test") {
+			t.Errorf("no warning naming the missing member:\n%s", stderr)
+		}
+	})
 }
 
 // TestNetThreads drives connections from many threads, each also
