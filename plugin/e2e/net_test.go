@@ -113,6 +113,9 @@ func checkTransfer(t *testing.T, r [2]map[string]string, msgs uint64) {
 		if num(t, r[rank], "init") != 0 {
 			t.Fatalf("rank %d: init failed", rank)
 		}
+		if u := num(t, r[rank], "unsized"); u != 0 {
+			t.Errorf("rank %d: %d completions without a size (the test plugin reports every size)", rank, u)
+		}
 		if b := num(t, r[rank], "bad"); b != 0 {
 			t.Errorf("rank %d: %d messages arrived with a wrong size or content", rank, b)
 		}

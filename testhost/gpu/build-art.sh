@@ -15,6 +15,11 @@
 #   jit-amd64.test, loop-clang-19/           the JIT's loop benchmark and its clang-built native loops
 #   tunerbench, libharness-native.so         the independent harness of ../shared/bench (when it is
 #                                            beside the checkout), for scripts/bench-harness.sh
+#   thirdparty/fastsocket/, libnccl-net-fastsocket.so
+#                                            Google's nccl-fastsocket (a real net plugin, net ABI v6):
+#                                            its sources and the build, for testhost/gpu/net-check.sh,
+#                                            when FASTSOCKET_REPO and NCCL_REPO name git clones of
+#                                            google/nccl-fastsocket and NVIDIA/nccl (scripts/fastsocket.sh)
 # The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
 # .o files are copied otherwise); the committed ones are left alone.
 set -euo pipefail
@@ -68,6 +73,13 @@ fi
 if "$ART/ncclbpf" verify "$ART/unsafe_null_deref.bpf.o" >/dev/null 2>&1; then
 	echo "build-art: the verifier accepted unsafe_null_deref.bpf.o; it must refuse it" >&2
 	exit 1
+fi
+if [ -n "${FASTSOCKET_REPO:-}" ] && [ -n "${NCCL_REPO:-}" ]; then
+	scripts/fastsocket.sh prepare "$FASTSOCKET_REPO" "$NCCL_REPO" "$ART/thirdparty/fastsocket"
+	scripts/fastsocket.sh build "$ART/thirdparty/fastsocket" "$ART/thirdparty/fastsocket/build" 2>"$ART/thirdparty/fastsocket/build.log"
+	cp "$ART/thirdparty/fastsocket/build/libnccl-net-fastsocket.so" "$ART/"
+else
+	echo "build-art: FASTSOCKET_REPO and NCCL_REPO not set: no fastsocket (net-check.sh skips its fastsocket cases)"
 fi
 for f in libncclbpf.so ncclbpf; do
 	echo "$f: newest glibc symbol $(objdump -T "$ART/$f" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"

@@ -4,10 +4,9 @@
 #   testhost/gpu/net-check.sh ART [OUT]
 #
 # ART: the folder of testhost/gpu/build-art.sh (libncclbpf.so and, optionally, the CLI ncclbpf). The
-# inner plugin of the wrapper is INNER (environment) when set — a real net plugin built on this machine,
-# e.g. Google's nccl-fastsocket built from its public source (it must export ncclNetPlugin_v10, _v11 or
-# _v12; an older one is refused with the wrapper's warning, which this script reports) — else the
-# test plugin testhost/tcpnet.c, compiled here with gcc (or taken from ART/libnccl-net-tcpnet.so).
+# inner plugin of the wrapper is INNER (environment) when set — any net plugin (net ABI v6 to v12) —
+# else the test plugin testhost/tcpnet.c, compiled here with gcc (or taken from
+# ART/libnccl-net-tcpnet.so). The fastsocket cases below use Google's plugin in any case.
 # The policy is policies/net_peers/net_peers.bpf.o (per-peer bytes and latency histograms).
 #
 # Cases, each under `timeout` (CASE_TIMEOUT, default 180 s); one log per case in OUT
@@ -25,6 +24,16 @@
 #              channels "via NET/<inner>", all-reduce and send/recv results right; when ART has the
 #              CLI, rank 0 dumps the maps net_peers and net_slow before it exits
 #   multi-fallback  the same job with the inner plugin missing: NCCL's own net transport, results right
+#   fastsocket cases, when ART has Google's nccl-fastsocket (testhost/gpu/build-art.sh with
+#   FASTSOCKET_REPO/NCCL_REPO; rebuilt here from ART/thirdparty/fastsocket when g++ is there), a real
+#   third-party plugin whose newest table is net ABI v6:
+#   fs-wrap    as wrap, with fastsocket as the inner plugin: the wrapper adapts its v6 table, NCCL
+#              initializes and assigns it as "FastSocket" and sees its device
+#   fs-data    the project's NCCL-like net host (ART/net_host: two processes, listen/connect/accept,
+#              regMr, windows of isend/irecv with tags, test polling, close) moves checked data over
+#              loopback through the wrapper into fastsocket, without a policy and with the counting
+#              policy testhost/net_count_a.bpf.o: no byte wrong, every completion counted once
+#   fs-multi   (>= 2 GPUs) as multi, with fastsocket as the inner plugin
 #
 # Knobs: PY (python3), ITERS (50), ELEMS (1048576), NRANKS, CASE_TIMEOUT, INNER.
 set -uo pipefail
@@ -150,6 +159,80 @@ if [ "$N" -ge 2 ]; then
 	fi
 else
 	say "SKIP multi, multi-fallback: $NGPU GPU(s); they need 2 or more (NRANKS=N to force)"
+fi
+
+# ---- fastsocket: a real third-party plugin (net ABI v6)
+FS=""
+[ -f "$ART/libnccl-net-fastsocket.so" ] && FS=$ART/libnccl-net-fastsocket.so
+if [ -d "$ART/thirdparty/fastsocket/src" ]; then
+	if command -v g++ >/dev/null; then
+		if "$ROOT/scripts/fastsocket.sh" build "$ART/thirdparty/fastsocket" "$OUT/fastsocket" >"$OUT/fastsocket-build.log" 2>&1; then
+			FS=$OUT/fastsocket/libnccl-net-fastsocket.so
+			say "fastsocket built on this machine: $(tail -1 "$OUT/fastsocket-build.log")"
+		else
+			fail fastsocket-build "scripts/fastsocket.sh build failed, see $OUT/fastsocket-build.log"
+		fi
+	else
+		say "fastsocket: no g++ here; using the library built with ART"
+	fi
+fi
+if [ -n "$FS" ]; then
+	rc=$(run fs-wrap 1 NCCL_NET_PLUGIN="$LIB" NCCLBPF_NET_PLUGIN="$FS" NCCLBPF_POLICY="$POLICY")
+	L=$OUT/fs-wrap.log
+	if [ "$rc" != 0 ] || ! result_ok fs-wrap; then
+		fail fs-wrap "the job failed (rc $rc), see $L"
+	elif ! grep -q 'ncclbpf: net: wrapping .*(net ABI v6, "FastSocket")' "$L"; then
+		fail fs-wrap "no 'ncclbpf: net: wrapping ... (net ABI v6, \"FastSocket\")' line: $(grep -m1 'ncclbpf: net:' "$L" || echo none)"
+	elif ! grep -Eq "(Initialized|Assigned) NET plugin FastSocket|Using network FastSocket" "$L"; then
+		fail fs-wrap "NCCL did not initialize/assign the net plugin as FastSocket"
+	else
+		pass fs-wrap "NCCL loaded the wrapper, which wraps fastsocket (net ABI v6, adapted); $(grep -m1 -Eo '(Initialized|Assigned) NET plugin FastSocket|Using network FastSocket' "$L")"
+	fi
+	NH=$ART/net_host
+	if [ -x "$NH" ]; then
+		for pol in none count; do
+			p=none
+			[ $pol = count ] && p=$ROOT/testhost/net_count_a.bpf.o
+			L=$OUT/fs-data-$pol.log
+			env NCCL_SOCKET_IFNAME=lo NCCLBPF_CONTROL=0 NCCLBPF_POLICY="$p" NCCLBPF_NET_PLUGIN="$FS" \
+				timeout "$CASE_TIMEOUT" "$NH" transfer "$LIB" 12 4 500 8 >"$L" 2>"$OUT/fs-data-$pol.err"
+			rc=$?
+			msgs=2000 ok=1 why=""
+			for r in r0 r1; do
+				v() { awk -v k="$r $1" '$1" "$2 == k {print $3}' "$L"; }
+				[ "$(v init)" = 0 ] || { ok=0; why="$r init $(v init)"; }
+				[ "$(v bad)" = 0 ] || { ok=0; why="$r: $(v bad) messages wrong"; }
+				[ "$(v sends)" = $msgs ] && [ "$(v recvs)" = $msgs ] || { ok=0; why="$r: $(v sends) sends, $(v recvs) receives of $msgs"; }
+				[ "$(v w_inner)" = 6 ] || { ok=0; why="$r: wrapper reports inner v$(v w_inner)"; }
+				if [ $pol = count ]; then
+					[ "$(v w_calls_send)" = $msgs ] && [ "$(v w_calls_recv)" = $msgs ] && [ "$(v w_inflight)" = 0 ] ||
+						{ ok=0; why="$r: the policy ran $(v w_calls_send)/$(v w_calls_recv) times for $msgs/$msgs completions, $(v w_inflight) left in flight"; }
+				fi
+			done
+			if [ "$rc" != 0 ] || [ $ok != 1 ]; then
+				fail fs-data-$pol "rc $rc; $why (see $L)"
+			else
+				pass fs-data-$pol "2 processes x 4 connections, $msgs messages each way through the wrapper into fastsocket, every byte checked ($(awk '$1=="r0" && $2=="unsized" {print $3}' "$L") completions without a size from fastsocket, checked at the size sent)$([ $pol = count ] && echo '; counting policy: every completion once')"
+			fi
+		done
+	else
+		say "SKIP fs-data: $NH missing (testhost/gpu/build-art.sh)"
+	fi
+	if [ "$N" -ge 2 ]; then
+		rc=$(run fs-multi "$N" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET_PLUGIN="$LIB" NCCLBPF_NET_PLUGIN="$FS" NCCLBPF_POLICY="$POLICY")
+		L=$OUT/fs-multi.log
+		if [ "$rc" != 0 ] || ! result_ok fs-multi; then
+			fail fs-multi "the job failed (rc $rc), see $L"
+		elif ! grep -q "via NET/FastSocket" "$L"; then
+			fail fs-multi "no channel 'via NET/FastSocket' in NCCL's log"
+		else
+			pass fs-multi "$N ranks over fastsocket through the wrapper; results right"
+		fi
+	else
+		say "SKIP fs-multi: $NGPU GPU(s); it needs 2 or more (NRANKS=N to force)"
+	fi
+else
+	say "SKIP fastsocket cases: ART has no libnccl-net-fastsocket.so (build-art.sh with FASTSOCKET_REPO and NCCL_REPO)"
 fi
 
 if [ $FAILED = 0 ]; then say "NET-CHECK: PASS"; else say "NET-CHECK: FAIL"; fi
