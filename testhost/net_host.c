@@ -306,6 +306,10 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 	uint64_t el = now_ns() - t0;
 	g_stop = 1;
 	if (g_ra) pthread_join(th, NULL);
+	/* As NCCL does before it frees connections: both sides are done before either closes (a plugin
+	 * may still be moving a send that its test already reported done, from its own threads). */
+	char done = 'd';
+	if (write(wfd, &done, 1) != 1 || read(rfd, &done, 1) != 1) die("pipe barrier");
 	for (int c = 0; c < nch; c++) {
 		t->deregMr(sc[c], smr[c]);
 		t->deregMr(rc_[c], rmr[c]);
