@@ -58,13 +58,17 @@ typedef unsigned long long __u64;
                                     * timed only while the hook's program reads one of those fields
                                     * (so a counting program costs no clock read); one posted before
                                     * such a program was loaded completes untimed. */
+#define NCCLBPF_NET_F_UNSIZED  0x4 /* the plugin's test reported no usable size (a negative one, or more
+                                    * than was posted; some plugins never report sizes): bytes is
+                                    * posted_bytes */
 
 struct ncclbpf_net_ctx {
 	__u64 comm_id;     /*   0 [uniform] NCCL's communicator hash (net ABI v11+, from init); 0 on v10 */
 	__u64 peer_key;    /*   8 [local]   the remote endpoint, see above */
 	__u64 conn_id;     /*  16 [local]   this process's connection number, from 1 */
 	__u64 bytes;       /*  24 [local]   send: bytes sent; recv: bytes received (sum over the grouped
-	                    *      receives as test reported them) */
+	                    *      receives as test reported them; posted_bytes with
+	                    *      NCCLBPF_NET_F_UNSIZED) */
 	__u64 posted_bytes;/*  32 [local]   send: size given to isend; recv: sum of the sizes posted */
 	__u64 start_ns;    /*  40 [local]   isend/irecv returned the request (0 for net/conn) */
 	__u64 end_ns;      /*  48 [local]   test reported it done (net/conn: the call returned) */

@@ -1075,12 +1075,22 @@ static inline __attribute__((always_inline)) void complete_on(struct nbn_req *e,
 			ctx.conn_id = shared ? 0 : c->conn_id;
 			ctx.dev = shared ? -1 : c->dev;
 		}
-		if (fill & NCCLBPF_NET_R_BYTES) {
+		if (fill & (NCCLBPF_NET_R_BYTES | NCCLBPF_NET_R_FLAGS)) { /* bytes, and whether they are known */
 			uint64_t bytes = e->posted;
 			if (rc == NBN_SUCCESS && sizes) {
-				int n = e->n;
-				bytes = (uint64_t)(n > 0 && sizes[0] > 0 ? sizes[0] : 0); /* n is 1 but for grouped receives */
-				for (int i = 1; i < n; i++) bytes += (uint64_t)(sizes[i] > 0 ? sizes[i] : 0);
+				/* n is 1 but for grouped receives. A plugin that never writes sizes (some do not)
+				 * leaves what the caller had there: a negative size, or more than was posted, is
+				 * no size at all. */
+				uint64_t sum = 0;
+				int unsized = 0;
+				for (int i = 0; i < e->n; i++) {
+					unsized |= sizes[i] < 0;
+					sum += (uint64_t)(uint32_t)sizes[i];
+				}
+				if (unsized || sum > e->posted)
+					flags |= NCCLBPF_NET_F_UNSIZED;
+				else
+					bytes = sum;
 			}
 			ctx.bytes = bytes;
 		}

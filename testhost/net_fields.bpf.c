@@ -5,7 +5,8 @@
 // before the first request, so every request is timed). In the array "net_fields": 0 sends, 1
 // receives, 2 connections seen; 3.. the events where a group of fields was wrong (3 event, 4 kind and
 // reserved, 5 abi_version and comm_id, 6 conn_id, dev and peer_key, 7 tag and n, 8 bytes and
-// posted_bytes, 9 times and flags, 10 local_seq). The wrapper fills only the fields a program reads:
+// posted_bytes, 9 times and flags, 10 local_seq); 11 completions flagged NCCLBPF_NET_F_UNSIZED (whose
+// bytes must then be posted_bytes). The wrapper fills only the fields a program reads:
 // this one reads them all.
 #include "ncclbpf.h"
 #include "ncclbpf_net.h"
@@ -47,9 +48,12 @@ static __attribute__((always_inline)) void end(struct ncclbpf_net_ctx *ctx, __u3
 	if (ctx->n != 1 || ctx->tag < 0 || ctx->tag > 1000000)
 		add(7);
 	if (ctx->bytes > ctx->posted_bytes || ctx->posted_bytes > 65536 ||
-	    (event == NCCLBPF_NET_SEND_END && ctx->bytes != ctx->posted_bytes))
+	    (event == NCCLBPF_NET_SEND_END && ctx->bytes != ctx->posted_bytes) ||
+	    ((ctx->flags & NCCLBPF_NET_F_UNSIZED) && ctx->bytes != ctx->posted_bytes))
 		add(8);
-	if (ctx->flags != 0 || ctx->start_ns == 0 || ctx->end_ns < ctx->start_ns ||
+	if (ctx->flags & NCCLBPF_NET_F_UNSIZED)
+		add(11);
+	if ((ctx->flags & ~NCCLBPF_NET_F_UNSIZED) != 0 || ctx->start_ns == 0 || ctx->end_ns < ctx->start_ns ||
 	    ctx->duration_ns != ctx->end_ns - ctx->start_ns)
 		add(9);
 }

@@ -349,7 +349,7 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 			unsigned long long v;
 			if (mapu64("net_slow", k, &v) == 0) printf("r%d %s %llu\n", rank, slow[k], v);
 		}
-		for (unsigned k = 0; k < 11; k++) { /* testhost/net_fields.bpf.c */
+		for (unsigned k = 0; k < 12; k++) { /* testhost/net_fields.bpf.c */
 			unsigned long long v;
 			if (mapu64("net_fields", k, &v) == 0) printf("r%d f_%u %llu\n", rank, k, v);
 		}

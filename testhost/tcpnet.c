@@ -16,6 +16,8 @@
  * TCPNET_SLOW_CONN=k with TCPNET_SLOW_US=d makes the k-th connection this process connects (from 1)
  * a slow link: its sends complete no earlier than d microseconds after isend.
  *
+ * TCPNET_NO_SIZES=1 makes test report no sizes (some real plugins never do).
+ *
  * TCPNET_NULL=1 makes sends complete at their first test without touching the socket and the peer
  * never sees them (the cost of the wrapper, not of TCP, is what the benchmark measures).
  */
@@ -74,7 +76,7 @@ struct comm {
 };
 
 static nbn_logger_t g_log;
-static int g_null;
+static int g_null, g_no_sizes;
 static int g_connects;
 
 static uint64_t mono_ns(void) {
@@ -92,6 +94,8 @@ static nbn_result_t t_init_common(nbn_logger_t log) {
 	g_log = log;
 	const char *n = getenv("TCPNET_NULL");
 	g_null = n && *n == '1';
+	const char *ns = getenv("TCPNET_NO_SIZES");
+	g_no_sizes = ns && *ns == '1';
 	if (getenv("TCPNET_FAIL_INIT")) return NBN_SYSTEM_ERROR;
 	return NBN_SUCCESS;
 }
@@ -319,7 +323,7 @@ __attribute__((unused)) static nbn_result_t t_test(void *request, int *done, int
 	if (c->q[c->qh] != (int)(r - c->reqs)) return NBN_SUCCESS;
 	if (c->slow_ns && mono_ns() - r->posted_ns < c->slow_ns) return NBN_SUCCESS;
 	*done = 1;
-	if (sizes) sizes[0] = (int)(r->is_send ? r->size : r->got);
+	if (sizes && !g_no_sizes) sizes[0] = (int)(r->is_send ? r->size : r->got);
 	r->used = 0;
 	c->qh = (c->qh + 1) % NREQ;
 	c->qn--;

@@ -391,12 +391,25 @@ func TestNetFields(t *testing.T) {
 	const ch, msgs, win = 2, 300, 8
 	groups := []string{"", "", "", "event", "kind/reserved", "abi_version/comm_id", "conn_id/dev/peer_key",
 		"tag/n", "bytes/posted_bytes", "times/flags", "local_seq"}
-	for _, v := range []int{10, 11, 12} {
-		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
-			r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_fields.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+	for _, v := range []int{10, 11, 12, 0} {
+		name, env, unsized := fmt.Sprintf("v%d", v), []string(nil), uint64(0)
+		if v == 0 {
+			// a plugin that reports no sizes: every completion flagged, bytes = posted_bytes
+			name, env, unsized, v = "no-sizes", []string{"TCPNET_NO_SIZES=1"}, 2*ch*msgs, 12
+		}
+		t.Run(name, func(t *testing.T) {
+			r, _ := netHost(t, append([]string{"NCCLBPF_POLICY=testhost/net_fields.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11}, env...),
 				"transfer", art.lib, strconv.Itoa(v), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
-			checkTransfer(t, r, ch*msgs)
+			if unsized == 0 {
+				checkTransfer(t, r, ch*msgs)
+			}
 			for rank := 0; rank < 2; rank++ {
+				if b, u := num(t, r[rank], "bad"), num(t, r[rank], "unsized"); b != 0 || u != unsized {
+					t.Errorf("rank %d: host saw %d bad messages and %d completions without a size; want 0 and %d", rank, b, u, unsized)
+				}
+				if f := num(t, r[rank], "f_11"); f != unsized {
+					t.Errorf("rank %d: %d completions flagged NCCLBPF_NET_F_UNSIZED, want %d", rank, f, unsized)
+				}
 				if s, rv, c := num(t, r[rank], "f_0"), num(t, r[rank], "f_1"), num(t, r[rank], "f_2"); s != ch*msgs || rv != ch*msgs || c != 3*ch {
 					t.Errorf("rank %d: the policy saw %d sends, %d receives, %d connections; want %d, %d, %d", rank, s, rv, c, ch*msgs, ch*msgs, 3*ch)
 				}
