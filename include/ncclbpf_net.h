@@ -81,7 +81,7 @@ struct ncclbpf_net_ctx {
 	__s32 kind;        /*  84 [local]   NCCLBPF_NET_KIND_* for net/conn; 0 otherwise */
 	__u32 event;       /*  88 [uniform] NCCLBPF_NET_* hook id */
 	__u32 flags;       /*  92 [local]   NCCLBPF_NET_F_* */
-	__u32 abi_version; /*  96 [uniform if all ranks run the same NCCL] net ABI 10..12 */
+	__u32 abi_version; /*  96 [uniform if all ranks run the same NCCL] net ABI NCCL uses, 8..12 */
 	__u32 reserved;    /* 100 [uniform] always 0 */
 };
 

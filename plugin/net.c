@@ -2,7 +2,8 @@
 /*
  * net.c: the net side of libncclbpf.so, a watching wrapper around the job's own net plugin.
  *
- * NCCL finds ncclNetPlugin_v12/_v11/_v10 here (NCCL_NET_PLUGIN names this library). The plugin that
+ * NCCL finds ncclNetPlugin_v12/_v11/_v10 here, or, NCCL 2.21 to 2.26, _v9/_v8 (NCCL_NET_PLUGIN names
+ * this library). The plugin that
  * really moves the bytes is named by NCCLBPF_NET_PLUGIN (resolved as NCCL resolves NCCL_NET_PLUGIN:
  * the name itself, then libnccl-net-NAME.so, or a path) and loaded when this library is; it may
  * export any table NCCL itself accepts, v12 down to v6 (the older ones through adapters that do what
@@ -510,6 +511,7 @@ static int g_in_inited10; /* inner v10 init done (outer v11/v12 calls it once pe
 
 extern struct nbn_net_v10 ncclNetPlugin_v10;
 extern struct nbn_net_v11 ncclNetPlugin_v11, ncclNetPlugin_v12;
+extern struct nbn_net_old ncclNetPlugin_v9, ncclNetPlugin_v8;
 
 /* open_inner resolves name as NCCL resolves NCCL_NET_PLUGIN: the name as given, then, for a bare
  * name (no '/', not lib*.so), libnccl-net-NAME.so. */
@@ -700,7 +702,8 @@ static void load_inner(void) {
 	for (int i = 0; i < 7; i++) {
 		void *t = dlsym(h, syms[i]);
 		if (!t) continue;
-		if (t == (void *)&ncclNetPlugin_v12 || t == (void *)&ncclNetPlugin_v11 || t == (void *)&ncclNetPlugin_v10) {
+		if (t == (void *)&ncclNetPlugin_v12 || t == (void *)&ncclNetPlugin_v11 || t == (void *)&ncclNetPlugin_v10 ||
+		    t == (void *)&ncclNetPlugin_v9 || t == (void *)&ncclNetPlugin_v8) {
 			g_in_status = -1;
 			snprintf(g_in_msg, sizeof g_in_msg,
 			         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s is libncclbpf itself; name the plugin it should wrap", name);
@@ -738,7 +741,9 @@ static void load_inner(void) {
 	g_in_status = 0;
 	/* NCCL selects a net plugin by this name (NCCL_NET, the communicator's netName): present the
 	 * wrapped plugin's. */
-	if (g_in.v10.name) ncclNetPlugin_v10.name = ncclNetPlugin_v11.name = ncclNetPlugin_v12.name = g_in.v10.name;
+	if (g_in.v10.name)
+		ncclNetPlugin_v10.name = ncclNetPlugin_v11.name = ncclNetPlugin_v12.name = ncclNetPlugin_v9.name =
+		    ncclNetPlugin_v8.name = g_in.v10.name;
 	snprintf(g_in_msg, sizeof g_in_msg, "ncclbpf: net: wrapping %s (net ABI v%d, \"%s\")", name, g_in_version,
 	         g_in.v10.name ? g_in.v10.name : "");
 	/* Optional members the inner plugin lacks are absent from ours too (NCCL tests them for NULL when
@@ -750,6 +755,8 @@ static void load_inner(void) {
 		o10->m = NULL;                                                                                       \
 		o11[0]->m = NULL;                                                                                    \
 		o11[1]->m = NULL;                                                                                    \
+		ncclNetPlugin_v9.m = NULL;                                                                           \
+		ncclNetPlugin_v8.m = NULL;                                                                           \
 	}
 	MIRROR(regMrDmaBuf)
 	MIRROR(getDeviceMr)
@@ -874,8 +881,10 @@ static nbn_result_t w_init_v12o(void **ctx, uint64_t commId, struct nbn_comm_con
 	return w_init_v11(ctx, commId, config, log, prof, 12);
 }
 
-static nbn_result_t w_init_v10(nbn_logger_t log, nbn_prof_cb_t prof) {
-	if (init_common(10, log) != 0) return NBN_INTERNAL_ERROR;
+/* w_init_process is the init of the ABIs without a per-communicator context (outer v8..v10): the inner
+ * plugin is initialized once per process. */
+static nbn_result_t w_init_process(nbn_logger_t log, nbn_prof_cb_t prof, int outer) {
+	if (init_common(outer, log) != 0) return NBN_INTERNAL_ERROR;
 	nbn_result_t rc = NBN_SUCCESS;
 	pthread_mutex_lock(&g_init_lock);
 	if (g_in_version >= 11) {
@@ -891,6 +900,7 @@ static nbn_result_t w_init_v10(nbn_logger_t log, nbn_prof_cb_t prof) {
 	if (rc != NBN_SUCCESS) init_failed(log, rc);
 	return rc;
 }
+static nbn_result_t w_init_v10(nbn_logger_t log, nbn_prof_cb_t prof) { return w_init_process(log, prof, 10); }
 
 static nbn_result_t w_finalize(void *ctx) {
 	struct nbn_ctx *w = ctx;
@@ -1195,6 +1205,68 @@ NBN_EXPORT struct nbn_net_v11 ncclNetPlugin_v12 = {.name = "ncclbpf",
                                                    COMMON(w_props_v12, w_listen_v11, w_connect_v11),
                                                    .finalize = w_finalize,
                                                    .setNetAttr = w_set_net_attr};
+
+/* ---- ncclNetPlugin_v9 and _v8, for NCCL 2.21 to 2.26 (section 7 of docs/nccl-net-abi.md) ---------
+ * The same wrapper under the older signatures: no profiler callback, no connection configuration
+ * (the inner plugin gets an undefined traffic class), no phandles; v8 has int sizes and the v8
+ * properties. Tables in the layout of struct nbn_net_old (v8 ends before makeVDevice). */
+
+static struct nbn_comm_config g_cfg_undef = {-1};
+static nbn_result_t o_init_v9(nbn_logger_t log) { return w_init_process(log, NULL, 9); }
+static nbn_result_t o_init_v8(nbn_logger_t log) { return w_init_process(log, NULL, 8); }
+static nbn_result_t o_props_v9(int dev, void *p) { return props(dev, p, PROPS_V10); } /* v9's is v10's */
+static nbn_result_t o_props_v8(int dev, void *out) {
+	struct nbn_props p;
+	memset(&p, 0, sizeof p);
+	nbn_result_t rc = props(dev, &p, sizeof p);
+	if (rc != NBN_SUCCESS) return rc;
+	struct nbn_props_v8 *q = out;
+	q->name = p.name;
+	q->pciPath = p.pciPath;
+	q->guid = p.guid;
+	q->ptrSupport = p.ptrSupport;
+	q->regIsGlobal = p.regIsGlobal;
+	q->speed = p.speed;
+	q->port = p.port;
+	q->latency = p.latency;
+	q->maxComms = p.maxComms;
+	q->maxRecvs = p.maxRecvs;
+	q->netDeviceType = p.netDeviceType;
+	q->netDeviceVersion = p.netDeviceVersion;
+	return NBN_SUCCESS;
+}
+static nbn_result_t o_connect(int dev, void *handle, void **sendComm, struct nbn_dev_handle **sendDevComm) {
+	return connect_common(g_in_ctx10, &g_cfg_undef, 0, dev, handle, sendComm, sendDevComm);
+}
+static nbn_result_t o_isend_v9(void *sendComm, void *data, size_t size, int tag, void *mhandle, void **request) {
+	return w_isend(sendComm, data, size, tag, mhandle, NULL, request);
+}
+static nbn_result_t o_irecv_v9(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
+                               void **request) {
+	return w_irecv(recvComm, n, data, sizes, tags, mhandles, NULL, request);
+}
+static nbn_result_t o_isend_v8(void *sendComm, void *data, int size, int tag, void *mhandle, void **request) {
+	if (size < 0) return NBN_INVALID_ARGUMENT;
+	return w_isend(sendComm, data, (size_t)size, tag, mhandle, NULL, request);
+}
+static nbn_result_t o_irecv_v8(void *recvComm, int n, void **data, int *sizes, int *tags, void **mhandles,
+                               void **request) {
+	size_t s[NBN_MAX_SUBS];
+	if (n < 0 || n > NBN_MAX_SUBS) return NBN_INTERNAL_ERROR;
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] < 0) return NBN_INVALID_ARGUMENT;
+		s[i] = (size_t)sizes[i];
+	}
+	return w_irecv(recvComm, n, data, s, tags, mhandles, NULL, request);
+}
+
+#define OLD_COMMON                                                                                                  	.name = "ncclbpf", .devices = w_devices, .listen = w_listen_v10, .connect = (void *)o_connect,                 	.accept = (void *)w_accept, .regMr = (void *)w_regMr, .regMrDmaBuf = w_regMrDmaBuf, .deregMr = w_deregMr,      	.iflush = w_iflush, .test = w_test, .closeSend = w_closeSend, .closeRecv = w_closeRecv,                         	.closeListen = w_closeListen, .getDeviceMr = w_getDeviceMr, .irecvConsumed = w_irecvConsumed
+NBN_EXPORT struct nbn_net_old ncclNetPlugin_v9 = {OLD_COMMON, .init = o_init_v9, .getProperties = o_props_v9,
+                                                  .isend = (void *)o_isend_v9, .irecv = (void *)o_irecv_v9,
+                                                  .makeVDevice = w_makeVDevice};
+NBN_EXPORT struct nbn_net_old ncclNetPlugin_v8 = {OLD_COMMON, .init = o_init_v8, .getProperties = o_props_v8,
+                                                  .isend = (void *)o_isend_v8, .irecv = (void *)o_irecv_v8,
+                                                  .makeVDevice = NULL /* not in v8 */};
 
 /* ------------------------------------------------------------------------------------------------
  * Statistics. */

@@ -31,7 +31,7 @@ static __attribute__((always_inline)) void common(struct ncclbpf_net_ctx *ctx, _
 		add(3);
 	if (ctx->reserved != 0)
 		add(4);
-	if (ctx->abi_version < 10 || ctx->abi_version > 12 || (ctx->abi_version == 10) != (ctx->comm_id == 0) ||
+	if (ctx->abi_version < 8 || ctx->abi_version > 12 || (ctx->abi_version <= 10) != (ctx->comm_id == 0) ||
 	    (ctx->comm_id != 0 && ctx->comm_id != 0xc0ffee))
 		add(5);
 	if (ctx->conn_id < 1 || ctx->conn_id > 1000 || ctx->dev != 0 || ctx->peer_key == 0)

@@ -86,13 +86,64 @@ static uint64_t now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The table of either version; v11 and v12 share the v11 layout. */
+/* The table of either version; v11 and v12 share the v11 layout; v8 and v9 (what NCCL 2.21-2.26 use)
+ * are driven through g_oldv10 below, a v10 table of calls into them. */
 struct net {
 	int version;
 	struct nbn_net_v10 *v10;
 	struct nbn_net_v11 *v11;
 	void *ctx;
 };
+
+static struct nbn_net_old *g_old; /* the library's ncclNetPlugin_v8 or _v9 */
+static int g_oldver;
+static nbn_result_t h_init(nbn_logger_t log, nbn_prof_cb_t prof) { return g_old->init(log); }
+static nbn_result_t h_props(int dev, void *out) {
+	if (g_oldver == 9) return g_old->getProperties(dev, out); /* v9's structure is v10's */
+	struct nbn_props_v8 q;
+	memset(&q, 0, sizeof q);
+	nbn_result_t rc = g_old->getProperties(dev, &q);
+	struct nbn_props *p = out;
+	p->name = q.name;
+	p->speed = q.speed;
+	p->ptrSupport = q.ptrSupport;
+	p->port = q.port;
+	p->latency = q.latency;
+	p->maxComms = q.maxComms;
+	p->maxRecvs = q.maxRecvs;
+	p->regIsGlobal = q.regIsGlobal;
+	p->netDeviceType = q.netDeviceType;
+	p->netDeviceVersion = q.netDeviceVersion;
+	return rc;
+}
+static nbn_result_t h_connect(int dev, struct nbn_comm_config *cfg, void *h, void **sc, struct nbn_dev_handle **d) {
+	return ((nbn_connect_v7_t)g_old->connect)(dev, h, sc, d);
+}
+static nbn_result_t h_isend(void *sc, void *data, size_t size, int tag, void *mh, void *ph, void **req) {
+	if (g_oldver == 9) return ((nbn_isend_v9_t)g_old->isend)(sc, data, size, tag, mh, req);
+	return ((nbn_isend_int_t)g_old->isend)(sc, data, (int)size, tag, mh, req);
+}
+static nbn_result_t h_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mh, void **ph, void **req) {
+	if (g_oldver == 9) return ((nbn_irecv_v9_t)g_old->irecv)(rc, n, data, sizes, tags, mh, req);
+	int s[NBN_MAX_SUBS];
+	for (int i = 0; i < n && i < NBN_MAX_SUBS; i++) s[i] = (int)sizes[i];
+	return ((nbn_irecv_int_t)g_old->irecv)(rc, n, data, s, tags, mh, req);
+}
+static struct nbn_net_v10 g_oldv10;
+static void *old_as_v10(void *t, int version) {
+	g_old = t;
+	g_oldver = version;
+	g_oldv10 = (struct nbn_net_v10){.name = g_old->name, .init = h_init, .devices = g_old->devices,
+	                                .getProperties = h_props, .listen_ = (void *)g_old->listen,
+	                                .connect_ = (void *)h_connect, .accept = (nbn_accept_v7_t)g_old->accept,
+	                                .regMr = (nbn_regmr_t)g_old->regMr, .regMrDmaBuf = g_old->regMrDmaBuf,
+	                                .deregMr = g_old->deregMr, .isend = h_isend, .irecv = h_irecv,
+	                                .iflush = g_old->iflush, .test = g_old->test, .closeSend = g_old->closeSend,
+	                                .closeRecv = g_old->closeRecv, .closeListen = g_old->closeListen,
+	                                .getDeviceMr = g_old->getDeviceMr, .irecvConsumed = g_old->irecvConsumed,
+	                                .makeVDevice = version == 9 ? g_old->makeVDevice : NULL};
+	return &g_oldv10;
+}
 
 static struct nbn_net_v10 *common(struct net *n) { return n->v10 ? n->v10 : (struct nbn_net_v10 *)n->v11; }
 
@@ -103,7 +154,10 @@ static int open_net(struct net *n, void *lib, int version) {
 	if (!t) return -1;
 	memset(n, 0, sizeof *n);
 	n->version = version;
-	if (version == 10)
+	if (version == 8 || version == 9) {
+		n->v10 = old_as_v10(t, version);
+		n->version = 10; /* driven as v10 from here */
+	} else if (version == 10)
 		n->v10 = t;
 	else
 		n->v11 = t;

@@ -163,7 +163,7 @@ func TestNetPluginSymbols(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nm: %v", err)
 	}
-	for _, v := range []int{10, 11, 12} {
+	for _, v := range []int{8, 9, 10, 11, 12} {
 		sym := fmt.Sprintf("ncclNetPlugin_v%d", v)
 		found := false
 		for _, l := range strings.Split(string(out), "\n") {
@@ -313,6 +313,42 @@ func TestNetOldInner(t *testing.T) {
 			t.Errorf("no warning naming the missing member:\n%s", stderr)
 		}
 	})
+}
+
+// TestNetOuterOld drives the wrapper's ncclNetPlugin_v9 and _v8 (what NCCL
+// 2.24-2.26 and 2.21-2.23 take) over inner plugins old and new: checked data
+// both ways, every completion counted once, the version NCCL asked for
+// reported, and the properties in the caller's layout (v8's has no virtual
+// devices or transfer limits; v9's is v10's, adapted for an old inner).
+func TestNetOuterOld(t *testing.T) {
+	netArtifacts(t)
+	const ch, msgs, win = 2, 150, 8
+	for _, outer := range []int{8, 9} {
+		for _, in := range []struct {
+			lib, v string
+		}{{netArt.tcp11, "11"}, {netArt.tcp10, "10"}, {netArt.old[9], "9"}, {netArt.old[6], "6"}} {
+			outer, in := outer, in
+			t.Run(fmt.Sprintf("v%d-over-v%s", outer, in.v), func(t *testing.T) {
+				r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + in.lib},
+					"transfer", art.lib, strconv.Itoa(outer), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
+				checkTransfer(t, r, ch*msgs)
+				checkCounted(t, r, ch*msgs, 3*ch)
+				want := "vdevs 0 dev0 0 p2p 0 coll 0" // v8: not in the structure
+				if outer == 9 {
+					want = "vdevs 1 dev0 0 p2p 1073741824"
+				}
+				for rank := 0; rank < 2; rank++ {
+					if r[rank]["w_inner"] != in.v || r[rank]["w_outer"] != strconv.Itoa(outer) {
+						t.Errorf("rank %d: wrapper reports outer v%s inner v%s", rank, r[rank]["w_outer"], r[rank]["w_inner"])
+					}
+					d := r[rank]["device"]
+					if !strings.HasPrefix(d, "tcpnet0 speed 10000 ptr 1") || !strings.Contains(d, want) {
+						t.Errorf("rank %d: properties %q, want the device and %q", rank, d, want)
+					}
+				}
+			})
+		}
+	}
 }
 
 // TestNetThreads drives connections from many threads, each also
