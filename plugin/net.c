@@ -2,15 +2,22 @@
 /*
  * net.c: the net side of libncclbpf.so, a watching wrapper around the job's own net plugin.
  *
- * NCCL finds ncclNetPlugin_v12/_v11/_v10 here, or, NCCL 2.21 to 2.26, _v9/_v8 (NCCL_NET_PLUGIN names
- * this library). The plugin that
- * really moves the bytes is named by NCCLBPF_NET_PLUGIN (resolved as NCCL resolves NCCL_NET_PLUGIN:
- * the name itself, then libnccl-net-NAME.so, or a path) and loaded when this library is; it may
- * export any table NCCL itself accepts, v12 down to v6 (the older ones through adapters that do what
- * NCCL's own do: int sizes, fewer properties, no device handles). Every call
- * goes to it with the caller's arguments; comms, requests, memory handles and device handles that NCCL
- * holds are the inner plugin's own. When no inner plugin is configured or it fails to load or init,
- * init fails with one warning and NCCL moves on to its next net transport.
+ * NCCL finds ncclNetPlugin_v12, _v11 or _v10 here, or, NCCL 2.21 to 2.26, _v9 or _v8 (NCCL_NET_PLUGIN
+ * names this library). The plugin that really moves the bytes is named by NCCLBPF_NET_PLUGIN
+ * (resolved as NCCL resolves NCCL_NET_PLUGIN: the name itself, then libnccl-net-NAME.so, or a path)
+ * and loaded when this library is. It may export any table NCCL 2.27 to 2.30 itself accepts, looked
+ * up newest first: ncclNetPlugin_v12, _v11, _v10, _v9, _v8, _v7, _v6. The older ones (v6..v9) are
+ * given the v10 shape once, at load, by adapters that do what NCCL's own do (docs/nccl-net-abi.md,
+ * section 7): no profiler callback, no connection configuration, no phandles; int sizes below v9
+ * (an isend/irecv of more than 1 GiB, a registration of 2 GiB or more below v8, is refused with
+ * ncclInternalError without calling the plugin); fewer properties (the missing ones filled as NCCL
+ * fills them); no device handles in v6 (NULL is returned) and no getDeviceMr, irecvConsumed or
+ * makeVDevice where the version has none (absent from the exported tables too). Every call goes to
+ * the inner plugin with the caller's arguments; comms, requests, memory handles and device handles
+ * that NCCL holds are the inner plugin's own. Properties and virtual devices are converted between
+ * the caller's version and the inner plugin's (v12's hold 8 devices per virtual NIC, v9..v11's 4).
+ * When no inner plugin is configured or it fails to load or init, init fails with one warning and
+ * NCCL moves on to its next net transport.
  *
  * Watching costs the data path (isend, irecv, test) no lock, no allocation and no Go:
  *
@@ -536,8 +543,8 @@ static nbn_result_t old_init(nbn_logger_t log, nbn_prof_cb_t prof) {
 	return g_old.init(log);
 }
 
-/* Fields the inner version lacks get the values NCCL gives them for such a plugin. out is the
- * wrapper's own structure (props() below): v10 and later fields, already preset. */
+/* Fields the inner version lacks get the values NCCL gives them for such a plugin. out is a v10
+ * structure of the wrapper's own (inner_props() below; maxMultiRequestSize already preset). */
 static nbn_result_t old_props(int dev, void *out) {
 	struct nbn_props *p = out;
 	union {
@@ -550,7 +557,7 @@ static nbn_result_t old_props(int dev, void *out) {
 	nbn_result_t rc = g_old.getProperties(dev, &o);
 	if (rc != NBN_SUCCESS) return rc;
 	if (g_in_version == 9) {
-		memcpy(p, &o.v9, offsetof(struct nbn_props, maxMultiRequestSize));
+		memcpy(p, &o.v9, NBN_PROPS_V10_SIZE);
 		return NBN_SUCCESS;
 	}
 	if (g_in_version == 8) {
@@ -579,8 +586,8 @@ static nbn_result_t old_props(int dev, void *out) {
 		p->maxComms = q->maxComms;
 		p->maxRecvs = q->maxRecvs;
 		/* v6 knows no device offload: a host device, no offload version */
-		p->netDeviceType = g_in_version == 7 ? o.v7.netDeviceType : 0;
-		p->netDeviceVersion = g_in_version == 7 ? o.v7.netDeviceVersion : 0;
+		p->netDeviceType = g_in_version == 7 ? o.v7.netDeviceType : NBN_DEVICE_HOST;
+		p->netDeviceVersion = g_in_version == 7 ? o.v7.netDeviceVersion : NBN_DEVICE_INVALID_VERSION;
 	}
 	p->forceFlush = 0;
 	p->vProps.ndevs = 1;
@@ -593,12 +600,17 @@ static nbn_result_t old_props(int dev, void *out) {
 static nbn_result_t old_connect(int dev, struct nbn_comm_config *cfg, void *handle, void **sendComm,
                                 struct nbn_dev_handle **sendDevComm) {
 	(void)cfg; /* before v10 a connection has no traffic class */
-	if (g_in_version == 6) return ((nbn_connect_v6_t)g_old.connect)(dev, handle, sendComm);
+	if (g_in_version == 6) {
+		/* v6 has no device offload: no device handle (NCCL's adapter leaves the caller's variable,
+		 * which NCCL zeroes beforehand; the wrapper stores NULL, whoever the caller is) */
+		if (sendDevComm) *sendDevComm = NULL;
+		return ((nbn_connect_v6_t)g_old.connect)(dev, handle, sendComm);
+	}
 	return ((nbn_connect_v7_t)g_old.connect)(dev, handle, sendComm, sendDevComm);
 }
 
 static nbn_result_t old_accept_v6(void *listenComm, void **recvComm, struct nbn_dev_handle **recvDevComm) {
-	(void)recvDevComm; /* v6 has no device offload: NCCL's handle is left as it is */
+	if (recvDevComm) *recvDevComm = NULL; /* v6 has no device offload (old_connect) */
 	return ((nbn_accept_v6_t)g_old.accept)(listenComm, recvComm);
 }
 
@@ -722,8 +734,8 @@ static void load_inner(void) {
 	if (!g_in_version) {
 		g_in_status = -1;
 		snprintf(g_in_msg, sizeof g_in_msg,
-		         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s exports none of ncclNetPlugin_v12 ... _v6 (net ABI 6 to 12); NCCL "
-		         "uses its next net transport", name);
+		         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s exports none of ncclNetPlugin_v12, _v11, _v10, _v9, _v8, _v7, _v6 "
+		         "(the net ABIs NCCL accepts); NCCL uses its next net transport", name);
 		dlclose(h);
 		return;
 	}
@@ -919,26 +931,64 @@ static nbn_result_t w_set_net_attr(void *ctx, struct nbn_net_attr *attr) {
 
 static nbn_result_t w_devices(int *ndev) { return g_in.v10.devices(ndev); }
 
-/* Properties: the prefix every version shares is filled by the inner plugin; fields its version
- * lacks get the values NCCL's own adapters give them. */
-#define PROPS_V10 offsetof(struct nbn_props, maxMultiRequestSize)
-#define PROPS_V11 ((offsetof(struct nbn_props, railId) + 7) & ~(size_t)7)
-#define PROPS_V12 sizeof(struct nbn_props)
-static nbn_result_t props(int dev, void *out, size_t outer_size) {
-	int same = (g_in_version == 10 && outer_size == PROPS_V10) || (g_in_version == 11 && outer_size == PROPS_V11) ||
-	           (g_in_version == 12 && outer_size == PROPS_V12);
-	if (same) return g_in.v10.getProperties(dev, out); /* the caller's structure, unchanged */
-	struct nbn_props p;
+/* Properties. The wrapper's own view of a device is the v12 structure, the widest: what the inner
+ * plugin reports is converted into it, and it into the caller's version (pass-through when the
+ * two versions are the same). Fields a version lacks get the values NCCL's own adapters give them:
+ * maxMultiRequestSize 1 below v11, railId/planeId NCCL_NET_ID_UNDEF below v12. v12's vProps holds 8
+ * devices, not 4, so the fields after it are 16 bytes further on than in v9..v11. Not the data
+ * path: NCCL reads properties while it sets up. */
+static nbn_result_t inner_props(int dev, struct nbn_props_v12 *c) {
+	memset(c, 0, sizeof *c);
+	c->maxMultiRequestSize = 1;
+	c->railId = c->planeId = NBN_NET_ID_UNDEF;
+	if (g_in_version == 12) return g_in.v10.getProperties(dev, c);
+	struct nbn_props p; /* v10/v11; an inner plugin older than v10 is adapted to v10 (old_props) */
 	memset(&p, 0, sizeof p);
-	p.maxMultiRequestSize = 1;
-	p.railId = p.planeId = -1;
+	p.maxMultiRequestSize = 1; /* what a v10 (or older) plugin leaves there */
 	nbn_result_t rc = g_in.v10.getProperties(dev, &p);
-	memcpy(out, &p, outer_size);
+	if (rc != NBN_SUCCESS) return rc;
+	memcpy(c, &p, offsetof(struct nbn_props, vProps)); /* the same layout up to vProps */
+	c->vProps.ndevs = p.vProps.ndevs;
+	memcpy(c->vProps.devs, p.vProps.devs, sizeof p.vProps.devs);
+	c->maxP2pBytes = p.maxP2pBytes;
+	c->maxCollBytes = p.maxCollBytes;
+	c->maxMultiRequestSize = p.maxMultiRequestSize;
+	return NBN_SUCCESS;
+}
+
+/* props_v11 fills a v10 (with_mreq 0) or v11 structure from the wrapper's view. A virtual device of
+ * more than 4 physical ones (only an inner v12 can report one) keeps its first 4: NCCL of these
+ * versions makes none larger. */
+static nbn_result_t props_v11(int dev, void *out, int with_mreq) {
+	struct nbn_props_v12 c;
+	nbn_result_t rc = inner_props(dev, &c);
+	if (rc != NBN_SUCCESS) return rc;
+	struct nbn_props *p = out;
+	memcpy(p, &c, offsetof(struct nbn_props, vProps));
+	int n = c.vProps.ndevs;
+	p->vProps.ndevs = n < 0 ? 0 : n > NBN_MAX_DEVS_PER_NIC ? NBN_MAX_DEVS_PER_NIC : n;
+	memcpy(p->vProps.devs, c.vProps.devs, sizeof p->vProps.devs);
+	p->maxP2pBytes = c.maxP2pBytes;
+	p->maxCollBytes = c.maxCollBytes;
+	if (with_mreq) p->maxMultiRequestSize = c.maxMultiRequestSize;
+	return NBN_SUCCESS;
+}
+
+static nbn_result_t w_props_v10(int dev, void *p) { /* also v9's: the same structure */
+	if (g_in_version == 10) return g_in.v10.getProperties(dev, p);
+	return props_v11(dev, p, 0);
+}
+static nbn_result_t w_props_v11(int dev, void *p) {
+	if (g_in_version == 11) return g_in.v10.getProperties(dev, p);
+	return props_v11(dev, p, 1);
+}
+static nbn_result_t w_props_v12(int dev, void *p) {
+	if (g_in_version == 12) return g_in.v10.getProperties(dev, p);
+	struct nbn_props_v12 c;
+	nbn_result_t rc = inner_props(dev, &c);
+	if (rc == NBN_SUCCESS) memcpy(p, &c, sizeof c);
 	return rc;
 }
-static nbn_result_t w_props_v10(int dev, void *p) { return props(dev, p, PROPS_V10); }
-static nbn_result_t w_props_v11(int dev, void *p) { return props(dev, p, PROPS_V11); }
-static nbn_result_t w_props_v12(int dev, void *p) { return props(dev, p, PROPS_V12); }
 
 static nbn_result_t listen_common(void *ictx, uint64_t comm_id, int dev, void *handle, void **listenComm) {
 	nbn_result_t rc = g_in_version >= 11 ? ((nbn_listen_v11_t)g_in.v11.listen_)(ictx, dev, handle, listenComm)
@@ -1181,28 +1231,52 @@ static nbn_result_t w_getDeviceMr(void *comm, void *mhandle, void **dptr) {
 static nbn_result_t w_irecvConsumed(void *recvComm, int n, void *request) {
 	return g_in.v10.irecvConsumed(recvComm, n, request);
 }
-static nbn_result_t w_makeVDevice(int *d, struct nbn_vprops *p) { return g_in.v10.makeVDevice(d, p); }
+/* makeVDevice: v9..v11 describe a virtual device with up to 4 physical ones, v12 with up to 8. NCCL
+ * 2.30 asks a pre-v12 plugin for 4 at most, but the wrapper is a v12 plugin to it: more than 4
+ * devices for an inner plugin older than v12 is refused (ncclInvalidArgument) without calling it
+ * (NCCL's automatic NIC fusion then leaves those devices unmerged). Otherwise the description is
+ * copied between the two structures. */
+static nbn_result_t w_makeVDevice(int *d, void *props) { /* outer v9, v10, v11 */
+	if (g_in_version != 12) return g_in.v10.makeVDevice(d, props);
+	const struct nbn_vprops *p = props;
+	if (p->ndevs < 0 || p->ndevs > NBN_MAX_DEVS_PER_NIC) return NBN_INVALID_ARGUMENT;
+	struct nbn_vprops_v12 q;
+	memset(&q, 0, sizeof q);
+	q.ndevs = p->ndevs;
+	memcpy(q.devs, p->devs, sizeof p->devs);
+	return g_in.v10.makeVDevice(d, &q);
+}
+static nbn_result_t w_makeVDevice_v12(int *d, void *props) {
+	if (g_in_version == 12) return g_in.v10.makeVDevice(d, props);
+	const struct nbn_vprops_v12 *p = props;
+	if (p->ndevs < 0 || p->ndevs > NBN_MAX_DEVS_PER_NIC) return NBN_INVALID_ARGUMENT;
+	struct nbn_vprops q;
+	memset(&q, 0, sizeof q);
+	q.ndevs = p->ndevs;
+	memcpy(q.devs, p->devs, sizeof q.devs);
+	return g_in.v10.makeVDevice(d, &q);
+}
 
 /* ------------------------------------------------------------------------------------------------
  * The exported tables. Not const: optional members the inner plugin lacks are cleared at load. */
 
-#define COMMON(props_fn, listen_fn, connect_fn)                                                                     \
+#define COMMON(props_fn, listen_fn, connect_fn, vdev_fn)                                                            \
 	.devices = w_devices, .getProperties = props_fn, .listen_ = (void *)listen_fn, .connect_ = (void *)connect_fn, \
 	.accept = w_accept, .regMr = w_regMr, .regMrDmaBuf = w_regMrDmaBuf, .deregMr = w_deregMr, .isend = w_isend,  \
 	.irecv = w_irecv, .iflush = w_iflush, .test = w_test, .closeSend = w_closeSend, .closeRecv = w_closeRecv,     \
 	.closeListen = w_closeListen, .getDeviceMr = w_getDeviceMr, .irecvConsumed = w_irecvConsumed,                \
-	.makeVDevice = w_makeVDevice
+	.makeVDevice = vdev_fn
 
 NBN_EXPORT struct nbn_net_v10 ncclNetPlugin_v10 = {
-    .name = "ncclbpf", .init = w_init_v10, COMMON(w_props_v10, w_listen_v10, w_connect_v10)};
+    .name = "ncclbpf", .init = w_init_v10, COMMON(w_props_v10, w_listen_v10, w_connect_v10, w_makeVDevice)};
 NBN_EXPORT struct nbn_net_v11 ncclNetPlugin_v11 = {.name = "ncclbpf",
                                                    .init = w_init_v11o,
-                                                   COMMON(w_props_v11, w_listen_v11, w_connect_v11),
+                                                   COMMON(w_props_v11, w_listen_v11, w_connect_v11, w_makeVDevice),
                                                    .finalize = w_finalize,
                                                    .setNetAttr = w_set_net_attr};
 NBN_EXPORT struct nbn_net_v11 ncclNetPlugin_v12 = {.name = "ncclbpf",
                                                    .init = w_init_v12o,
-                                                   COMMON(w_props_v12, w_listen_v11, w_connect_v11),
+                                                   COMMON(w_props_v12, w_listen_v11, w_connect_v11, w_makeVDevice_v12),
                                                    .finalize = w_finalize,
                                                    .setNetAttr = w_set_net_attr};
 
@@ -1214,11 +1288,10 @@ NBN_EXPORT struct nbn_net_v11 ncclNetPlugin_v12 = {.name = "ncclbpf",
 static struct nbn_comm_config g_cfg_undef = {-1};
 static nbn_result_t o_init_v9(nbn_logger_t log) { return w_init_process(log, NULL, 9); }
 static nbn_result_t o_init_v8(nbn_logger_t log) { return w_init_process(log, NULL, 8); }
-static nbn_result_t o_props_v9(int dev, void *p) { return props(dev, p, PROPS_V10); } /* v9's is v10's */
+static nbn_result_t o_props_v9(int dev, void *p) { return w_props_v10(dev, p); } /* v9's is v10's */
 static nbn_result_t o_props_v8(int dev, void *out) {
-	struct nbn_props p;
-	memset(&p, 0, sizeof p);
-	nbn_result_t rc = props(dev, &p, sizeof p);
+	struct nbn_props_v12 p;
+	nbn_result_t rc = inner_props(dev, &p);
 	if (rc != NBN_SUCCESS) return rc;
 	struct nbn_props_v8 *q = out;
 	q->name = p.name;

@@ -7,8 +7,8 @@
  * The function tables of v10, v11 and v12 have the same members at the same offsets up to
  * makeVDevice; v11 and v12 add finalize and setNetAttr, and v11+ pass a per-communicator context
  * to listen and connect (v10 passes the communicator configuration to connect instead). v12
- * differs from v11 only in the properties structure (two int16 ids appended), which the wrapper
- * never reads: it passes the caller's pointer through.
+ * differs from v11 in its virtual-device structure (8 physical devices, not 4), hence in the
+ * layout of its properties after vProps, and in the two int16 ids appended to them.
  */
 #ifndef NCCLBPF_NET_ABI_H
 #define NCCLBPF_NET_ABI_H
@@ -23,26 +23,37 @@ typedef int nbn_result_t; /* ncclResult_t: 0 success, 2 system error, 3 internal
 #define NBN_INVALID_ARGUMENT 4
 
 #define NBN_HANDLE_MAXSIZE 128 /* NCCL_NET_HANDLE_MAXSIZE: bytes of a listen handle */
-#define NBN_MAX_DEVS_PER_NIC 4
+#define NBN_MAX_DEVS_PER_NIC 4 /* NCCL_NET_MAX_DEVS_PER_NIC_V11: v9 to v11 */
+#define NBN_MAX_DEVS_PER_NIC_V12 8
 #define NBN_PTR_HOST 0x1
 #define NBN_PTR_CUDA 0x2
 #define NBN_PTR_DMABUF 0x4
 #define NBN_MAX_REQUESTS 32 /* NCCL_NET_MAX_REQUESTS: outstanding requests per comm */
+#define NBN_DEVICE_HOST 0            /* NCCL_NET_DEVICE_HOST: no device offload */
+#define NBN_DEVICE_INVALID_VERSION 0 /* NCCL_NET_DEVICE_INVALID_VERSION */
+#define NBN_NET_ID_UNDEF (-1)        /* NCCL_NET_ID_UNDEF: railId, planeId not known */
 
 typedef void (*nbn_logger_t)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
 /* ncclProfilerCallback_t: passed through, never called by the wrapper. */
 typedef nbn_result_t (*nbn_prof_cb_t)(void **eHandle, int type, void *pHandle, int64_t pluginId, void *extData);
 
+/* ncclNetVDeviceProps_v9..v11_t */
 struct nbn_vprops {
 	int ndevs;
 	int devs[NBN_MAX_DEVS_PER_NIC];
+};
+/* ncclNetVDeviceProps_v12_t */
+struct nbn_vprops_v12 {
+	int ndevs;
+	int devs[NBN_MAX_DEVS_PER_NIC_V12];
 };
 
 struct nbn_comm_config {
 	int trafficClass; /* -1: undefined */
 };
 
-/* ncclNetProperties_v10_t (v11 appends maxMultiRequestSize, v12 then railId and planeId). */
+/* ncclNetProperties_v10_t (and _v9_t) up to maxCollBytes; ncclNetProperties_v11_t with
+ * maxMultiRequestSize. v12's is struct nbn_props_v12. */
 struct nbn_props {
 	char *name;
 	char *pciPath;
@@ -60,8 +71,32 @@ struct nbn_props {
 	struct nbn_vprops vProps;
 	size_t maxP2pBytes;
 	size_t maxCollBytes;
-	int maxMultiRequestSize; /* v11+ */
-	int16_t railId, planeId; /* v12 */
+	int maxMultiRequestSize; /* v11 */
+};
+#define NBN_PROPS_V10_SIZE offsetof(struct nbn_props, maxMultiRequestSize) /* v9 too */
+#define NBN_PROPS_V11_SIZE sizeof(struct nbn_props)
+
+/* ncclNetProperties_v12_t: v11's up to vProps, whose devs[] has 8 entries, so that the fields after
+ * it move; then railId and planeId. */
+struct nbn_props_v12 {
+	char *name;
+	char *pciPath;
+	uint64_t guid;
+	int ptrSupport;
+	int regIsGlobal;
+	int forceFlush;
+	int speed;
+	int port;
+	float latency;
+	int maxComms;
+	int maxRecvs;
+	int netDeviceType;
+	int netDeviceVersion;
+	struct nbn_vprops_v12 vProps;
+	size_t maxP2pBytes;
+	size_t maxCollBytes;
+	int maxMultiRequestSize;
+	int16_t railId, planeId; /* NCCL_NET_ID_UNDEF (-1): not known */
 };
 
 struct nbn_dev_handle { /* ncclNetDeviceHandle_v7..v12_t */
@@ -95,7 +130,7 @@ struct nbn_net_attr; /* ncclNetAttr_v11_t: passed through */
 	nbn_result_t (*closeListen)(void *listenComm);                                                         \
 	nbn_result_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);                           \
 	nbn_result_t (*irecvConsumed)(void *recvComm, int n, void *request);                                   \
-	nbn_result_t (*makeVDevice)(int *d, struct nbn_vprops *props);
+	nbn_result_t (*makeVDevice)(int *d, void *props); /* v10, v11: nbn_vprops; v12: nbn_vprops_v12 */
 
 /* ncclNet_v10_t */
 struct nbn_net_v10 {
@@ -190,7 +225,7 @@ struct nbn_net_old {
 	nbn_result_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);
 	nbn_result_t (*irecvConsumed)(void *recvComm, int n, void *request);
 	/* v9 */
-	nbn_result_t (*makeVDevice)(int *d, struct nbn_vprops *props);
+	nbn_result_t (*makeVDevice)(int *d, void *props); /* struct nbn_vprops */
 };
 #define NBN_NET_V6_SIZE offsetof(struct nbn_net_old, getDeviceMr)
 #define NBN_NET_V7_SIZE offsetof(struct nbn_net_old, makeVDevice) /* and v8 */
@@ -209,13 +244,84 @@ typedef nbn_result_t (*nbn_isend_v9_t)(void *sendComm, void *data, size_t size, 
 typedef nbn_result_t (*nbn_irecv_v9_t)(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
                                        void **request);
 
-_Static_assert(sizeof(struct nbn_props_v6) == 48, "ncclNetProperties_v6_t is 48 bytes");
-_Static_assert(sizeof(struct nbn_props_v7) == 56, "ncclNetProperties_v7_t is 56 bytes");
-_Static_assert(sizeof(struct nbn_props_v8) == 64, "ncclNetProperties_v8_t is 64 bytes");
-_Static_assert(offsetof(struct nbn_props_v8, netDeviceType) == 52, "v8 netDeviceType at 52");
-_Static_assert(offsetof(struct nbn_props, maxCollBytes) + sizeof(size_t) == 104, "ncclNetProperties_v9_t is 104 bytes");
+/* ---- layouts (LP64), as docs/nccl-net-abi.md lists them ---- */
+#define NBN_AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " at " #off)
+#define NBN_SIZE(T, n) _Static_assert(sizeof(T) == (n), #T " is " #n " bytes")
+
+NBN_SIZE(struct nbn_dev_handle, 32);
+NBN_AT(struct nbn_dev_handle, handle, 8);
+NBN_AT(struct nbn_dev_handle, needsProxyProgress, 24);
+
+/* ncclNetProperties_v6_t .. _v8_t */
+NBN_SIZE(struct nbn_props_v6, 48);
+NBN_AT(struct nbn_props_v6, guid, 16);
+NBN_AT(struct nbn_props_v6, ptrSupport, 24);
+NBN_AT(struct nbn_props_v6, speed, 28);
+NBN_AT(struct nbn_props_v6, port, 32);
+NBN_AT(struct nbn_props_v6, latency, 36);
+NBN_AT(struct nbn_props_v6, maxComms, 40);
+NBN_AT(struct nbn_props_v6, maxRecvs, 44);
+NBN_SIZE(struct nbn_props_v7, 56);
+NBN_AT(struct nbn_props_v7, netDeviceType, 48);
+NBN_AT(struct nbn_props_v7, netDeviceVersion, 52);
+NBN_SIZE(struct nbn_props_v8, 64);
+NBN_AT(struct nbn_props_v8, regIsGlobal, 28);
+NBN_AT(struct nbn_props_v8, speed, 32);
+NBN_AT(struct nbn_props_v8, port, 36);
+NBN_AT(struct nbn_props_v8, latency, 40);
+NBN_AT(struct nbn_props_v8, maxComms, 44);
+NBN_AT(struct nbn_props_v8, maxRecvs, 48);
+NBN_AT(struct nbn_props_v8, netDeviceType, 52);
+NBN_AT(struct nbn_props_v8, netDeviceVersion, 56);
+
+/* ncclNetProperties_v9_t = _v10_t (104 bytes), _v11_t (112) */
+NBN_AT(struct nbn_props, regIsGlobal, 28);
+NBN_AT(struct nbn_props, forceFlush, 32);
+NBN_AT(struct nbn_props, speed, 36);
+NBN_AT(struct nbn_props, port, 40);
+NBN_AT(struct nbn_props, latency, 44);
+NBN_AT(struct nbn_props, maxComms, 48);
+NBN_AT(struct nbn_props, maxRecvs, 52);
+NBN_AT(struct nbn_props, netDeviceType, 56);
+NBN_AT(struct nbn_props, netDeviceVersion, 60);
+NBN_AT(struct nbn_props, vProps, 64);
+NBN_SIZE(struct nbn_vprops, 20);
+NBN_AT(struct nbn_props, maxP2pBytes, 88);
+NBN_AT(struct nbn_props, maxCollBytes, 96);
+_Static_assert(NBN_PROPS_V10_SIZE == 104, "ncclNetProperties_v9_t and _v10_t are 104 bytes");
+NBN_AT(struct nbn_props, maxMultiRequestSize, 104);
+_Static_assert(NBN_PROPS_V11_SIZE == 112, "ncclNetProperties_v11_t is 112 bytes");
+
+/* ncclNetProperties_v12_t (128 bytes) */
+NBN_AT(struct nbn_props_v12, netDeviceVersion, 60);
+NBN_AT(struct nbn_props_v12, vProps, 64);
+NBN_SIZE(struct nbn_vprops_v12, 36);
+NBN_AT(struct nbn_props_v12, maxP2pBytes, 104);
+NBN_AT(struct nbn_props_v12, maxCollBytes, 112);
+NBN_AT(struct nbn_props_v12, maxMultiRequestSize, 120);
+NBN_AT(struct nbn_props_v12, railId, 124);
+NBN_AT(struct nbn_props_v12, planeId, 126);
+NBN_SIZE(struct nbn_props_v12, 128);
+
+/* function tables */
+NBN_AT(struct nbn_net_v10, connect_, 40);
+NBN_AT(struct nbn_net_v10, isend, 80);
+NBN_AT(struct nbn_net_v10, closeListen, 128);
+NBN_AT(struct nbn_net_v10, makeVDevice, 152);
+NBN_SIZE(struct nbn_net_v10, 160);
+NBN_AT(struct nbn_net_v11, makeVDevice, 152);
+NBN_AT(struct nbn_net_v11, finalize, 160);
+NBN_SIZE(struct nbn_net_v11, 176);
+NBN_AT(struct nbn_net_old, connect, 40);
+NBN_AT(struct nbn_net_old, regMr, 56);
+NBN_AT(struct nbn_net_old, isend, 80);
+NBN_AT(struct nbn_net_old, irecv, 88);
+NBN_AT(struct nbn_net_old, closeListen, 128);
+NBN_AT(struct nbn_net_old, irecvConsumed, 144);
 _Static_assert(NBN_NET_V6_SIZE == 136, "ncclNet_v6_t is 136 bytes");
 _Static_assert(NBN_NET_V7_SIZE == 152, "ncclNet_v7_t and _v8_t are 152 bytes");
 _Static_assert(NBN_NET_V9_SIZE == 160, "ncclNet_v9_t is 160 bytes");
+#undef NBN_AT
+#undef NBN_SIZE
 
 #endif /* NCCLBPF_NET_ABI_H */

@@ -13,6 +13,10 @@
  *       With RELOAD_*, a thread reloads the policy RELOADS times, alternating A and B, while the
  *       data moves. Each process prints "rN key value" lines: its own counts, the wrapper's counters
  *       (ncclbpf_net_get_stats) and the array map "net_counts" of the running policy, when present.
+ *       Also printed: the device's properties in the layout of VERSION (and whether anything was
+ *       written past it), the optional members each exported table lacks, whether connect/accept
+ *       left a device handle, and, over the test plugin only (testhost/tcpnet.c), what makeVDevice,
+ *       getDeviceMr and irecvConsumed return and how many of those calls reached it (tcpnet_calls).
  *       With NET_HOST_HOLD set, rank 0 then prints "r0 hold PID" and waits until its stdin closes
  *       (for the CLI to inspect it through the control socket).
  *
@@ -27,9 +31,10 @@
  *       the wrapper with the policy NCCLBPF_POLICY names) and nothing else, for an instruction count.
  *
  *   net_host limits LIB VERSION
- *       One process, one loopback connection through LIB's ncclNetPlugin_vVERSION: an isend and an
- *       irecv of 1 GiB + 1 byte and a registration of 2 GiB on a 4 KiB buffer; prints "limit CALL RC"
- *       (what the wrapper answers for an inner plugin whose ABI has int sizes).
+ *       One process, one loopback connection through LIB's ncclNetPlugin_vVERSION: isends and
+ *       irecvs of 1 GiB + 1 byte and of 2^32 + 16, registrations of 2 GiB and 2^32 + 4 KiB on a 4 KiB
+ *       buffer; prints "limit CALL RC CALLS" (what the wrapper answers for an inner plugin whose ABI
+ *       has int sizes, and whether the call reached it).
  *
  *   net_host fill LIB POLICY...
  *       Reloads each POLICY in turn and prints "f I SEND RECV": the context fields (NCCLBPF_NET_R_*)
@@ -96,13 +101,20 @@ struct net {
 };
 
 static struct nbn_net_old *g_old; /* the library's ncclNetPlugin_v8 or _v9 */
+static int g_h_overrun;           /* bytes written past a v8 properties structure */
 static int g_oldver;
 static nbn_result_t h_init(nbn_logger_t log, nbn_prof_cb_t prof) { return g_old->init(log); }
 static nbn_result_t h_props(int dev, void *out) {
 	if (g_oldver == 9) return g_old->getProperties(dev, out); /* v9's structure is v10's */
-	struct nbn_props_v8 q;
-	memset(&q, 0, sizeof q);
-	nbn_result_t rc = g_old->getProperties(dev, &q);
+	union {
+		struct nbn_props_v8 q;
+		unsigned char b[128];
+	} u;
+	memset(&u, 0, sizeof u);
+	memset(u.b + sizeof u.q, 0x5a, sizeof u.b - sizeof u.q);
+	nbn_result_t rc = g_old->getProperties(dev, &u.q);
+	for (size_t i = sizeof u.q; i < sizeof u.b; i++) g_h_overrun += u.b[i] != 0x5a;
+	struct nbn_props_v8 q = u.q;
 	struct nbn_props *p = out;
 	p->name = q.name;
 	p->speed = q.speed;
@@ -173,11 +185,111 @@ static int net_listen(struct net *n, void *h, void **lc) {
 	if (n->version == 10) return ((nbn_listen_v10_t)n->v10->listen_)(0, h, lc);
 	return ((nbn_listen_v11_t)n->v11->listen_)(n->ctx, 0, h, lc);
 }
+static int net_connect_dh(struct net *n, void *h, void **sc, struct nbn_dev_handle **dh) {
+	struct nbn_comm_config cfg = {-1};
+	if (n->version == 10) return ((nbn_connect_v10_t)n->v10->connect_)(0, &cfg, h, sc, dh);
+	return ((nbn_connect_v11_t)n->v11->connect_)(n->ctx, 0, h, sc, dh);
+}
 static int net_connect(struct net *n, void *h, void **sc) {
 	struct nbn_dev_handle *dh = NULL;
-	struct nbn_comm_config cfg = {-1};
-	if (n->version == 10) return ((nbn_connect_v10_t)n->v10->connect_)(0, &cfg, h, sc, &dh);
-	return ((nbn_connect_v11_t)n->v11->connect_)(n->ctx, 0, h, sc, &dh);
+	return net_connect_dh(n, h, sc, &dh);
+}
+
+/* A device handle the plugin must overwrite: no plugin here offloads to the device, so connect and
+ * accept must return NULL (a v6 plugin has no handle to give: the wrapper stores NULL for it). */
+static struct nbn_dev_handle g_dh_preset;
+
+/* The inner plugin's call counters (testhost/tcpnet.c): LIB itself, or the plugin the wrapper loaded
+ * (NCCLBPF_NET_PLUGIN, already open). NULL when there is none. */
+struct tcpnet_calls {
+	uint64_t isend, irecv, regMr, makeVDevice, getDeviceMr, irecvConsumed;
+};
+static struct tcpnet_calls *inner_calls(void *lib) {
+	struct tcpnet_calls *c = dlsym(lib, "tcpnet_calls");
+	if (c) return c;
+	const char *in = getenv("NCCLBPF_NET_PLUGIN");
+	void *h = in ? dlopen(in, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	return h ? dlsym(h, "tcpnet_calls") : NULL;
+}
+
+/* print_props prints device 0's properties as the table of version outer returns them, in that
+ * version's layout, and how many bytes past that layout's end were written ("overrun"). Fields a
+ * version does not have are printed as "-". */
+static void print_props(int rank, struct nbn_net_v10 *t, int outer) {
+	/* v8: h_props converts into net_host's v10 view (and checks the v8 structure itself) */
+	size_t size = outer >= 12 ? sizeof(struct nbn_props_v12) : outer == 11 ? NBN_PROPS_V11_SIZE : NBN_PROPS_V10_SIZE;
+	union {
+		struct nbn_props p;
+		struct nbn_props_v12 p12;
+		unsigned char b[256];
+	} u;
+	memset(&u, 0, sizeof u);
+	memset(u.b + size, 0x5a, sizeof u.b - size);
+	if (t->getProperties(0, &u)) die("getProperties failed");
+	int overrun = g_h_overrun;
+	for (size_t i = size; i < sizeof u.b; i++) overrun += u.b[i] != 0x5a;
+	char tail[160];
+	if (outer >= 12) {
+		struct nbn_props_v12 *q = &u.p12;
+		snprintf(tail, sizeof tail, "vdevs %d dev0 %d p2p %zu coll %zu mreq %d rail %d plane %d", q->vProps.ndevs,
+		         q->vProps.devs[0], q->maxP2pBytes, q->maxCollBytes, q->maxMultiRequestSize, q->railId, q->planeId);
+	} else {
+		char mreq[16] = "-";
+		if (outer == 11) snprintf(mreq, sizeof mreq, "%d", u.p.maxMultiRequestSize);
+		snprintf(tail, sizeof tail, "vdevs %d dev0 %d p2p %zu coll %zu mreq %s rail - plane -", u.p.vProps.ndevs,
+		         u.p.vProps.devs[0], u.p.maxP2pBytes, u.p.maxCollBytes, mreq);
+	}
+	/* the fields up to netDeviceVersion sit at the same offsets in v9..v12 (and net_host's v8 view
+	 * is converted to them, h_props) */
+	struct nbn_props *p = &u.p;
+	printf("r%d device %s speed %d ptr %d port %d latency %.2f comms %d recvs %d global %d flush %d type %d version %d "
+	       "%s\n",
+	       rank, p->name, p->speed, p->ptrSupport, p->port, p->latency, p->maxComms, p->maxRecvs, p->regIsGlobal,
+	       p->forceFlush, p->netDeviceType, p->netDeviceVersion, tail);
+	printf("r%d props_overrun %d\n", rank, overrun);
+}
+
+/* print_absent prints, for each ncclNetPlugin_vN that lib exports, the optional members it lacks. */
+static void print_absent(int rank, void *lib) {
+	for (int v = 8; v <= 12; v++) {
+		char sym[64];
+		snprintf(sym, sizeof sym, "ncclNetPlugin_v%d", v);
+		void *t = dlsym(lib, sym);
+		if (!t) continue;
+		if (v <= 9) {
+			struct nbn_net_old *o = t;
+			printf("r%d absent_v%d%s%s%s%s%s\n", rank, v, o->regMrDmaBuf ? "" : " regMrDmaBuf", o->iflush ? "" : " iflush",
+			       o->getDeviceMr ? "" : " getDeviceMr", o->irecvConsumed ? "" : " irecvConsumed",
+			       v == 8 ? "" : o->makeVDevice ? "" : " makeVDevice");
+		} else {
+			struct nbn_net_v10 *o = t;
+			printf("r%d absent_v%d%s%s%s%s%s\n", rank, v, o->regMrDmaBuf ? "" : " regMrDmaBuf", o->iflush ? "" : " iflush",
+			       o->getDeviceMr ? "" : " getDeviceMr", o->irecvConsumed ? "" : " irecvConsumed",
+			       o->makeVDevice ? "" : " makeVDevice");
+		}
+	}
+}
+
+/* print_vdev makes virtual devices through t (version outer): one of devices {0, 7}, and, for v12
+ * (which allows 8), one of 5 devices; prints "vdev RC D" and "vdev5 RC", or "vdev none". */
+static void print_vdev(int rank, struct nbn_net_v10 *t, int outer) {
+	if (!t->makeVDevice) {
+		printf("r%d vdev none\n", rank);
+		return;
+	}
+	int d = -1;
+	nbn_result_t rc;
+	if (outer >= 12) {
+		struct nbn_vprops_v12 v = {2, {0, 7}};
+		rc = t->makeVDevice(&d, &v);
+		printf("r%d vdev %d %d\n", rank, rc, d);
+		struct nbn_vprops_v12 w = {5, {0, 1, 2, 3, 4}};
+		printf("r%d vdev5 %d\n", rank, t->makeVDevice(&d, &w));
+	} else {
+		struct nbn_vprops v = {2, {0, 7}};
+		rc = t->makeVDevice(&d, &v);
+		printf("r%d vdev %d %d\n", rank, rc, d);
+	}
 }
 
 static unsigned msg_size(int sender, int ch, long i) {
@@ -223,20 +335,17 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 	if (rc != 0) return 0;
 	int ndev = 0;
 	if (t->devices(&ndev) || ndev < 1) die("devices: %d", ndev);
-	struct nbn_props props;
-	memset(&props, 0, sizeof props);
-	if (t->getProperties(0, &props)) die("getProperties failed");
-	printf("r%d device %s speed %d ptr %d port %d latency %.2f comms %d recvs %d global %d flush %d type %d version %d "
-	       "vdevs %d dev0 %d p2p %zu coll %zu mreq %d rail %d plane %d\n",
-	       rank, props.name, props.speed, props.ptrSupport, props.port, props.latency, props.maxComms, props.maxRecvs,
-	       props.regIsGlobal, props.forceFlush, props.netDeviceType, props.netDeviceVersion, props.vProps.ndevs,
-	       props.vProps.devs[0], props.maxP2pBytes, props.maxCollBytes, props.maxMultiRequestSize, props.railId,
-	       props.planeId);
-
+	print_props(rank, t, version);
 	printf("r%d absent%s%s%s%s%s\n", rank, t->regMrDmaBuf ? "" : " regMrDmaBuf", t->iflush ? "" : " iflush",
 	       t->getDeviceMr ? "" : " getDeviceMr", t->irecvConsumed ? "" : " irecvConsumed",
 	       t->makeVDevice ? "" : " makeVDevice");
+	print_absent(rank, g_lib);
+	/* the members a real plugin would act on (virtual devices, device memory) are called only over
+	 * the test plugin, whose stubs count the calls */
+	struct tcpnet_calls *ic = inner_calls(g_lib);
+	if (ic) print_vdev(rank, t, version);
 
+	int devcomm = 0; /* connect/accept calls that left a device handle */
 	char handles[MAXCH][NBN_HANDLE_MAXSIZE], peer[MAXCH][NBN_HANDLE_MAXSIZE];
 	void *lc[MAXCH], *sc[MAXCH], *rc_[MAXCH];
 	for (int c = 0; c < nch; c++)
@@ -253,18 +362,24 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 		if ((pass == 0) == (rank == 0)) {
 			for (int c = 0; c < nch; c++) {
 				sc[c] = NULL;
-				while (!sc[c])
-					if (net_connect(&n, peer[c], &sc[c])) die("connect failed");
+				while (!sc[c]) {
+					struct nbn_dev_handle *dh = &g_dh_preset;
+					if (net_connect_dh(&n, peer[c], &sc[c], &dh)) die("connect failed");
+					devcomm += dh != NULL;
+				}
 			}
 		} else {
 			for (int c = 0; c < nch; c++) {
 				rc_[c] = NULL;
-				struct nbn_dev_handle *dh = NULL;
-				while (!rc_[c])
+				while (!rc_[c]) {
+					struct nbn_dev_handle *dh = &g_dh_preset;
 					if (t->accept(lc[c], &rc_[c], &dh)) die("accept failed");
+					devcomm += dh != NULL;
+				}
 			}
 		}
 	}
+	printf("r%d devcomm %d\n", rank, devcomm);
 	unsigned char *sbuf = malloc((size_t)nch * window * MAXSZ), *rbuf = malloc((size_t)nch * window * MAXSZ);
 	void *smr[MAXCH], *rmr[MAXCH];
 	for (int c = 0; c < nch; c++) {
@@ -272,6 +387,13 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 		    t->regMr(rc_[c], rbuf + (size_t)c * window * MAXSZ, (size_t)window * MAXSZ, NBN_PTR_HOST, &rmr[c]))
 			die("regMr failed");
 	}
+	/* the device-offload members, where the table has them: they must reach the inner plugin */
+	if (ic && t->getDeviceMr) {
+		void *dptr = NULL;
+		int r = t->getDeviceMr(sc[0], smr[0], &dptr);
+		printf("r%d devmr %d %d\n", rank, r, dptr == smr[0]);
+	}
+	if (ic && t->irecvConsumed) printf("r%d consumed %d\n", rank, t->irecvConsumed(rc_[0], 1, NULL));
 
 	pthread_t th;
 	if (g_ra) pthread_create(&th, NULL, reloader, NULL);
@@ -390,6 +512,10 @@ static int transfer(int rank, int rfd, int wfd, const char *libpath, int version
 		       rank, (unsigned long long)s.calls[1], rank, (unsigned long long)s.calls[2], rank,
 		       (unsigned long long)s.calls[3], rank, s.outer_version, rank, s.inner_version);
 	}
+	if (ic)
+		printf("r%d inner_vdev %llu\nr%d inner_devmr %llu\nr%d inner_consumed %llu\n", rank,
+		       (unsigned long long)ic->makeVDevice, rank, (unsigned long long)ic->getDeviceMr, rank,
+		       (unsigned long long)ic->irecvConsumed);
 	int (*mapu64)(const char *, unsigned, unsigned long long *) = dlsym(g_lib, "ncclbpfTestingMapU64");
 	if (mapu64) {
 		static const char *names[] = {"m_sends", "m_recvs", "m_sent_bytes", "m_recv_bytes", "m_conns",
@@ -503,9 +629,12 @@ static int pairsmain(const char *lib, long n) {
 }
 
 /* limits: sizes an int-size inner plugin (net ABI v6..v8; v6, v7 for registrations) cannot take,
- * through LIB's ncclNetPlugin_vVERSION on one loopback connection. Prints "limit CALL RC". The
- * buffer is 4 KiB: a call that reached the test plugin would fail its bounds check instead
- * (NBN_INVALID_ARGUMENT), and one that went through truncated would see a wrong size. */
+ * through LIB's ncclNetPlugin_vVERSION on one loopback connection. Prints "limit CALL RC CALLS":
+ * the result and how many calls reached the inner plugin's entry point (tcpnet_calls). The buffer
+ * is 4 KiB: a call that reached the test plugin with its size fails the plugin's bounds check
+ * (NBN_INVALID_ARGUMENT), and one that went through truncated to an int (2^32 + 16 -> 16) would be
+ * taken. Cases: isend and irecv of 1 GiB + 1 (above NCCL's MAX_NET_SIZE for int-size plugins) and
+ * of 2^32 + 16; regMr of 2 GiB (above INT_MAX) and of 2^32 + 4 KiB. */
 static int limits(const char *lib, int version) {
 	void *l = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!l) die("%s", dlerror());
@@ -513,19 +642,36 @@ static int limits(const char *lib, int version) {
 	if (open_net(&nt, l, version)) die("limits: no v%d table", version);
 	struct nbn_net_v10 *t = common(&nt);
 	static char buf[4096];
-	void *sc, *mh, *req = NULL;
+	void *sc, *mh;
 	setup_pair(&nt, &sc, &mh, buf);
-	printf("limit isend %d\n", t->isend(sc, buf, (1ull << 30) + 1, 1, mh, NULL, &req));
-	size_t size = (1ull << 30) + 1;
-	void *data = buf;
-	int tag = 1;
-	req = NULL;
-	/* a receive on the send side's comm is never posted: the adapter refuses it first */
-	printf("limit irecv %d\n", t->irecv(sc, 1, &data, &size, &tag, &mh, NULL, &req));
-	void *big = NULL;
-	int rc = t->regMr(sc, buf, 1ull << 31, NBN_PTR_HOST, &big);
-	printf("limit regmr %d\n", rc);
-	if (rc == 0) t->deregMr(sc, big);
+	struct tcpnet_calls *ic = inner_calls(l);
+	if (!ic) die("limits: the inner plugin has no tcpnet_calls");
+	static const size_t sizes[2] = {(1ull << 30) + 1, (1ull << 32) + 16};
+	static const char *names[2] = {"1g1", "4g16"};
+	for (int k = 0; k < 2; k++) {
+		void *req = NULL;
+		uint64_t c0 = ic->isend;
+		int rc = t->isend(sc, buf, sizes[k], 1, mh, NULL, &req);
+		printf("limit isend_%s %d %llu\n", names[k], rc, (unsigned long long)(ic->isend - c0));
+		size_t size = sizes[k];
+		void *data = buf;
+		int tag = 1;
+		req = NULL;
+		c0 = ic->irecv;
+		/* on the send side's comm, with its registration: the plugin's bounds check refuses it if
+		 * it gets the real size */
+		rc = t->irecv(sc, 1, &data, &size, &tag, &mh, NULL, &req);
+		printf("limit irecv_%s %d %llu\n", names[k], rc, (unsigned long long)(ic->irecv - c0));
+	}
+	static const size_t regs[2] = {1ull << 31, (1ull << 32) + 4096};
+	static const char *rnames[2] = {"2g", "4g4k"};
+	for (int k = 0; k < 2; k++) {
+		void *big = NULL;
+		uint64_t c0 = ic->regMr;
+		int rc = t->regMr(sc, buf, regs[k], NBN_PTR_HOST, &big);
+		printf("limit regmr_%s %d %llu\n", rnames[k], rc, (unsigned long long)(ic->regMr - c0));
+		if (rc == 0) t->deregMr(sc, big);
+	}
 	return 0;
 }
 

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tcpnet.c: a small TCP net plugin (NCCL net ABI v11; v10 when built with -DTCPNET_V10; only one of the
- * older v6..v9 when built with -DTCPNET_ABI=6..9), the inner plugin of the wrapper's tests
+ * tcpnet.c: a small TCP net plugin (NCCL net ABI v11; v10 when built with -DTCPNET_V10; v12 alone, or
+ * only one of the older v6..v9, when built with -DTCPNET_ABI=12 or 6..9, with that version's
+ * signatures: int sizes below v9, no device handles in v6), the inner plugin of the wrapper's tests
  * (plugin/e2e/net_test.go, testhost/net_host.c) and of the GPU experiment.
  *
- * The older tables report properties a v10+ plugin would not (port 3, latency 2.5, 777 comms, and,
- * for v8, a global registration): the wrapper's tests check that they come through its adaptation.
+ * The -DTCPNET_ABI tables report properties the default one does not (port 3, latency 2.5, 777
+ * comms; for v8, a global registration; for v12, its own transfer limits, rail and plane), and have
+ * the optional members their version knows as stubs that count their calls (getDeviceMr and
+ * irecvConsumed from v7, makeVDevice from v9: *d = 100 * ndevs + the last device); regMrDmaBuf and
+ * iflush stay NULL, as in Google's fastsocket. The wrapper's tests check that all this comes through
+ * its adaptation. tcpnet_calls (exported) counts the calls that reached the plugin's entry points.
  *
  * One device (loopback or the address in TCPNET_ADDR). listen binds an ephemeral port; the handle
  * carries the address. Messages are framed (tag, size) and matched in order per connection, as
@@ -74,6 +79,12 @@ struct comm {
 	int q[NREQ]; /* FIFO of request indices */
 	int qh, qn;
 };
+
+/* calls that reached the table's entry points, read by net_host through dlsym */
+struct tcpnet_calls {
+	uint64_t isend, irecv, regMr, makeVDevice, getDeviceMr, irecvConsumed;
+};
+__attribute__((visibility("default"))) struct tcpnet_calls tcpnet_calls;
 
 static nbn_logger_t g_log;
 static int g_null, g_no_sizes;
@@ -345,16 +356,78 @@ static nbn_result_t t_closeListen(void *lc) {
 }
 __attribute__((unused)) static nbn_result_t t_finalize(void *ctx) { return NBN_SUCCESS; }
 
+/* The entry points of the v10+ tables: count, then the implementation. */
+__attribute__((unused)) static nbn_result_t e_isend(void *sc, void *data, size_t size, int tag, void *mh, void *ph,
+                                                    void **request) {
+	tcpnet_calls.isend++;
+	return t_isend(sc, data, size, tag, mh, ph, request);
+}
+__attribute__((unused)) static nbn_result_t e_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mh,
+                                                    void **ph, void **request) {
+	tcpnet_calls.irecv++;
+	return t_irecv(rc, n, data, sizes, tags, mh, ph, request);
+}
+__attribute__((unused)) static nbn_result_t e_regMr(void *comm, void *data, size_t size, int type, void **mh) {
+	tcpnet_calls.regMr++;
+	return t_regMr(comm, data, size, type, mh);
+}
+
+/* Optional members of the -DTCPNET_ABI tables: stubs that count their calls. */
+__attribute__((unused)) static nbn_result_t s_getDeviceMr(void *comm, void *mh, void **dptr) {
+	tcpnet_calls.getDeviceMr++;
+	*dptr = mh;
+	return NBN_SUCCESS;
+}
+__attribute__((unused)) static nbn_result_t s_irecvConsumed(void *rc, int n, void *request) {
+	tcpnet_calls.irecvConsumed++;
+	return NBN_SUCCESS;
+}
+/* props: struct nbn_vprops (v9) or nbn_vprops_v12 (v12): ndevs and devs[] begin both */
+__attribute__((unused)) static nbn_result_t s_makeVDevice(int *d, void *props) {
+	const struct nbn_vprops *p = props;
+	tcpnet_calls.makeVDevice++;
+	if (p->ndevs < 1) return NBN_INVALID_ARGUMENT;
+	*d = 100 * p->ndevs + p->devs[p->ndevs - 1];
+	return NBN_SUCCESS;
+}
+
 #define MEMBERS                                                                                                    \
-	.devices = t_devices, .getProperties = t_props, .accept = t_accept, .regMr = t_regMr, .regMrDmaBuf = NULL,  \
-	.deregMr = t_deregMr, .isend = t_isend, .irecv = t_irecv, .iflush = NULL, .test = t_test, .closeSend = t_close, \
+	.devices = t_devices, .getProperties = t_props, .accept = t_accept, .regMr = e_regMr, .regMrDmaBuf = NULL,  \
+	.deregMr = t_deregMr, .isend = e_isend, .irecv = e_irecv, .iflush = NULL, .test = t_test, .closeSend = t_close, \
 	.closeRecv = t_close, .closeListen = t_closeListen, .getDeviceMr = NULL, .irecvConsumed = NULL,              \
 	.makeVDevice = NULL
 
-#if defined(TCPNET_ABI)
+#if defined(TCPNET_ABI) && TCPNET_ABI == 12
+/* ---- v12 alone: its properties structure (8 devices per virtual NIC, rail and plane) ---- */
+static nbn_result_t v12_props(int dev, void *out) {
+	struct nbn_props p;
+	memset(&p, 0, sizeof p);
+	nbn_result_t rc = t_props(dev, &p);
+	if (rc != NBN_SUCCESS) return rc;
+	struct nbn_props_v12 *q = out;
+	memcpy(q, &p, offsetof(struct nbn_props, vProps));
+	q->port = 3;
+	q->latency = 2.5f;
+	q->maxComms = 777;
+	q->vProps.ndevs = 1;
+	q->vProps.devs[0] = dev;
+	q->maxP2pBytes = 1ul << 29;
+	q->maxCollBytes = 1ul << 28;
+	q->maxMultiRequestSize = 4;
+	q->railId = 2;
+	q->planeId = 5;
+	return NBN_SUCCESS;
+}
+__attribute__((visibility("default"))) const struct nbn_net_v11 ncclNetPlugin_v12 = {
+    .name = "tcpnet", .init = t_init11, .devices = t_devices, .getProperties = v12_props,
+    .listen_ = (void *)t_listen11, .connect_ = (void *)t_connect11, .accept = t_accept, .regMr = e_regMr,
+    .regMrDmaBuf = NULL, .deregMr = t_deregMr, .isend = e_isend, .irecv = e_irecv, .iflush = NULL, .test = t_test,
+    .closeSend = t_close, .closeRecv = t_close, .closeListen = t_closeListen, .getDeviceMr = s_getDeviceMr,
+    .irecvConsumed = s_irecvConsumed, .makeVDevice = s_makeVDevice, .finalize = t_finalize, .setNetAttr = NULL};
+#elif defined(TCPNET_ABI)
 /* ---- one older table, over the same implementation ---- */
 #if TCPNET_ABI < 6 || TCPNET_ABI > 9
-#error "TCPNET_ABI is 6, 7, 8 or 9"
+#error "TCPNET_ABI is 6, 7, 8, 9 or 12"
 #endif
 static nbn_result_t o_init(nbn_logger_t log) { return t_init_common(log); }
 static nbn_result_t o_props(int dev, void *out) {
@@ -395,18 +468,21 @@ static nbn_result_t o_connect(int dev, void *opaque, void **sc, struct nbn_dev_h
 #endif
 #if TCPNET_ABI <= 7
 static nbn_result_t o_regMr(void *comm, void *data, int size, int type, void **mh) {
+	tcpnet_calls.regMr++;
 	if (size < 0) return NBN_INVALID_ARGUMENT;
 	return t_regMr(comm, data, (size_t)size, type, mh);
 }
 #else
-#define o_regMr t_regMr
+#define o_regMr e_regMr
 #endif
 #if TCPNET_ABI <= 8
 static nbn_result_t o_isend(void *sc, void *data, int size, int tag, void *mh, void **request) {
+	tcpnet_calls.isend++;
 	if (size < 0) return NBN_INVALID_ARGUMENT;
 	return t_isend(sc, data, (size_t)size, tag, mh, NULL, request);
 }
 static nbn_result_t o_irecv(void *rc, int n, void **data, int *sizes, int *tags, void **mh, void **request) {
+	tcpnet_calls.irecv++;
 	if (n != 1 || sizes[0] < 0) return NBN_INVALID_ARGUMENT;
 	/* NCCL's "no completion needed" hint is v9's: an older plugin never sees it from NCCL */
 	if (*request == (void *)1) return NBN_INTERNAL_ERROR;
@@ -415,10 +491,10 @@ static nbn_result_t o_irecv(void *rc, int n, void **data, int *sizes, int *tags,
 }
 #else
 static nbn_result_t o_isend(void *sc, void *data, size_t size, int tag, void *mh, void **request) {
-	return t_isend(sc, data, size, tag, mh, NULL, request);
+	return e_isend(sc, data, size, tag, mh, NULL, request);
 }
 static nbn_result_t o_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mh, void **request) {
-	return t_irecv(rc, n, data, sizes, tags, mh, NULL, request);
+	return e_irecv(rc, n, data, sizes, tags, mh, NULL, request);
 }
 #endif
 #define OLD_NAME_(v) ncclNetPlugin_v##v
@@ -445,10 +521,15 @@ __attribute__((visibility("default"))) const struct nbn_net_old OLD_NAME(TCPNET_
     .closeSend = t_close,
     .closeRecv = t_close,
     .closeListen = t_closeListen,
-    /* v7+: no device offload; v9: no virtual devices (members past the version's end are never read) */
-    .getDeviceMr = NULL,
-    .irecvConsumed = NULL,
-    .makeVDevice = NULL,
+    /* members past the version's end (v6: after closeListen; v7, v8: after irecvConsumed) are never
+     * read: NULL there */
+#if TCPNET_ABI >= 7
+    .getDeviceMr = s_getDeviceMr,
+    .irecvConsumed = s_irecvConsumed,
+#endif
+#if TCPNET_ABI >= 9
+    .makeVDevice = s_makeVDevice,
+#endif
 };
 #elif defined(TCPNET_V10)
 __attribute__((visibility("default"))) const struct nbn_net_v10 ncclNetPlugin_v10 = {

@@ -25,7 +25,7 @@ var (
 	netErr  error
 	netArt  struct {
 		host, tcp11, tcp10 string
-		old                map[int]string // tcpnet exporting only ncclNetPlugin_vN, N = 6..9
+		old                map[int]string // tcpnet exporting only ncclNetPlugin_vN, N = 6..9 and 12
 		broken             string         // tcpnet v6 without test
 	}
 )
@@ -44,7 +44,7 @@ func netArtifacts(t *testing.T) {
 			append(append([]string{"gcc"}, cflags...), "-DTCPNET_V10", "-shared", "-fPIC", "-o", netArt.tcp10, "testhost/tcpnet.c"),
 		}
 		netArt.old = map[int]string{}
-		for v := 6; v <= 9; v++ {
+		for _, v := range []int{6, 7, 8, 9, 12} {
 			netArt.old[v] = filepath.Join(art.dir, fmt.Sprintf("libtcpnet%d.so", v))
 			steps = append(steps, append(append([]string{"gcc"}, cflags...), fmt.Sprintf("-DTCPNET_ABI=%d", v), "-shared", "-fPIC",
 				"-o", netArt.old[v], "testhost/tcpnet.c"))
@@ -157,6 +157,61 @@ func checkCounted(t *testing.T, r [2]map[string]string, msgs, conns uint64) {
 	}
 }
 
+// innerLib is the test plugin exporting net ABI v (6 to 12) as its newest
+// table (10 and 11: the builds without TCPNET_ABI).
+func innerLib(v int) string {
+	switch v {
+	case 10:
+		return netArt.tcp10
+	case 11:
+		return netArt.tcp11
+	}
+	return netArt.old[v]
+}
+
+// wantDevice is net_host's "device" line for device 0 as the wrapper's
+// ncclNetPlugin_v<outer> reports it over the test plugin's v<inner> table:
+// the inner plugin's own values, and for the fields its version lacks those
+// NCCL's adapters give (docs/nccl-net-abi.md, sections 6 and 7). net_host
+// prints "-" for fields the caller's version does not have; for outer v8 it
+// converts the v8 structure into a v10 one, so vProps and the limits read 0.
+func wantDevice(inner, outer int) string {
+	d := "tcpnet0 speed 10000 ptr 1 port 1 latency 0.00 comms 65536 recvs 1"
+	if inner <= 9 || inner == 12 { // the TCPNET_ABI builds report their own
+		d = "tcpnet0 speed 10000 ptr 1 port 3 latency 2.50 comms 777 recvs 1"
+	}
+	global := 0
+	if inner == 8 { // v8's tcpnet says its registrations are global; v6, v7 have no such field
+		global = 1
+	}
+	d += fmt.Sprintf(" global %d flush 0 type 0 version 0", global)
+	p2p, coll := 1<<30, 1<<30
+	switch {
+	case inner <= 8: // MAX_NET_SIZE, MAX_COLLNET_SIZE
+		p2p, coll = 1<<30, 512<<20
+	case inner == 12:
+		p2p, coll = 1<<29, 1<<28
+	}
+	if outer == 8 {
+		d += " vdevs 0 dev0 0 p2p 0 coll 0"
+	} else {
+		d += fmt.Sprintf(" vdevs 1 dev0 0 p2p %d coll %d", p2p, coll)
+	}
+	mreq, ids := "1", "-1 -1"
+	if inner == 12 {
+		mreq, ids = "4", "2 5"
+	}
+	switch {
+	case outer <= 10:
+		d += " mreq - rail - plane -"
+	case outer == 11:
+		d += " mreq " + mreq + " rail - plane -"
+	default:
+		d += " mreq " + mreq + " rail " + strings.Replace(ids, " ", " plane ", 1)
+	}
+	return d
+}
+
 func TestNetPluginSymbols(t *testing.T) {
 	artifacts(t)
 	out, err := exec.Command("nm", "-D", "--defined-only", art.lib).Output()
@@ -201,23 +256,19 @@ func TestNetTransfer(t *testing.T) {
 			}
 		}
 	})
-	for _, c := range []struct {
-		outer int
-		inner string
-		iv    string
-	}{{10, netArt.tcp11, "11"}, {11, netArt.tcp11, "11"}, {12, netArt.tcp11, "11"}, {10, netArt.tcp10, "10"}, {11, netArt.tcp10, "10"}, {12, netArt.tcp10, "10"}} {
+	for _, c := range []struct{ outer, inner int }{{10, 11}, {11, 11}, {12, 11}, {10, 10}, {11, 10}, {12, 10}, {10, 12}, {11, 12}, {12, 12}} {
 		c := c
-		t.Run(fmt.Sprintf("v%d-over-v%s", c.outer, c.iv), func(t *testing.T) {
-			r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + c.inner}, args(art.lib, c.outer)...)
+		t.Run(fmt.Sprintf("v%d-over-v%d", c.outer, c.inner), func(t *testing.T) {
+			r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + innerLib(c.inner)}, args(art.lib, c.outer)...)
 			checkTransfer(t, r, ch*msgs)
 			// each process: ch listens, ch connects, ch accepts
 			checkCounted(t, r, ch*msgs, 3*ch)
 			for rank := 0; rank < 2; rank++ {
-				if r[rank]["w_inner"] != c.iv || r[rank]["w_outer"] != strconv.Itoa(c.outer) {
+				if r[rank]["w_inner"] != strconv.Itoa(c.inner) || r[rank]["w_outer"] != strconv.Itoa(c.outer) {
 					t.Errorf("rank %d: wrapper reports outer v%s inner v%s", rank, r[rank]["w_outer"], r[rank]["w_inner"])
 				}
-				if !strings.HasPrefix(r[rank]["device"], "tcpnet0 speed 10000 ptr 1") {
-					t.Errorf("rank %d: device properties not passed through: %q", rank, r[rank]["device"])
+				if want := wantDevice(c.inner, c.outer); r[rank]["device"] != want {
+					t.Errorf("rank %d: device properties\n got %s\nwant %s", rank, r[rank]["device"], want)
 				}
 			}
 		})
@@ -225,79 +276,81 @@ func TestNetTransfer(t *testing.T) {
 }
 
 // TestNetOldInner wraps inner plugins that export only one of the older
-// net ABIs NCCL still accepts (v6 to v9, as Google's fastsocket exports v6):
-// checked data moves both ways through the wrapper, every completion is
-// counted once by the wrapper and by the counting policy, NCCL gets the
-// properties the inner version has and, for the fields it lacks, the values
-// NCCL's own adapters give (one virtual device, 1 GiB transfers, 512 MiB
-// collectives, no forced flush, a host device, a global registration only
-// where v8+ says so), and the optional members the inner table lacks are
-// absent from the wrapper's. Sizes an int-size ABI cannot carry are refused
-// by the wrapper, not truncated; a table without a required member is
-// refused at load with its name, and NCCL moves on.
+// net ABIs NCCL still accepts (v6 to v9, as Google's fastsocket exports v6),
+// under the ABIs NCCL 2.27 to 2.30 ask for: checked data moves both ways
+// through the wrapper, without a policy (the wrapper records nothing) and
+// with the counting policy (every completion counted once by the wrapper and
+// by the policy). Sizes an int-size ABI cannot carry are refused by the
+// wrapper without calling the plugin, not truncated; a table without a
+// required member is refused at load with its name, and NCCL moves on.
+// TestNetProps checks the properties and optional members.
 func TestNetOldInner(t *testing.T) {
 	netArtifacts(t)
 	const ch, msgs, win = 2, 150, 8
 	for v := 6; v <= 9; v++ {
-		for _, outer := range []int{10, 12} {
-			v, outer := v, outer
-			t.Run(fmt.Sprintf("v%d-over-v%d", outer, v), func(t *testing.T) {
-				r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.old[v]},
-					"transfer", art.lib, strconv.Itoa(outer), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
-				checkTransfer(t, r, ch*msgs)
-				checkCounted(t, r, ch*msgs, 3*ch)
-				global, coll := 0, 536870912
-				if v == 8 {
-					global = 1
-				}
-				if v == 9 {
-					coll = 1 << 30 // v9 reports its own
-				}
-				want := fmt.Sprintf("tcpnet0 speed 10000 ptr 1 port 3 latency 2.50 comms 777 recvs 1 global %d flush 0 type 0 version 0 "+
-					"vdevs 1 dev0 0 p2p 1073741824 coll %d", global, coll)
-				switch outer {
-				case 10:
-					want += " mreq 0 rail 0 plane 0" // not in a v10 structure: left as the caller set them
-				case 12:
-					want += " mreq 1 rail -1 plane -1"
-				}
-				for rank := 0; rank < 2; rank++ {
-					if r[rank]["w_inner"] != strconv.Itoa(v) || r[rank]["w_outer"] != strconv.Itoa(outer) {
-						t.Errorf("rank %d: wrapper reports outer v%s inner v%s", rank, r[rank]["w_outer"], r[rank]["w_inner"])
+		for _, outer := range []int{10, 11, 12} {
+			for _, policy := range []string{"none", "count"} {
+				v, outer, policy := v, outer, policy
+				t.Run(fmt.Sprintf("v%d-over-v%d-%s", outer, v, policy), func(t *testing.T) {
+					obj := "none"
+					if policy == "count" {
+						obj = "testhost/net_count_a.bpf.o"
 					}
-					if r[rank]["device"] != want {
-						t.Errorf("rank %d: properties\n got %s\nwant %s", rank, r[rank]["device"], want)
+					r, _ := netHost(t, []string{"NCCLBPF_POLICY=" + obj, "NCCLBPF_NET_PLUGIN=" + netArt.old[v]},
+						"transfer", art.lib, strconv.Itoa(outer), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
+					checkTransfer(t, r, ch*msgs)
+					if policy == "count" {
+						checkCounted(t, r, ch*msgs, 3*ch)
 					}
-					if r[rank]["absent"] != "regMrDmaBuf iflush getDeviceMr irecvConsumed makeVDevice" {
-						t.Errorf("rank %d: optional members the inner plugin lacks: wrapper has all but %q", rank, r[rank]["absent"])
+					for rank := 0; rank < 2; rank++ {
+						m := r[rank]
+						if m["w_inner"] != strconv.Itoa(v) || m["w_outer"] != strconv.Itoa(outer) {
+							t.Errorf("rank %d: wrapper reports outer v%s inner v%s", rank, m["w_outer"], m["w_inner"])
+						}
+						if policy == "none" {
+							for _, k := range []string{"w_sends", "w_recvs", "w_calls_send", "w_calls_recv", "w_inflight", "w_untracked"} {
+								if num(t, m, k) != 0 {
+									t.Errorf("rank %d: without a policy %s = %s, want 0 (nothing recorded)", rank, k, m[k])
+								}
+							}
+						}
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 	t.Run("limits", func(t *testing.T) {
+		// result and calls that reached the plugin, per call: 3 refused by the
+		// wrapper (ncclInternalError, as NCCL's adapters), 4 the plugin's own
+		// bounds check on the real size, 0 registered
+		refused, reached, taken := "3 0", "4 1", "0 1"
 		for _, c := range []struct {
-			inner string
-			want  string // isend, irecv, regMr results
+			v                 int
+			isend, irecv, reg string
 		}{
-			{netArt.old[6], "3 3 3"}, {netArt.old[7], "3 3 3"}, {netArt.old[8], "3 3 0"}, {netArt.old[9], "4 4 0"}, {netArt.tcp11, "4 4 0"},
+			{6, refused, refused, refused}, {7, refused, refused, refused}, {8, refused, refused, taken},
+			{9, reached, reached, taken}, {11, reached, reached, taken}, {12, reached, reached, taken},
 		} {
 			cmd := hostCommand(netArt.host, "limits", art.lib, "12")
 			cmd.Dir = repoRoot(t)
-			cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN="+c.inner)
+			cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN="+innerLib(c.v))
 			out, err := cmd.Output()
 			if err != nil {
-				t.Fatalf("net_host limits over %s: %v\n%s", c.inner, err, out)
+				t.Fatalf("net_host limits over v%d: %v\n%s", c.v, err, out)
 			}
 			got := map[string]string{}
 			for _, l := range strings.Split(string(out), "\n") {
-				if f := strings.Fields(l); len(f) == 3 && f[0] == "limit" {
-					got[f[1]] = f[2]
+				if f := strings.Fields(l); len(f) == 4 && f[0] == "limit" {
+					got[f[1]] = f[2] + " " + f[3]
 				}
 			}
-			if s := got["isend"] + " " + got["irecv"] + " " + got["regmr"]; s != c.want {
-				t.Errorf("%s: isend, irecv of 1 GiB + 1 and regMr of 2 GiB gave %s, want %s (3: refused by the wrapper, "+
-					"4: reached the plugin's bounds check, 0: registered)", filepath.Base(c.inner), s, c.want)
+			want := map[string]string{"isend_1g1": c.isend, "isend_4g16": c.isend, "irecv_1g1": c.irecv, "irecv_4g16": c.irecv,
+				"regmr_2g": c.reg, "regmr_4g4k": c.reg}
+			for k, w := range want {
+				if got[k] != w {
+					t.Errorf("inner v%d: %s (1g1: 1 GiB + 1, 4g16: 2^32 + 16, 2g: 2^31, 4g4k: 2^32 + 4096) gave %q, "+
+						"want %q (result, calls that reached the plugin)", c.v, k, got[k], w)
+				}
 			}
 		}
 	})
@@ -315,6 +368,95 @@ func TestNetOldInner(t *testing.T) {
 	})
 }
 
+// TestNetProps checks, for every pairing of the ABI NCCL asks for (v8 to
+// v12) and the one the inner plugin exports (v6 to v12), what the wrapper
+// gives NCCL besides the data path:
+//   - the properties, field by field, in the caller's layout (v12's vProps
+//     holds 8 devices, so its later fields sit 16 bytes further on), nothing
+//     written past it, and for the fields the inner version lacks the values
+//     NCCL's adapters give (wantDevice);
+//   - no device handle from connect or accept (v6 has none to give: the
+//     wrapper stores NULL);
+//   - the optional members the inner table lacks absent from every table
+//     the wrapper exports (regMrDmaBuf and iflush: none of the test
+//     plugins has them; getDeviceMr, irecvConsumed from v7; makeVDevice
+//     from v9), those it has present and reaching it;
+//   - makeVDevice converted between v12's 8 devices and older 4, with more
+//     than 4 refused for an inner plugin older than v12 without calling it.
+func TestNetProps(t *testing.T) {
+	netArtifacts(t)
+	for _, inner := range []int{6, 7, 8, 9, 10, 11, 12} {
+		for _, outer := range []int{8, 9, 10, 11, 12} {
+			inner, outer := inner, outer
+			t.Run(fmt.Sprintf("v%d-over-v%d", outer, inner), func(t *testing.T) {
+				r, _ := netHost(t, []string{"NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN=" + innerLib(inner)},
+					"transfer", art.lib, strconv.Itoa(outer), "1", "4", "2")
+				checkTransfer(t, r, 4)
+				devOffload := inner >= 7 && inner != 10 && inner != 11 // the builds with getDeviceMr, irecvConsumed
+				vdev := inner == 9 || inner == 12                      // with makeVDevice
+				absent := "regMrDmaBuf iflush"
+				if !devOffload {
+					absent += " getDeviceMr irecvConsumed"
+				}
+				m := r[0]
+				if want := wantDevice(inner, outer); m["device"] != want {
+					t.Errorf("properties\n got %s\nwant %s", m["device"], want)
+				}
+				if m["props_overrun"] != "0" {
+					t.Errorf("%s bytes written past the caller's properties structure", m["props_overrun"])
+				}
+				for rank := 0; rank < 2; rank++ {
+					if r[rank]["devcomm"] != "0" {
+						t.Errorf("rank %d: %s connect/accept calls left a device handle (no plugin here has one)", rank, r[rank]["devcomm"])
+					}
+				}
+				for v := 8; v <= 12; v++ {
+					want := absent
+					if !vdev && v != 8 { // v8's table has no makeVDevice at all
+						want += " makeVDevice"
+					}
+					if got := strings.TrimSpace(m[fmt.Sprintf("absent_v%d", v)]); got != want {
+						t.Errorf("ncclNetPlugin_v%d lacks %q, want %q", v, got, want)
+					}
+				}
+				wantCalls := map[string]string{"inner_devmr": "0", "inner_consumed": "0", "inner_vdev": "0"}
+				if devOffload {
+					if m["devmr"] != "0 1" || m["consumed"] != "0" {
+						t.Errorf("getDeviceMr gave %q (want 0 and the plugin's answer), irecvConsumed %q", m["devmr"], m["consumed"])
+					}
+					wantCalls["inner_devmr"], wantCalls["inner_consumed"] = "1", "1"
+				}
+				switch {
+				case !vdev || outer == 8:
+					if m["vdev"] != "none" {
+						t.Errorf("makeVDevice present (%q) where the inner plugin or NCCL's version has none", m["vdev"])
+					}
+				default:
+					// devices {0, 7}: the plugin answers 100 * 2 + 7
+					if m["vdev"] != "0 207" {
+						t.Errorf("makeVDevice of 2 devices gave %q, want 0 207", m["vdev"])
+					}
+					wantCalls["inner_vdev"] = "1"
+					if outer == 12 {
+						want := "4" // ncclInvalidArgument: a pre-v12 plugin takes 4 at most
+						if inner == 12 {
+							want, wantCalls["inner_vdev"] = "0", "2"
+						}
+						if m["vdev5"] != want {
+							t.Errorf("makeVDevice of 5 devices gave %q, want %s", m["vdev5"], want)
+						}
+					}
+				}
+				for k, w := range wantCalls {
+					if m[k] != w {
+						t.Errorf("%s = %q calls reached the plugin, want %s", k, m[k], w)
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestNetOuterOld drives the wrapper's ncclNetPlugin_v9 and _v8 (what NCCL
 // 2.24-2.26 and 2.21-2.23 take) over inner plugins old and new: checked data
 // both ways, every completion counted once, the version NCCL asked for
@@ -324,26 +466,19 @@ func TestNetOuterOld(t *testing.T) {
 	netArtifacts(t)
 	const ch, msgs, win = 2, 150, 8
 	for _, outer := range []int{8, 9} {
-		for _, in := range []struct {
-			lib, v string
-		}{{netArt.tcp11, "11"}, {netArt.tcp10, "10"}, {netArt.old[9], "9"}, {netArt.old[6], "6"}} {
-			outer, in := outer, in
-			t.Run(fmt.Sprintf("v%d-over-v%s", outer, in.v), func(t *testing.T) {
-				r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + in.lib},
+		for _, inner := range []int{12, 11, 10, 9, 6} {
+			outer, inner := outer, inner
+			t.Run(fmt.Sprintf("v%d-over-v%d", outer, inner), func(t *testing.T) {
+				r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + innerLib(inner)},
 					"transfer", art.lib, strconv.Itoa(outer), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
 				checkTransfer(t, r, ch*msgs)
 				checkCounted(t, r, ch*msgs, 3*ch)
-				want := "vdevs 0 dev0 0 p2p 0 coll 0" // v8: not in the structure
-				if outer == 9 {
-					want = "vdevs 1 dev0 0 p2p 1073741824"
-				}
 				for rank := 0; rank < 2; rank++ {
-					if r[rank]["w_inner"] != in.v || r[rank]["w_outer"] != strconv.Itoa(outer) {
+					if r[rank]["w_inner"] != strconv.Itoa(inner) || r[rank]["w_outer"] != strconv.Itoa(outer) {
 						t.Errorf("rank %d: wrapper reports outer v%s inner v%s", rank, r[rank]["w_outer"], r[rank]["w_inner"])
 					}
-					d := r[rank]["device"]
-					if !strings.HasPrefix(d, "tcpnet0 speed 10000 ptr 1") || !strings.Contains(d, want) {
-						t.Errorf("rank %d: properties %q, want the device and %q", rank, d, want)
+					if want := wantDevice(inner, outer); r[rank]["device"] != want {
+						t.Errorf("rank %d: properties\n got %s\nwant %s", rank, r[rank]["device"], want)
 					}
 				}
 			})
