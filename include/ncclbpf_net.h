@@ -2,8 +2,9 @@
 /*
  * ncclbpf_net.h: the network hooks of ncclbpf, for policy authors and for the host side.
  *
- * libncclbpf.so exports NCCL's net plugin ABI (ncclNetPlugin_v10, _v11, _v12) and wraps the net
- * plugin the job already uses (NCCLBPF_NET_PLUGIN). Every call goes to that plugin unchanged; the
+ * libncclbpf.so exports NCCL's net plugin ABI (ncclNetPlugin_v8 to _v12: NCCL 2.21 to 2.30) and wraps
+ * the net plugin the job already uses (NCCLBPF_NET_PLUGIN; it may export any of ncclNetPlugin_v6 to
+ * _v12). Every call goes to that plugin unchanged; the
  * wrapper only watches. Programs attach by section name:
  *
  *     SEC("net/conn")      a connection was set up: listen, connect or accept returned one

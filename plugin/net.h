@@ -2,8 +2,8 @@
 /*
  * net.h: the net side of libncclbpf.so as the Go control plane and the test hosts see it.
  *
- * The shim (net.c) exports ncclNetPlugin_v10, _v11 and _v12 and passes every call to the net plugin
- * named by NCCLBPF_NET_PLUGIN (which may export v6 to v12). Programs of the hooks net/conn, net/send_end and net/recv_end run
+ * The shim (net.c) exports ncclNetPlugin_v8 to _v12 and passes every call to the net plugin named by
+ * NCCLBPF_NET_PLUGIN (which may export v6 to v12). Programs of the hooks net/conn, net/send_end and net/recv_end run
  * through one slot per hook, published and retired like the profiler's (profiler.h):
  *
  *     for each net hook h:  old[h] = ncclbpf_net_publish(h, entry_or_0, reads);
