@@ -6,6 +6,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/loader"
 )
 
 // callHelper checks a helper call against the hook and the prototype, then
@@ -141,6 +142,11 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 		f.regs[r] = value{}
 	}
 	if haveMap && (id == helpers.MapUpdateElem || id == helpers.MapDeleteElem) {
+		ck.written[mapv.idx] = true
+	}
+	if haveMap && id == helpers.MapLookupElem && lru(ck.maps[mapv.idx].Type) {
+		// a lookup in an LRU map moves the entry to the front of the
+		// eviction order: what a later update evicts depends on it
 		ck.written[mapv.idx] = true
 	}
 	switch p.Ret {
@@ -285,3 +291,6 @@ func printkConversions(f []byte) int {
 	}
 	return used
 }
+
+// lru reports a map type whose lookups change which entry is evicted next.
+func lru(t loader.MapType) bool { return t == MapTypeLRUHash || t == MapTypeLRUPercpuHash }

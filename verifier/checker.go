@@ -60,6 +60,8 @@ type checker struct {
 	ipdom   []int
 	srcs    []taintSrc
 	srcIDs  map[taintSrc]uint32
+	// facts are gathered for the uniformity analysis (flow.go)
+	facts *flowFacts
 	// written marks the maps the program may write
 	written []bool
 
@@ -143,7 +145,7 @@ func (ck *checker) explore() *Error {
 	n := len(ck.insns)
 	ck.written = make([]bool, len(ck.maps))
 	if ck.hook.Decides && !ck.cfg.DisableRankUniformity {
-		ck.uniform = true
+		ck.facts = newFlowFacts(n)
 		ck.srcIDs = map[taintSrc]uint32{}
 	}
 	ck.seen = make([][]*visited, n)
@@ -167,7 +169,18 @@ func (ck *checker) visit(st *state, pc int) (next int, fork *state, forkPC int, 
 	if ck.info != nil && ck.info.States != nil && len(ck.info.States[pc]) < 4 {
 		ck.info.States[pc] = append(ck.info.States[pc], st.describe(ck))
 	}
-	return ck.step(st, pc)
+	if ck.facts == nil {
+		return ck.step(st, pc)
+	}
+	ctx := st.top().ctx
+	ck.facts.record(ck, st, pc)
+	next, fork, forkPC, e = ck.step(st, pc)
+	if fork != nil {
+		ck.facts.recordEdges(ck, ctx, pc, next, forkPC)
+	} else {
+		ck.facts.recordEdges(ck, ctx, pc, next)
+	}
+	return next, fork, forkPC, e
 }
 
 func (ck *checker) entryState() *state {

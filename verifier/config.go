@@ -268,6 +268,11 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		ck = base.forPass(pass)
 		ck.budget = left - spent
 		e := ck.explore()
+		if e == nil {
+			// safe: rank uniformity is decided once, on the whole
+			// control-flow graph, from the facts of this pass (flow.go)
+			e = ck.checkFlow()
+		}
 		spent += min(ck.work, ck.budget)
 		if e == nil {
 			best = nil
@@ -275,6 +280,9 @@ func (c *Config) Verify(insns []asm.Instruction, info *Info) (*Result, error) {
 		}
 		if best == nil || e.Code != Complexity || best.Code == Complexity {
 			best, bestCk = e, ck
+		}
+		if e.Code == RankDivergent {
+			break // decided once, on the whole graph: another pass would decide alike
 		}
 		if e.Code == Complexity && (pass == 0 || spent >= left) {
 			break // loops unroll alike in every pass; or nothing is left

@@ -291,6 +291,9 @@ func (ck *checker) callSub(st *state, pc int, ins asm.Instruction) int {
 	caller := st.top()
 	var fr frame
 	fr.callsite = pc
+	if ck.facts != nil {
+		fr.ctx = ck.facts.childCtx(caller.ctx, pc)
+	}
 	copy(fr.regs[asm.R1:asm.R6], caller.regs[asm.R1:asm.R6])
 	fr.regs[asm.R10] = value{k: kStack, frame: uint8(len(st.frames)), s: constScalar(0)}
 	st.frames = append(st.frames, fr)

@@ -267,7 +267,7 @@ func (ck *checker) join(a, b *state, widen bool) *state {
 		if fa.callsite != fb.callsite {
 			return nil
 		}
-		r.frames[fi].callsite = fa.callsite
+		r.frames[fi].callsite, r.frames[fi].ctx = fa.callsite, fa.ctx
 		for reg := range fa.regs {
 			r.frames[fi].regs[reg] = j.joinValue(fa.regs[reg], fb.regs[reg])
 		}

@@ -102,6 +102,7 @@ func (s *stack) unspill(i int) {
 type frame struct {
 	regs     [asm.NumRegisters]value
 	callsite int // pc of the call that created the frame, -1 for the entry
+	ctx      int32 // the call context (flow.go), when facts are gathered
 	stk      stack
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // TestUniformityImplicitFlowMutation proves that the rank-uniformity corpus
-// depends on the implicit-flow rule: without it, the programs whose
+// depends on the region rule (flow.go): without it, the programs whose
 // decision depends on a local branch (and on nothing local directly) are
 // accepted, so TestCorpusC would fail on such a verifier.
 func TestUniformityImplicitFlowMutation(t *testing.T) {
@@ -49,8 +49,8 @@ func TestUniformityImplicitFlowMutation(t *testing.T) {
 			}
 		}
 	}
-	dropImplicitFlows = true
-	defer func() { dropImplicitFlows = false }()
+	dropRegionRule = true
+	defer func() { dropRegionRule = false }()
 	accepted := 0
 	for name, err := range verify() {
 		if implicit[name] && err == nil {

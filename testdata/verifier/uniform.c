@@ -190,13 +190,13 @@ int bad_memo_written_by_tuner(struct ncclbpf_tuner_ctx *ctx)
 
 	if (a) {
 		ctx->algorithm = *a & 1;
-		ctx->protocol = NCCLBPF_PROTO_SIMPLE;
+		ctx->protocol = NCCLBPF_PROTO_SIMPLE; /* ERROR E033 (whether the entry exists differs between ranks) */
 		return NCCLBPF_TUNER_APPLY;
 	}
 	__u32 v = bpf_ktime_get_ns() & 1;
 	bpf_map_update_elem(&memo, &key, &v, 0);
 	return NCCLBPF_TUNER_DEFAULT;
-} /* ERROR E033 (whether the entry exists differs between ranks) */
+}
 
 SEC("tuner")
 int bad_lookup_key_from_clock(struct ncclbpf_tuner_ctx *ctx)

@@ -13,11 +13,11 @@ jgt %r6, 5, big
 mov %r7, 1
 big:
 jgt %r6, 5, wide
-stw [%r1+156], 1
+stw [%r1+156], 1 # ERROR E033
 mov %r0, 0
 exit
 wide:
-stw [%r1+156], 2 # ERROR E033
+stw [%r1+156], 2
 mov %r0, 0
 exit
 
@@ -37,11 +37,11 @@ jeq %r0, 0, miss
 mov %r7, 1
 miss:
 jeq %r0, 0, none
-stw [%r9+156], 1
+stw [%r9+156], 1 # ERROR E033
 mov %r0, 0
 exit
 none:
-stw [%r9+156], 2 # ERROR E033
+stw [%r9+156], 2
 mov %r0, 0
 exit
 
@@ -54,11 +54,11 @@ jeq %r6, 7, seven
 mov %r6, 8
 seven:
 jeq32 %r6, 7, same
-stw [%r1+156], 1
+stw [%r1+156], 1 # ERROR E033
 mov %r0, 0
 exit
 same:
-stw [%r1+156], 2 # ERROR E033
+stw [%r1+156], 2
 mov %r0, 0
 exit
 
@@ -254,11 +254,11 @@ ldxw %r7, [%r6+32]
 mov %r1, %r7
 call h
 jgt %r7, 5, big
-stw [%r6+156], 1
+stw [%r6+156], 1 # ERROR E033
 mov %r0, 0
 exit
 big:
-stw [%r6+156], 2 # ERROR E033
+stw [%r6+156], 2
 mov %r0, 0
 exit
 h:
