@@ -43,7 +43,6 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 	if is32 {
 		a32, b32 := a.s.trunc32(), b.s.trunc32()
 		if a32.isConst() && b32.isConst() {
-			ck.branchControl(st, nil, pc, a.src, b.src)
 			if cmp32(op, uint32(a32.constVal()), uint32(b32.constVal())) {
 				return target, nil, 0, nil
 			}
@@ -268,7 +267,6 @@ func (ck *checker) ptrBranch(st *state, pc int, ins asm.Instruction, a, b value,
 		return -1, nil, 0, ck.errorf(PointerCompare, pc, "%s is compared with 0, but its offset may leave its object, so its address may be anything, 0 included: compare before moving the pointer, or bound the offset first", p.describe(ck))
 	}
 	if !p.isNullable() {
-		ck.branchControl(st, nil, pc, p.src, 0)
 		if op == asm.JumpEq {
 			return fall, nil, 0, nil
 		}
@@ -277,7 +275,6 @@ func (ck *checker) ptrBranch(st *state, pc int, ins asm.Instruction, a, b value,
 	null := ck.fork(st)
 	ck.setNull(null, p, true)
 	ck.setNull(st, p, false)
-	ck.branchControl(st, null, pc, p.src, 0)
 	if op == asm.JumpEq {
 		return fall, null, target, nil
 	}
@@ -293,9 +290,7 @@ func (ck *checker) setNull(st *state, p value, isNull bool) {
 	st.update(func(v value) bool { return v.isNullable() && v.id == p.id }, func(v *value) {
 		switch {
 		case isNull:
-			src := v.src // whether it is null may depend on local data
 			*v = constVal(0)
-			v.src = src
 		case v.k == kMapValueOrNull:
 			v.k = kMapValue // the id stays: it names the looked-up value
 		default:
@@ -356,15 +351,12 @@ func (ck *checker) take(st *state, pc int, a, b value, target, fall int, t, f [2
 		fork := ck.fork(st)
 		apply(fork, t)
 		apply(st, f)
-		ck.branchControl(st, fork, pc, a.src, b.src)
 		return fall, fork, target, nil
 	case okT:
 		apply(st, t)
-		ck.branchControl(st, nil, pc, a.src, b.src)
 		return target, nil, 0, nil
 	case okF:
 		apply(st, f)
-		ck.branchControl(st, nil, pc, a.src, b.src)
 		return fall, nil, 0, nil
 	}
 	return -1, nil, 0, nil

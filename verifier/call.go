@@ -29,7 +29,6 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 	haveMap := false
 	var released []uint32
 	var reserveSize uint64
-	var keySrc uint32 // rank uniformity: the label of the key a lookup reads
 	// bpf_printk formats as many of r3-r5 as its format has conversions:
 	// those must be initialized numbers (an uninitialized register holds
 	// whatever native code left there, addresses included)
@@ -93,9 +92,6 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 			if e := ck.checkArgMem(st, pc, r, v, n, what); e != nil {
 				return e
 			}
-			if a == helpers.ArgPtrToMapKey && ck.uniformity() {
-				keySrc = ck.memSrc(st, pc, v, n)
-			}
 		case helpers.ArgPtrToMem:
 			if i+1 >= 5 || p.Args[i+1] != helpers.ArgConstSize {
 				return ck.errorf(BadHelperArg, pc, "prototype of %s has memory without a size", p.Name)
@@ -154,10 +150,7 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 		if !haveMap {
 			return ck.errorf(BadHelperArg, pc, "prototype of %s returns a map value without a map argument", p.Name)
 		}
-		// whether the lookup finds an entry depends on the key and on
-		// the map's contents
-		f.regs[asm.R0] = value{k: kMapValueOrNull, idx: mapv.idx, id: ck.newID(), s: constScalar(0),
-			src: either(keySrc, ck.mapSrc(pc, int(mapv.idx)))}
+		f.regs[asm.R0] = value{k: kMapValueOrNull, idx: mapv.idx, id: ck.newID(), s: constScalar(0)}
 	case helpers.RetAllocMemOrNull:
 		if reserveSize == 0 {
 			return ck.errorf(BadHelperArg, pc, "prototype of %s returns memory without a constant size", p.Name)
@@ -174,28 +167,7 @@ func (ck *checker) callHelper(st *state, pc int, ins asm.Instruction) *Error {
 			f.regs[asm.R0] = scalarVal(unknownScalar())
 		}
 	}
-	if ck.uniformity() {
-		// every helper's result reads process state (a clock, a random
-		// number, the CPU, a map's fullness, the log's rate limit),
-		// except a lookup's, labelled above
-		if p.Ret != helpers.RetMapValueOrNull {
-			f.regs[asm.R0].src = ck.source(pc, srcHelper, int(id), 0)
-		}
-	}
 	return nil
-}
-
-// memSrc returns the label of the n bytes a helper reads at ptr.
-func (ck *checker) memSrc(st *state, pc int, ptr value, n uint64) uint32 {
-	switch ptr.k {
-	case kStack:
-		lo := int(ptr.s.smin) + asm.StackSize
-		hi := int(ptr.s.smax) + asm.StackSize + int(n)
-		return either(ptr.src, st.frames[ptr.frame].stk.stackSrc(max(lo, 0), min(hi, asm.StackSize)))
-	case kMapValue:
-		return either(ptr.src, ck.mapSrc(pc, int(ptr.idx)))
-	}
-	return ptr.src
 }
 
 // unheldWhy explains a ringbuf record pointer whose reference the path

@@ -53,13 +53,11 @@ type checker struct {
 	// made it, for messages.
 	refPC map[uint32]int
 
-	// rank uniformity (uniform.go): uniform is set when the analysis
-	// runs; ipdom (immediate post-dominators) is computed at the first
-	// branch on a local value
-	uniform bool
-	ipdom   []int
-	srcs    []taintSrc
-	srcIDs  map[taintSrc]uint32
+	// rank uniformity (flow.go, uniform.go): immediate post-dominators
+	// and the sources of local data named in messages
+	ipdom  []int
+	srcs   []taintSrc
+	srcIDs map[taintSrc]uint32
 	// facts are gathered for the uniformity analysis (flow.go)
 	facts *flowFacts
 	// written marks the maps the program may write

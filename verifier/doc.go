@@ -41,17 +41,26 @@
 // aligned to their width. A hook returning a C int has the low 32 bits of
 // r0 checked, which is what every host reads.
 //
-// Rank uniformity (uniform.go): for hooks that Decide (the tuner), every
-// value also carries a label, uniform or local, and a decision output or
-// the return value that depends on local data, directly or through a
-// branch, is RankDivergent. VerifyTogether verifies a bundle's programs
-// together: maps any of them writes are local.
+// Rank uniformity (flow.go): for hooks that Decide (the tuner), two
+// runs with the same [uniform] inputs and uniform state but different
+// local data (the [local] fields, clocks, random numbers, the thread slot,
+// helper return codes, the contents of maps some program writes, per-CPU
+// maps) must decide alike. The safety passes gather facts about every run
+// (the edges each conditional jump takes, where each pointer points);
+// one analysis of the whole control-flow graph then labels every
+// register, stack byte and map uniform or local, to a fixed point: what
+// any path of a region controlled by a local branch writes is local after
+// the branch's immediate post-dominator on every path. A decision output
+// or return value that depends on local data, or is written inside such
+// a region, is RankDivergent. VerifyTogether verifies a bundle's programs
+// together: maps any of them writes (an LRU lookup writes) are local.
 //
 // # How paths are explored
 //
 // Verify runs up to three passes, from fast to precise; each is sound, so
 // the first that proves the program safe decides, and a rejection reports
 // the error of the most precise pass that did not run out of budget.
+// Rank uniformity is decided once, on the facts of that pass.
 //
 //  1. Merged (merged.go): states wait in a queue ordered by pc and all
 //     states waiting at one pc are joined (least upper bound) before it

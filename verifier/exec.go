@@ -12,16 +12,6 @@ import (
 // next pc (-1 when the path ends) and, when a conditional jump can go both
 // ways, a second state to explore from forkPC.
 func (ck *checker) step(st *state, pc int) (next int, fork *state, forkPC int, e *Error) {
-	if len(st.ctl) > 0 {
-		st.endControl(pc)
-		if len(st.ctl) > 0 {
-			defer func() {
-				if e == nil {
-					ck.taintDefs(st, pc)
-				}
-			}()
-		}
-	}
 	ins := ck.insns[pc]
 	switch c := ins.Op.Class(); c {
 	case asm.ClassALU, asm.ClassALU64:
@@ -89,7 +79,7 @@ func (ck *checker) alu(st *state, pc int, ins asm.Instruction) *Error {
 		if dst.isPtr() {
 			return ck.errorf(BadPointerArith, pc, "%v holds a %s; negation and byte swaps apply to numbers only", ins.Dst, dst.describe(ck))
 		}
-		f.regs[ins.Dst] = value{k: kScalar, src: dst.src, s: unaryOp(ins, dst.s, is64)}
+		f.regs[ins.Dst] = value{k: kScalar, s: unaryOp(ins, dst.s, is64)}
 		return nil
 	}
 	if dst.isPtr() || src.isPtr() {
@@ -97,7 +87,6 @@ func (ck *checker) alu(st *state, pc int, ins asm.Instruction) *Error {
 		if e != nil {
 			return e
 		}
-		v.src = either(dst.src, src.src)
 		f.regs[ins.Dst] = v
 		return nil
 	}
@@ -112,9 +101,9 @@ func (ck *checker) alu(st *state, pc int, ins asm.Instruction) *Error {
 		}
 	}
 	if is64 {
-		f.regs[ins.Dst] = value{k: kScalar, src: either(dst.src, src.src), s: scalarOp(op, dst.s, src.s, signed)}
+		f.regs[ins.Dst] = value{k: kScalar, s: scalarOp(op, dst.s, src.s, signed)}
 	} else {
-		f.regs[ins.Dst] = value{k: kScalar, src: either(dst.src, src.src), s: scalarOp32(op, dst.s, src.s, signed)}
+		f.regs[ins.Dst] = value{k: kScalar, s: scalarOp32(op, dst.s, src.s, signed)}
 	}
 	return nil
 }
@@ -162,9 +151,9 @@ func (ck *checker) mov(st *state, pc int, ins asm.Instruction, src value, is64 b
 		if !is64 {
 			s = s.trunc32()
 		}
-		f.regs[ins.Dst] = value{k: kScalar, src: src.src, s: s}
+		f.regs[ins.Dst] = value{k: kScalar, s: s}
 	case !is64:
-		f.regs[ins.Dst] = value{k: kScalar, src: src.src, s: src.s.trunc32()}
+		f.regs[ins.Dst] = value{k: kScalar, s: src.s.trunc32()}
 	default:
 		if src.k == kScalar && !src.s.isConst() {
 			if src.id == 0 {
@@ -312,12 +301,6 @@ func (ck *checker) exit(st *state, pc int) (int, *Error) {
 			return -1, ck.errorf(PointerLeak, pc, "the function returns a pointer to its own stack (%s), which ends with it", r0.describe(ck))
 		}
 		callsite := st.top().callsite
-		if len(st.ctl) > 0 {
-			// which value the function returns may depend on a local
-			// branch that ends with it
-			r0.src = either(r0.src, st.ctlSrc())
-			st.endFrameControl()
-		}
 		st.frames = st.frames[:n-1]
 		caller := st.top()
 		caller.regs[asm.R0] = r0
@@ -337,9 +320,6 @@ func (ck *checker) exit(st *state, pc int) (int, *Error) {
 	}
 	if rv.smin < ret.Min || rv.smax > ret.Max {
 		return -1, ck.errorf(BadReturn, pc, "r0 may be %s at exit; hook %q returns values in [%d, %d]", rv, ck.hook.Name, ret.Min, ret.Max)
-	}
-	if e := ck.checkSink(st, pc, "the return value (whether the decision is applied)", r0); e != nil {
-		return -1, e
 	}
 	if len(st.refs) > 0 {
 		var at []string

@@ -47,7 +47,6 @@ import (
 // to prove that the tests catch a verifier without it.
 var dropRegionRule = false
 
-
 // flowFacts are what the safety pass that accepted the program saw, per
 // (call context, pc): a sound over-approximation of every run.
 type flowFacts struct {

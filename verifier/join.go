@@ -108,16 +108,8 @@ func isNull(v value) bool { return v.k == kScalar && v.s.isConst() && v.s.constV
 
 // joinValue returns a value that covers both a and b; uninitialized when
 // they have nothing in common (reading it is then rejected, which is
-// sound). The result is local when either is.
+// sound).
 func (j *joiner) joinValue(a, b value) value {
-	r := j.joinValue0(a, b)
-	if r.k != kUninit {
-		r.src = either(a.src, b.src)
-	}
-	return r
-}
-
-func (j *joiner) joinValue0(a, b value) value {
 	switch {
 	case a == b && a.k != kAlloc && a.k != kAllocOrNull:
 		// (a record pointer must still be checked against the references)
@@ -213,7 +205,6 @@ func (j *joiner) joinStack(a, b *stack, inPlace bool) stack {
 	for w := range r.init {
 		r.init[w] = a.init[w] & b.init[w]
 	}
-	r.local, r.localSrc = a.local|b.local, either(a.localSrc, b.localSrc)
 	same := true // the result's spilled values are a's
 	for bitsLeft := a.spill | b.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
 		i := bits.TrailingZeros64(bitsLeft)
@@ -241,10 +232,6 @@ func (j *joiner) joinStack(a, b *stack, inPlace bool) stack {
 				r.clearInit(bt)
 			}
 		}
-		if s := either(va.src, vb.src); s != 0 {
-			r.local |= 1 << i
-			r.localSrc = s
-		}
 	}
 	if same && r.spill == a.spill && a.vals != nil {
 		a.shared = true
@@ -261,7 +248,7 @@ func (ck *checker) join(a, b *state, widen bool) *state {
 		return nil
 	}
 	j := &joiner{ck: ck, widen: widen, refA: a.refs, refB: b.refs}
-	r := &state{frames: make([]frame, len(a.frames)), ctl: joinControl(a, b)}
+	r := &state{frames: make([]frame, len(a.frames))}
 	for fi := range a.frames {
 		fa, fb := &a.frames[fi], &b.frames[fi]
 		if fa.callsite != fb.callsite {
@@ -303,9 +290,6 @@ func (ck *checker) joinInto(a, b *state) bool {
 		}
 	}
 	j := &joiner{ck: ck}
-	if len(b.ctl) > 0 {
-		a.ctl = joinControl(a, b)
-	}
 	for fi := range a.frames {
 		fa, fb := &a.frames[fi], &b.frames[fi]
 		// each register and slot is read before it is overwritten, and

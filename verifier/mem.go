@@ -71,9 +71,6 @@ func (ck *checker) store(st *state, pc int, ins asm.Instruction) *Error {
 		if r0.isPtr() {
 			return ck.errorf(PointerCompare, pc, "cmpxchg compares memory with r0, which holds a %s", r0.describe(ck))
 		}
-		// whether the store happens depends on r0: what memory holds
-		// afterwards is local when r0 is
-		val.src = either(val.src, r0.src)
 	}
 	old, e := ck.access(st, pc, ins.Dst, ptr, ins.Off, size, accAtomic, val, false)
 	if e != nil {
@@ -98,17 +95,8 @@ func loaded(n int, signed bool) value {
 
 // access checks a load, store or atomic update of size bytes at ptr+off
 // through register reg and returns the value loaded (for reads and
-// atomics: the old value), labelled local when the pointer is or the
-// memory may hold local data.
+// atomics: the old value).
 func (ck *checker) access(st *state, pc int, reg asm.Register, ptr value, off int16, size int, mode accessMode, val value, signed bool) (value, *Error) {
-	v, e := ck.access0(st, pc, reg, ptr, off, size, mode, val, signed)
-	if e == nil && v.k != kUninit && ck.uniformity() {
-		v.src = either(v.src, ptr.src)
-	}
-	return v, e
-}
-
-func (ck *checker) access0(st *state, pc int, reg asm.Register, ptr value, off int16, size int, mode accessMode, val value, signed bool) (value, *Error) {
 	o := scalarOp(asm.ALUAdd, ptr.s, constScalar(uint64(int64(off))), false)
 	if mode == accAtomic && ptr.isPtr() && ptr.k != kCtx {
 		// the low bits of the offset must be known zeros (objects
@@ -116,11 +104,6 @@ func (ck *checker) access0(st *state, pc int, reg asm.Register, ptr value, off i
 		if low := uint64(size - 1); o.t.m&low != 0 || o.t.v&low != 0 {
 			return value{}, ck.errorf(MisalignedAtomic, pc, "%d-byte atomic update at offset %s through %v (%s) is not aligned to %d bytes", size, rangeText(o), reg, ptr.describe(ck), size)
 		}
-	}
-	if mode != accRead && ck.uniformity() {
-		// what is stored is local when the value, the place (the
-		// pointer) or the path is
-		val.src = either(either(val.src, ptr.src), st.ctlSrc())
 	}
 	switch ptr.k {
 	case kScalar, kMapHandle:
@@ -151,11 +134,7 @@ func (ck *checker) access0(st *state, pc int, reg asm.Register, ptr value, off i
 		if mode != accRead && val.isPtr() {
 			return value{}, ck.errorf(PointerLeak, pc, "stores a %s into a %s", val.describe(ck), what)
 		}
-		v := loaded(size, signed)
-		if ptr.k == kMapValue {
-			v.src = ck.mapSrc(pc, int(ptr.idx))
-		}
-		return v, nil
+		return loaded(size, signed), nil
 	}
 	return value{}, ck.errorf(UninitRegister, pc, "%v is not initialized", reg)
 }
@@ -203,18 +182,9 @@ func (ck *checker) accessCtx(st *state, pc int, reg asm.Register, o Scalar, size
 		if val.isPtr() {
 			return value{}, ck.errorf(PointerLeak, pc, "stores a %s into context field %s", val.describe(ck), name)
 		}
-		if ck.hook.Decides {
-			if e := ck.checkSink(st, pc, name, val); e != nil {
-				return value{}, e
-			}
-		}
 	}
 	ck.noteCtx(name, off, size, mode)
-	v := loaded(size, signed)
-	if f.Scope == hook.RankLocal && ck.uniformity() {
-		v.src = ck.source(pc, srcCtx, off, 0)
-	}
-	return v, nil
+	return loaded(size, signed), nil
 }
 
 // noteCtx records a proven context access for Result.Context.
@@ -235,15 +205,6 @@ func (ck *checker) noteCtx(name string, off, size int, mode accessMode) {
 func (ck *checker) ctxAccesses() []CtxAccess {
 	slices.SortFunc(ck.ctxUse, func(a, b CtxAccess) int { return a.Offset - b.Offset })
 	return ck.ctxUse
-}
-
-// mapSrc is the label of data loaded from map mi: local when programs of
-// the bundle write the map.
-func (ck *checker) mapSrc(pc, mi int) uint32 {
-	if !ck.uniformity() || !ck.local(mi) && !ck.perCPU(mi) {
-		return 0
-	}
-	return ck.source(pc, srcMap, mi, 0)
 }
 
 // frameSub returns the subprogram that frame fi runs.
@@ -274,11 +235,10 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		}
 		if mode == accRead && exact && size == 8 && lo%8 == 0 && fr.stk.spilled(lo/8) {
 			if v := fr.stk.slot(lo / 8); v.k == kHalves {
-				return value{k: kScalar, src: v.src, s: v.whole()}, nil
+				return value{k: kScalar, s: v.whole()}, nil
 			}
 			return fr.stk.slot(lo / 8), nil
 		}
-		lsrc := fr.stk.stackSrc(lo, hi)
 		for i := lo / 8; i <= (hi-1)/8; i++ {
 			if fr.stk.spilled(i) && fr.stk.slot(i).isAddr() {
 				if v := fr.stk.slot(i); v.k == kReleased {
@@ -296,7 +256,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 						c |= ^(uint64(1)<<(8*size) - 1)
 					}
 				}
-				return value{k: kScalar, src: lsrc, s: constScalar(c)}, nil
+				return value{k: kScalar, s: constScalar(c)}, nil
 			}
 			if exact && size == 4 && lo%4 == 0 && fr.stk.spilled(lo/8) {
 				if v := fr.stk.slot(lo / 8); v.k == kScalar || v.k == kHalves {
@@ -307,23 +267,16 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 					if signed {
 						h = h.sext32()
 					}
-					return value{k: kScalar, src: lsrc, s: h}, nil
+					return value{k: kScalar, s: h}, nil
 				}
 			}
-			v := loaded(size, signed)
-			v.src = lsrc
-			return v, nil
+			return loaded(size, signed), nil
 		}
 		// atomic: the bytes become plain numbers
 		for i := lo / 8; i <= (hi-1)/8; i++ {
 			fr.stk.unspill(i)
 		}
-		if s := either(lsrc, val.src); s != 0 {
-			fr.stk.markLocal(lo, hi, s)
-		}
-		v := loaded(size, false)
-		v.src = lsrc
-		return v, nil
+		return loaded(size, false), nil
 	}
 	// write
 	if val.isPtr() {
@@ -335,21 +288,11 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		}
 	}
 	var prev value // what a 4-byte store leaves in the other half
-	var prevSrc uint32
-	if exact && size == 4 && lo%4 == 0 {
-		if fr.stk.spilled(lo / 8) {
-			prev = fr.stk.slot(lo / 8)
-		}
-		// the label of the other half: a spilled value's, or that of
-		// plain bytes (the slot's local bit), which the spill made
-		// below takes over
-		prevSrc = fr.stk.stackSrc(lo&^7, lo&^7+8)
+	if exact && size == 4 && lo%4 == 0 && fr.stk.spilled(lo/8) {
+		prev = fr.stk.slot(lo / 8)
 	}
 	for i := lo / 8; i <= (hi-1)/8; i++ {
 		fr.stk.unspill(i)
-	}
-	if val.src != 0 {
-		fr.stk.markLocal(lo, hi, val.src)
 	}
 	if !exact {
 		return value{}, nil // bytes may or may not be written: no byte becomes initialized
@@ -359,7 +302,6 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 	}
 	switch {
 	case size == 8 && lo%8 == 0:
-		fr.stk.local &^= 1 << (lo / 8) // the spilled value carries its own label
 		fr.stk.setSpill(lo/8, val)
 	case size == 4 && lo%4 == 0 && val.k == kScalar:
 		// keep both 4-byte numbers of the slot; the other half's bytes
@@ -376,7 +318,6 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 		if lo%8 == 0 {
 			hv = halvesVal(val.s, other)
 		}
-		hv.src = either(val.src, prevSrc)
 		fr.stk.putSpill(lo/8, hv)
 	}
 	return value{}, nil

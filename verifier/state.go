@@ -24,10 +24,6 @@ type stack struct {
 	spill  uint64
 	vals   []value
 	shared bool // vals may be referenced by another stack
-	// local marks slots whose plain (not spilled) bytes may hold rank-local
-	// data, localSrc the source of the latest (uniform.go)
-	local    uint64
-	localSrc uint32
 }
 
 func (s *stack) isInit(b int) bool  { return s.init[b>>6]&(1<<(b&63)) != 0 }
@@ -83,10 +79,6 @@ func (s *stack) unspill(i int) {
 	}
 	v := s.slot(i)
 	ptr := v.isAddr()
-	if v.src != 0 {
-		s.local |= 1 << i
-		s.localSrc = v.src
-	}
 	s.own()
 	r := s.rank(i)
 	s.vals = append(s.vals[:r], s.vals[r+1:]...)
@@ -101,7 +93,7 @@ func (s *stack) unspill(i int) {
 // frame is one level of the BPF-to-BPF call chain.
 type frame struct {
 	regs     [asm.NumRegisters]value
-	callsite int // pc of the call that created the frame, -1 for the entry
+	callsite int   // pc of the call that created the frame, -1 for the entry
 	ctx      int32 // the call context (flow.go), when facts are gathered
 	stk      stack
 }
@@ -111,8 +103,6 @@ type state struct {
 	frames []frame
 	// refs are the ids of ringbuf records reserved and not yet released.
 	refs []uint32
-	// ctl are the active implicit flows (uniform.go), innermost last.
-	ctl []ctlEntry
 }
 
 func (st *state) top() *frame { return &st.frames[len(st.frames)-1] }
@@ -126,10 +116,6 @@ func (st *state) clone() *state {
 func (st *state) cloneInto(n *state) *state {
 	n.frames = append(n.frames[:0], st.frames...)
 	n.refs = nil
-	n.ctl = nil
-	if len(st.ctl) > 0 {
-		n.ctl = append([]ctlEntry(nil), st.ctl...)
-	}
 	for i := range n.frames {
 		if n.frames[i].stk.vals != nil {
 			n.frames[i].stk.shared = true
@@ -227,7 +213,7 @@ func valueLeq(o, c value, m *idMap) bool {
 	if o.k == kUninit {
 		return true
 	}
-	if o.k != c.k || o.idx != c.idx || o.frame != c.frame || c.src != 0 && o.src == 0 {
+	if o.k != c.k || o.idx != c.idx || o.frame != c.frame {
 		return false
 	}
 	if !o.s.contains(c.s) {
@@ -240,7 +226,7 @@ func valueLeq(o, c value, m *idMap) bool {
 // one from old, so if old was proven safe, so is cur. Registers are
 // compared before stacks, as they differ more often.
 func leq(old, cur *state, m *idMap) bool {
-	if len(old.frames) != len(cur.frames) || len(old.refs) != len(cur.refs) || !controlLeq(old, cur) {
+	if len(old.frames) != len(cur.frames) || len(old.refs) != len(cur.refs) {
 		return false
 	}
 	m.old, m.cur = m.old[:0], m.cur[:0]
@@ -274,7 +260,7 @@ func stackLeq(o, c *stack, m *idMap) bool {
 			return false
 		}
 	}
-	if o.spill&^c.spill != 0 || c.local&^o.local != 0 {
+	if o.spill&^c.spill != 0 {
 		return false
 	}
 	for bitsLeft := o.spill | c.spill; bitsLeft != 0; bitsLeft &= bitsLeft - 1 {
@@ -283,10 +269,9 @@ func stackLeq(o, c *stack, m *idMap) bool {
 			if !valueLeq(o.slot(i), c.slot(i), m) {
 				return false
 			}
-		} else if v := c.slot(i); v.isAddr() || v.src != 0 && o.local&(1<<i) == 0 {
+		} else if v := c.slot(i); v.isAddr() {
 			// old holds plain bytes there: reading them gives unknown
-			// numbers, so cur must not hold a pointer, nor a local
-			// value where old's bytes are uniform
+			// numbers, so cur must not hold a pointer
 			return false
 		}
 	}

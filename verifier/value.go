@@ -26,7 +26,6 @@ type value struct {
 	frame uint8  // kStack: index of the frame in the call chain
 	idx   int32  // kMapHandle, kMapValue*: map index; kAlloc*: record size
 	id    uint32 // kMapValueOrNull/kAlloc*: null-check and reference id; kScalar: copy id (0: none)
-	src   uint32 // rank uniformity: 0 uniform, else the local source (uniform.go)
 	s     Scalar
 }
 
