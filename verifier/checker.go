@@ -55,8 +55,9 @@ type checker struct {
 
 	// rank uniformity (flow.go, uniform.go): immediate post-dominators
 	// and the sources of local data named in messages
-	ipdom  []int
-	srcs   []taintSrc
+	ipdom     []int
+	ipdomDone []bool // per function: its ipdom entries are computed
+	srcs      []taintSrc
 	srcIDs map[taintSrc]uint32
 	// facts are gathered for the uniformity analysis (flow.go)
 	facts *flowFacts

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"container/heap"
+
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
@@ -144,14 +146,15 @@ func (ff *flowFacts) record(ck *checker, st *state, pc int) {
 	n := &ff.nodes[f.ctx][pc]
 	n.flags |= factReached
 	ins := ck.insns[pc]
-	var regs []asm.Register
+	var regs [5]asm.Register
+	var nregs int
 	switch c := ins.Op.Class(); {
 	case c == asm.ClassLDX:
-		regs = []asm.Register{ins.Src}
+		regs[0], nregs = ins.Src, 1
 	case c == asm.ClassST || c == asm.ClassSTX:
-		regs = []asm.Register{ins.Dst}
+		regs[0], nregs = ins.Dst, 1
 	case ins.Op == asm.OpCall && ins.Src != asm.PseudoCall:
-		regs = []asm.Register{asm.R1, asm.R2, asm.R3, asm.R4, asm.R5}
+		regs, nregs = [5]asm.Register{asm.R1, asm.R2, asm.R3, asm.R4, asm.R5}, 5
 	default:
 		return
 	}
@@ -160,9 +163,15 @@ func (ff *flowFacts) record(ck *checker, st *state, pc int) {
 		n.ops = int32(len(ff.ops))
 	}
 	o := &ff.ops[n.ops-1]
-	for i, r := range regs {
+	for i, r := range regs[:nregs] {
 		o[i].add(f.regs[r])
 	}
+}
+
+// retSite reports a node that a subprogram returns to.
+func (ff *flowFacts) retSite(ck *checker, nd flowNode) bool {
+	pc := nd.pc - 1
+	return pc >= 0 && isPseudoCall(ck.insns[pc])
 }
 
 // recordEdges notes which way a conditional jump at pc went.
@@ -186,10 +195,15 @@ func (ff *flowFacts) recordEdges(ck *checker, ctx int32, pc int, targets ...int)
 // flowState holds the labels at one node: 0 uniform, else the source of
 // local data (uniform.go). Frames are those of the node's call context.
 type flowState struct {
-	regs   [][asm.NumRegisters]uint32
-	stk    [][stackSlots]uint8 // per frame: bit b of slot i: byte 8i+b is local
-	stkSrc []uint32
+	frames []flowFrame
 	ctl    []flowCtl
+}
+
+// flowFrame holds the labels of one frame.
+type flowFrame struct {
+	regs   [asm.NumRegisters]uint32
+	stk    [stackSlots]uint8 // bit b of slot i: byte 8i+b is local
+	stkSrc uint32            // the source of a local byte
 }
 
 // flowCtl is an open region: a branch on local data in frame frame, until
@@ -200,16 +214,14 @@ type flowCtl struct {
 	src   uint32
 }
 
-func newFlowState(frames int) *flowState {
-	return &flowState{regs: make([][asm.NumRegisters]uint32, frames), stk: make([][stackSlots]uint8, frames), stkSrc: make([]uint32, frames)}
+func (s *flowState) clone() *flowState {
+	return s.cloneWith(0)
 }
 
-func (s *flowState) clone() *flowState {
-	n := &flowState{
-		regs:   append([][asm.NumRegisters]uint32(nil), s.regs...),
-		stk:    append([][stackSlots]uint8(nil), s.stk...),
-		stkSrc: append([]uint32(nil), s.stkSrc...),
-	}
+// cloneWith copies s with room for extra more frames.
+func (s *flowState) cloneWith(extra int) *flowState {
+	n := &flowState{frames: make([]flowFrame, len(s.frames), len(s.frames)+extra)}
+	copy(n.frames, s.frames)
 	if len(s.ctl) > 0 {
 		n.ctl = append([]flowCtl(nil), s.ctl...)
 	}
@@ -219,21 +231,22 @@ func (s *flowState) clone() *flowState {
 // joinFrom makes s cover o (same frames) and reports whether s changed.
 func (s *flowState) joinFrom(o *flowState) bool {
 	changed := false
-	for fi := range s.regs {
-		for r := range s.regs[fi] {
-			if s.regs[fi][r] == 0 && o.regs[fi][r] != 0 {
-				s.regs[fi][r] = o.regs[fi][r]
+	for fi := range s.frames {
+		f, g := &s.frames[fi], &o.frames[fi]
+		for r := range f.regs {
+			if f.regs[r] == 0 && g.regs[r] != 0 {
+				f.regs[r] = g.regs[r]
 				changed = true
 			}
 		}
-		for i := range s.stk[fi] {
-			if b := s.stk[fi][i] | o.stk[fi][i]; b != s.stk[fi][i] {
-				s.stk[fi][i] = b
+		for i := range f.stk {
+			if b := f.stk[i] | g.stk[i]; b != f.stk[i] {
+				f.stk[i] = b
 				changed = true
 			}
 		}
-		if s.stkSrc[fi] == 0 && o.stkSrc[fi] != 0 {
-			s.stkSrc[fi] = o.stkSrc[fi]
+		if f.stkSrc == 0 && g.stkSrc != 0 {
+			f.stkSrc = g.stkSrc
 			changed = true
 		}
 	}
@@ -267,9 +280,10 @@ func (s *flowState) ctlSrc() uint32 {
 // frame fi (offsets from fp-512), or 0.
 func (s *flowState) stackLocal(fi, lo, hi int) uint32 {
 	lo, hi = max(lo, 0), min(hi, asm.StackSize)
+	f := &s.frames[fi]
 	for b := lo; b < hi; b++ {
-		if s.stk[fi][b/8]&(1<<(b%8)) != 0 {
-			return either(s.stkSrc[fi], 1)
+		if f.stk[b/8]&(1<<(b%8)) != 0 {
+			return f.stkSrc
 		}
 	}
 	return 0
@@ -279,16 +293,17 @@ func (s *flowState) stackLocal(fi, lo, hi int) uint32 {
 // only adding local (weak).
 func (s *flowState) setStack(fi, lo, hi int, src uint32, strong bool) {
 	lo, hi = max(lo, 0), min(hi, asm.StackSize)
+	f := &s.frames[fi]
 	for b := lo; b < hi; b++ {
 		switch {
 		case src != 0:
-			s.stk[fi][b/8] |= 1 << (b % 8)
+			f.stk[b/8] |= 1 << (b % 8)
 		case strong:
-			s.stk[fi][b/8] &^= 1 << (b % 8)
+			f.stk[b/8] &^= 1 << (b % 8)
 		}
 	}
-	if src != 0 && s.stkSrc[fi] == 0 {
-		s.stkSrc[fi] = src
+	if src != 0 && f.stkSrc == 0 {
+		f.stkSrc = src
 	}
 }
 
@@ -304,9 +319,6 @@ func (ck *checker) checkFlow() *Error {
 	if ff == nil {
 		return nil
 	}
-	if ck.ipdom == nil {
-		ck.ipdom = ck.postDominators()
-	}
 	if ck.srcIDs == nil {
 		ck.srcIDs = map[taintSrc]uint32{}
 	}
@@ -319,10 +331,24 @@ func (ck *checker) checkFlow() *Error {
 	for c := range queued {
 		queued[c] = make([]bool, n)
 	}
-	var work []flowNode
-	push := func(to flowNode, st *flowState) {
+	// nodes run in pc order (clang lays code out forwards), so that a
+	// node usually runs once, after all its forward predecessors
+	work := &flowQueue{}
+	// a node that only its previous instruction reaches (not a jump
+	// target, a fall-through after a branch, nor a return site) keeps no
+	// state of its own: the walk goes on into it
+	var cont flowNode
+	var contSt *flowState
+	// push joins st into the state of node to; owned: st may become it
+	push := func(to flowNode, st *flowState, owned bool) {
+		if owned && !ck.prune[to.pc] && !ck.facts.retSite(ck, to) {
+			cont, contSt = to, st
+			return
+		}
 		cur := in[to.ctx][to.pc]
 		switch {
+		case cur == nil && owned:
+			in[to.ctx][to.pc] = st
 		case cur == nil:
 			in[to.ctx][to.pc] = st.clone()
 		case !cur.joinFrom(st):
@@ -330,35 +356,58 @@ func (ck *checker) checkFlow() *Error {
 		}
 		if !queued[to.ctx][to.pc] {
 			queued[to.ctx][to.pc] = true
-			work = append(work, to)
+			heap.Push(work, to)
 		}
 	}
-	push(flowNode{0, 0}, newFlowState(1))
-	for len(work) > 0 {
-		nd := work[len(work)-1]
-		work = work[:len(work)-1]
+	in[0][0] = &flowState{frames: make([]flowFrame, 1)}
+	heap.Push(work, flowNode{0, 0})
+	for work.Len() > 0 {
+		nd := heap.Pop(work).(flowNode)
 		queued[nd.ctx][nd.pc] = false
 		if !ck.spend(1) {
 			return ck.budgetError(nd.pc)
 		}
-		st := in[nd.ctx][nd.pc].clone()
-		if e := ck.flowStep(st, nd, push); e != nil {
-			return e
+		st := in[nd.ctx][nd.pc].cloneWith(1)
+		for st != nil {
+			contSt = nil
+			if e := ck.flowStep(st, nd, push); e != nil {
+				return e
+			}
+			nd, st = cont, contSt
+			if st != nil && !ck.spend(1) {
+				return ck.budgetError(nd.pc)
+			}
 		}
 	}
 	return nil
 }
 
-// flowStep applies the instruction of node nd to st and pushes the result
-// to the node's successors.
-func (ck *checker) flowStep(st *flowState, nd flowNode, push func(flowNode, *flowState)) *Error {
+// flowQueue orders nodes by pc, then context.
+type flowQueue []flowNode
+
+func (q flowQueue) Len() int { return len(q) }
+func (q flowQueue) Less(i, j int) bool {
+	return q[i].pc < q[j].pc || q[i].pc == q[j].pc && q[i].ctx < q[j].ctx
+}
+func (q flowQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *flowQueue) Push(x any)   { *q = append(*q, x.(flowNode)) }
+func (q *flowQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// flowStep applies the instruction of node nd to st (which it owns) and
+// pushes the result to the node's successors.
+func (ck *checker) flowStep(st *flowState, nd flowNode, push func(flowNode, *flowState, bool)) *Error {
 	ff := ck.facts
 	pc := nd.pc
 	fact := ff.nodes[nd.ctx][pc]
 	if fact.flags&factReached == 0 {
 		return nil // no run gets here
 	}
-	top := len(st.regs) - 1
+	top := len(st.frames) - 1
 	// regions of this frame that end here
 	k := 0
 	for _, c := range st.ctl {
@@ -369,7 +418,7 @@ func (ck *checker) flowStep(st *flowState, nd flowNode, push func(flowNode, *flo
 	}
 	st.ctl = st.ctl[:k]
 	ctl := st.ctlSrc()
-	regs := &st.regs[top]
+	regs := &st.frames[top].regs
 	ins := ck.insns[pc]
 	var ops *opFacts
 	if fact.ops > 0 {
@@ -406,7 +455,7 @@ func (ck *checker) flowStep(st *flowState, nd flowNode, push func(flowNode, *flo
 		switch ins.Op.JumpOp() {
 		case asm.JumpA:
 			t, _ := ck.jumpTarget(pc)
-			push(flowNode{nd.ctx, t}, st)
+			push(flowNode{nd.ctx, t}, st, true)
 			return nil
 		case asm.JumpCall:
 			if ins.Src == asm.PseudoCall {
@@ -414,12 +463,10 @@ func (ck *checker) flowStep(st *flowState, nd flowNode, push func(flowNode, *flo
 				if !ok {
 					return nil // the call never ran
 				}
-				callee := st.clone()
-				callee.regs = append(callee.regs, [asm.NumRegisters]uint32{})
-				callee.stk = append(callee.stk, [stackSlots]uint8{})
-				callee.stkSrc = append(callee.stkSrc, 0)
-				copy(callee.regs[top+1][asm.R1:asm.R6], regs[asm.R1:asm.R6])
-				push(flowNode{child, pc + 1 + int(ins.Imm)}, callee)
+				st.frames = append(st.frames, flowFrame{})
+				callee := &st.frames[top+1]
+				copy(callee.regs[asm.R1:asm.R6], st.frames[top].regs[asm.R1:asm.R6])
+				push(flowNode{child, pc + 1 + int(ins.Imm)}, st, true)
 				return nil
 			}
 			ck.flowHelper(st, pc, ins, ops, ctl)
@@ -428,26 +475,27 @@ func (ck *checker) flowStep(st *flowState, nd flowNode, push func(flowNode, *flo
 		default:
 			ck.flowBranch(st, pc, ins, fact, ctl)
 			t, _ := ck.jumpTarget(pc)
+			both := fact.flags&factFall != 0 && t != pc+1
 			if fact.flags&factJump != 0 {
-				push(flowNode{nd.ctx, t}, st)
+				push(flowNode{nd.ctx, t}, st, !both)
 			}
-			if fact.flags&factFall != 0 && t != pc+1 {
-				push(flowNode{nd.ctx, pc + 1}, st)
+			if both {
+				push(flowNode{nd.ctx, pc + 1}, st, true)
 			}
 			return nil
 		}
 	}
-	push(next, st)
+	push(next, st, true)
 	return nil
 }
 
 // flowBranch opens a region at a conditional jump on local data that some
 // run takes each way.
 func (ck *checker) flowBranch(st *flowState, pc int, ins asm.Instruction, fact nodeFact, ctl uint32) {
-	top := len(st.regs) - 1
-	cond := st.regs[top][ins.Dst]
+	top := len(st.frames) - 1
+	cond := st.frames[top].regs[ins.Dst]
 	if ins.Op.Source() == asm.SourceX {
-		cond = either(cond, st.regs[top][ins.Src])
+		cond = either(cond, st.frames[top].regs[ins.Src])
 	}
 	if cond == 0 || dropRegionRule || fact.flags&(factJump|factFall) != factJump|factFall {
 		return
@@ -455,7 +503,7 @@ func (ck *checker) flowBranch(st *flowState, pc int, ins asm.Instruction, fact n
 	if t, _ := ck.jumpTarget(pc); t == pc+1 {
 		return // both ways lead to the same place
 	}
-	c := flowCtl{frame: top, end: ck.ipdom[pc], src: ck.source(pc, srcBranch, 0, cond)}
+	c := flowCtl{frame: top, end: ck.ipdomOf(pc), src: ck.source(pc, srcBranch, 0, cond)}
 	if !st.hasCtl(c) {
 		st.ctl = append(st.ctl, c)
 	}
@@ -464,9 +512,9 @@ func (ck *checker) flowBranch(st *flowState, pc int, ins asm.Instruction, fact n
 // flowExit returns from a function (r0 is local when a region of the
 // function is still open: the runs may return from different places) or
 // checks the program's return value.
-func (ck *checker) flowExit(st *flowState, nd flowNode, push func(flowNode, *flowState)) *Error {
-	top := len(st.regs) - 1
-	r0 := either(st.regs[top][asm.R0], st.ctlSrc())
+func (ck *checker) flowExit(st *flowState, nd flowNode, push func(flowNode, *flowState, bool)) *Error {
+	top := len(st.frames) - 1
+	r0 := either(st.frames[top].regs[asm.R0], st.ctlSrc())
 	if top == 0 {
 		if r0 != 0 {
 			return ck.sinkError(nd.pc, "the return value (whether the decision is applied)", r0)
@@ -481,16 +529,14 @@ func (ck *checker) flowExit(st *flowState, nd flowNode, push func(flowNode, *flo
 		}
 	}
 	st.ctl = st.ctl[:k]
-	st.regs = st.regs[:top]
-	st.stk = st.stk[:top]
-	st.stkSrc = st.stkSrc[:top]
-	caller := &st.regs[top-1]
+	st.frames = st.frames[:top]
+	caller := &st.frames[top-1].regs
 	caller[asm.R0] = r0
 	for r := asm.R1; r <= asm.R5; r++ {
 		caller[r] = 0
 	}
 	fc := ck.facts.ctxs[nd.ctx]
-	push(flowNode{fc.parent, int(fc.callsite) + 1}, st)
+	push(flowNode{fc.parent, int(fc.callsite) + 1}, st, true)
 	return nil
 }
 
@@ -523,7 +569,7 @@ func (ck *checker) flowStackRead(st *flowState, p *ptrFact, off, size int) uint3
 	if p.frame >= 0 {
 		return st.stackLocal(int(p.frame), lo, hi)
 	}
-	for fi := range st.stk {
+	for fi := range st.frames {
 		if s := st.stackLocal(fi, lo, hi); s != 0 {
 			return s
 		}
@@ -550,8 +596,8 @@ func (ck *checker) flowMapSrc(pc int, mi int32) uint32 {
 // flowStore labels what a store or an atomic update writes, and checks
 // decision outputs.
 func (ck *checker) flowStore(st *flowState, pc int, ins asm.Instruction, p *ptrFact, ctl uint32) *Error {
-	top := len(st.regs) - 1
-	regs := &st.regs[top]
+	top := len(st.frames) - 1
+	regs := &st.frames[top].regs
 	size := ins.Op.Size().Bytes()
 	val := either(regs[ins.Dst], ctl) // the place, and the path
 	if ins.Op.Class() == asm.ClassSTX {
@@ -584,7 +630,7 @@ func (ck *checker) flowStore(st *flowState, pc int, ins asm.Instruction, p *ptrF
 		frames := []int{int(p.frame)}
 		if p.frame < 0 {
 			frames = frames[:0]
-			for fi := range st.stk {
+			for fi := range st.frames {
 				frames = append(frames, fi)
 			}
 		}
@@ -609,8 +655,8 @@ func (ck *checker) flowStore(st *flowState, pc int, ins asm.Instruction, p *ptrF
 
 // flowHelper labels a helper's result.
 func (ck *checker) flowHelper(st *flowState, pc int, ins asm.Instruction, ops *opFacts, ctl uint32) {
-	top := len(st.regs) - 1
-	regs := &st.regs[top]
+	top := len(st.frames) - 1
+	regs := &st.frames[top].regs
 	id := helpers.ID(ins.Imm)
 	var r0 uint32
 	if id == helpers.MapLookupElem && ops != nil {

@@ -84,20 +84,20 @@ func either(a, b uint32) uint32 {
 	return b
 }
 
-// postDominators computes, for every pc of every subprogram, the pc of its
-// immediate post-dominator (the first pc that every path from it to the
-// function's exit runs), or -1 when that is the exit itself. It is where
-// the two sides of a conditional jump meet again.
-func (ck *checker) postDominators() []int {
-	n := len(ck.insns)
-	ipdom := make([]int, n)
-	for i := range ipdom {
-		ipdom[i] = -1
+// ipdomOf returns the immediate post-dominator of pc (the first pc that
+// every path from it to its function's exit runs), or -1 when that is the
+// exit itself: where the two sides of a conditional jump meet again. Each
+// function's are computed the first time one of its pcs is asked for.
+func (ck *checker) ipdomOf(pc int) int {
+	if ck.ipdom == nil {
+		ck.ipdom = make([]int, len(ck.insns))
+		ck.ipdomDone = make([]bool, len(ck.subs))
 	}
-	for _, sp := range ck.subs {
-		ck.subPostDominators(sp.start, sp.end, ipdom)
+	if s := ck.subOf[pc]; !ck.ipdomDone[s] {
+		ck.ipdomDone[s] = true
+		ck.subPostDominators(ck.subs[s].start, ck.subs[s].end, ck.ipdom)
 	}
-	return ipdom
+	return ck.ipdom[pc]
 }
 
 // subPostDominators fills ipdom for the pcs [start, end) of one function,
@@ -219,6 +219,7 @@ func (ck *checker) subPostDominators(start, end int, ipdom []int) {
 		}
 	}
 	for i := 0; i < n; i++ {
+		ipdom[start+i] = -1
 		if d := idom[i]; d >= 0 && d != int32(exit) {
 			ipdom[start+i] = start + int(d)
 		}
