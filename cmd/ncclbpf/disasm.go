@@ -13,6 +13,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/loader"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/spf13/pflag"
 )
 
@@ -153,9 +154,13 @@ func runDisasm(e *env, args []string, o *disasmOptions) error {
 // readInput reads a file, or stdin for "-".
 func readInput(path string) ([]byte, error) {
 	if path == "-" {
-		return io.ReadAll(os.Stdin)
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, config.MaxPolicyBytes+1))
+		if err == nil && len(b) > config.MaxPolicyBytes {
+			err = fmt.Errorf("stdin: more than %d bytes, the limit of a policy object", config.MaxPolicyBytes)
+		}
+		return b, err
 	}
-	return os.ReadFile(path)
+	return config.ReadRegularFile(path, config.MaxPolicyBytes)
 }
 
 // disasmCollection prints the programs of coll (those of section, if

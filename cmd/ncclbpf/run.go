@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
@@ -202,6 +201,7 @@ func (r *runTarget) close() {
 	}
 }
 
+// readObject reads a policy object: builtin:NAME or a file.
 func readObject(path string) ([]byte, error) {
 	if name, ok := strings.CutPrefix(path, "builtin:"); ok {
 		obj, ok := policies.Object(name)
@@ -210,7 +210,9 @@ func readObject(path string) ([]byte, error) {
 		}
 		return obj, nil
 	}
-	return os.ReadFile(path)
+	// As the plugin and reload read it: a regular file of at most
+	// config.MaxPolicyBytes, so that verify and run accept what they accept.
+	return config.ReadRegularFile(path, config.MaxPolicyBytes)
 }
 
 func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error) {

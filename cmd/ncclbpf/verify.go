@@ -90,9 +90,13 @@ func runVerify(e *env, args []string, sectionName, hookArg string, jsonOut bool)
 			return usageErrorf("unknown hook %q; hooks: %s", *hookName, strings.Join(names, ", "))
 		}
 	}
-	coll, err := loader.LoadFile(args[0])
+	obj, err := readObject(args[0])
 	if err != nil {
 		return err
+	}
+	coll, err := loader.LoadBytes(obj)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", args[0], err)
 	}
 	var reports []*verifyReport
 	var names []string
