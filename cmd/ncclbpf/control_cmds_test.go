@@ -324,3 +324,23 @@ func TestReloadAllRequiresEveryLocalRank(t *testing.T) {
 		t.Fatalf("reload --all, every rank there: %d %q %q", code, out, errs)
 	}
 }
+
+// TestPsWrongDir: ps pointed at a missing directory fails and says where
+// the processes' directory is; at a directory without sockets it says so
+// on stderr (the table stays empty).
+func TestPsWrongDir(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, out, errs := ctlCLI("ps", "--dir", missing)
+	if code != 1 || out != "" || !strings.Contains(errs, "control directory "+missing+" does not exist") || !strings.Contains(errs, "--dir") {
+		t.Errorf("ps --dir missing: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs = ctlCLI("reload", "--dir", missing, "--all", "../../policies/noop.bpf.o")
+	if code != 1 || !strings.Contains(errs, "does not exist") {
+		t.Errorf("reload --all --dir missing: exit %d, stderr %q", code, errs)
+	}
+	empty := t.TempDir()
+	code, out, errs = ctlCLI("ps", "--dir", empty)
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(errs, "no control socket in "+empty) {
+		t.Errorf("ps --dir empty: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
