@@ -11,6 +11,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Help texts, --version, shell completion of flag values and JSON output:
@@ -164,6 +165,11 @@ func registerFlagCompletions(c *cobra.Command) {
 		"maps": func() []string { return []string{"changed", "all", "none"} },
 		"elem": func() []string { return []string{"u64", "u32", "i64", "i32"} },
 	}
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if own := f.Annotations[valuesKey]; own != nil {
+			fixed[f.Name] = func() []string { return own }
+		}
+	})
 	for name, values := range fixed {
 		if c.Flags().Lookup(name) == nil {
 			continue
@@ -172,6 +178,17 @@ func registerFlagCompletions(c *cobra.Command) {
 			return values(), cobra.ShellCompDirectiveNoFileComp
 		})
 	}
+}
+
+// valuesKey annotates a flag with the values its command accepts, which
+// shell completion offers instead of those of the flag's name elsewhere
+// (new --hook takes three hooks, run --hook every hook).
+const valuesKey = "ncclbpf-values"
+
+// flagValues declares the values that flag name of fs accepts, for shell
+// completion.
+func flagValues(fs *pflag.FlagSet, name string, values []string) {
+	_ = fs.SetAnnotation(name, valuesKey, values)
 }
 
 // writeJSON prints v as indented JSON, without HTML escaping (a policy
