@@ -210,7 +210,7 @@ func TestCompletion(t *testing.T) {
 // TestBashCompletionWithoutPackage: the bash script completes in a bash
 // without the bash-completion package (--norc: nothing of it is loaded).
 // The binary is stood in for by a shell function that answers what
-// "ncclbpf __complete new --hook ”" answers.
+// "ncclbpf __complete new --hook" answers for an empty word.
 func TestBashCompletionWithoutPackage(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
