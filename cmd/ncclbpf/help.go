@@ -111,10 +111,15 @@ func registered(c *cobra.Command) *command {
 	return reg
 }
 
-// version is set at link time by release builds
-// (-ldflags "-X main.version=v1.2.3"); empty otherwise, and the module
-// version of the build is used.
-var version = ""
+// version and revision are set at link time by the Makefile and make dist
+// (-ldflags "-X main.version=v1.2.3 -X main.revision=0123abcd"), so that
+// a build without a VCS stamp (-buildvcs=false, a tarball, -trimpath) still
+// says what it is; empty otherwise, and the module version and VCS stamp
+// of the build are used.
+var (
+	version  = ""
+	revision = ""
+)
 
 // versionLine is what --version prints: the version (from the link, or the
 // module version "go install" recorded, or "(devel)"), the VCS revision and
@@ -130,7 +135,7 @@ func versionLine() string {
 		for _, s := range bi.Settings {
 			settings[s.Key] = s.Value
 		}
-		if rev := settings["vcs.revision"]; rev != "" {
+		if rev := settings["vcs.revision"]; rev != "" && revision == "" {
 			if len(rev) > 12 {
 				rev = rev[:12]
 			}
@@ -145,6 +150,9 @@ func versionLine() string {
 	}
 	if v == "" {
 		v = "(devel)"
+	}
+	if revision != "" {
+		extra = append([]string{"commit " + revision}, extra...)
 	}
 	extra = append(extra, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
 	return fmt.Sprintf("ncclbpf %s (%s)", v, strings.Join(extra, ", "))
