@@ -58,11 +58,19 @@ type Server struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing one response.
 	WriteTimeout time.Duration
+	// ProgressTimeout bounds each wait for more of a large request (one
+	// over SmallRequest): it holds the one large-request slot only while
+	// its bytes keep coming. LargeTimeout bounds the whole of it.
+	ProgressTimeout, LargeTimeout time.Duration
+	// ReservedTimeout bounds the one small request of a connection
+	// served on a reserved slot (when the MaxConns regular ones are taken).
+	ReservedTimeout time.Duration
 
 	ln    *net.UnixListener
 	path  string
 	lock  *os.File // the name's lock (owner.go), held while serving
 	slots chan struct{}
+	spare chan struct{} // ReservedConns slots for small requests when slots are full
 	big   chan struct{} // held while a request over SmallRequest is read and handled
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -70,8 +78,14 @@ type Server struct {
 	done  bool
 }
 
-// MaxConns is the number of connections served at once; more get an error.
-const MaxConns = 16
+// MaxConns is the number of connections served at once; more get an error,
+// but for ReservedConns more that may each send one small request, so that
+// connections that hold every regular slot (idle or slow clients) cannot
+// keep an operator's ps or stats out.
+const (
+	MaxConns      = 16
+	ReservedConns = 2
+)
 
 // SameUID is the default peer check: only the server's own uid.
 func SameUID(uid uint32) error {
@@ -125,7 +139,9 @@ func Listen(dir string, pid int, h Handler) (*Server, error) {
 		return fail(err)
 	}
 	return &Server{handler: h, checkPeer: SameUID, IdleTimeout: 60 * time.Second, WriteTimeout: 30 * time.Second,
-		ln: ln, path: path, lock: lock, slots: make(chan struct{}, MaxConns), big: make(chan struct{}, 1), conns: map[net.Conn]bool{}}, nil
+		ProgressTimeout: 2 * time.Second, LargeTimeout: 10 * time.Second, ReservedTimeout: 5 * time.Second,
+		ln: ln, path: path, lock: lock, slots: make(chan struct{}, MaxConns), spare: make(chan struct{}, ReservedConns),
+		big: make(chan struct{}, 1), conns: map[net.Conn]bool{}}, nil
 }
 
 // Descriptors returns the file descriptors of the listening socket and of
@@ -187,12 +203,18 @@ func (s *Server) Serve() error {
 			}
 			return fmt.Errorf("control socket %s: accept: %w", s.path, err)
 		}
+		slot := s.slots
 		select {
 		case s.slots <- struct{}{}:
 		default:
-			s.reply(c, &Response{Error: fmt.Sprintf("busy: %d connections already open", MaxConns)})
-			c.Close()
-			continue
+			select {
+			case s.spare <- struct{}{}:
+				slot = s.spare
+			default:
+				s.reply(c, &Response{Error: fmt.Sprintf("busy: %d connections already open", MaxConns+ReservedConns)})
+				c.Close()
+				continue
+			}
 		}
 		s.mu.Lock()
 		s.conns[c] = true
@@ -204,10 +226,10 @@ func (s *Server) Serve() error {
 				delete(s.conns, c)
 				s.mu.Unlock()
 				c.Close()
-				<-s.slots
+				<-slot
 				s.wg.Done()
 			}()
-			s.serveConn(c)
+			s.serveConn(c, slot == s.spare)
 		}()
 	}
 }
@@ -275,10 +297,14 @@ const SmallRequest = 64 << 10
 
 // readLine reads one line of at most max bytes (newline included) and
 // returns it without the newline. Once the line grows past SmallRequest it
-// calls big first (which may refuse).
-func readLine(r *bufio.Reader, max int, big func() error) ([]byte, error) {
+// calls big first (which may refuse). before, if not nil, runs before each
+// read (to set its deadline).
+func readLine(r *bufio.Reader, max int, big func() error, before func()) ([]byte, error) {
 	var line []byte
 	for {
+		if before != nil {
+			before()
+		}
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > max {
 			return nil, errTooLong
@@ -302,7 +328,11 @@ func readLine(r *bufio.Reader, max int, big func() error) ([]byte, error) {
 	}
 }
 
-func (s *Server) serveConn(c *net.UnixConn) {
+// serveConn answers the requests of one connection. A connection on a
+// reserved slot gets one small request, read within ReservedTimeout. A large
+// request holds the large-request slot only while it progresses: each
+// read waits at most ProgressTimeout, the whole at most LargeTimeout.
+func (s *Server) serveConn(c *net.UnixConn, reserved bool) {
 	uid, err := peerUID(c)
 	if err == nil {
 		err = s.checkPeer(uid)
@@ -313,22 +343,43 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	}
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
-		c.SetReadDeadline(time.Now().Add(s.IdleTimeout))
+		if reserved {
+			c.SetReadDeadline(time.Now().Add(s.ReservedTimeout))
+		} else {
+			c.SetReadDeadline(time.Now().Add(s.IdleTimeout))
+		}
 		holding := false
+		var bigEnd time.Time
 		line, err := readLine(r, MaxRequest, func() error {
+			if reserved {
+				return errBusyReserved
+			}
 			select {
 			case s.big <- struct{}{}:
 				holding = true
+				bigEnd = time.Now().Add(s.LargeTimeout)
 				return nil
-			case <-time.After(s.IdleTimeout):
+			case <-time.After(s.LargeTimeout + s.ProgressTimeout):
 				return errBusy
+			}
+		}, func() {
+			if holding {
+				d := time.Now().Add(s.ProgressTimeout)
+				if bigEnd.Before(d) {
+					d = bigEnd
+				}
+				c.SetReadDeadline(d)
 			}
 		})
 		if err != nil {
 			if holding {
 				s.releaseBig()
 			}
-			if errors.Is(err, errTooLong) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBusy) {
+			if holding && errors.Is(err, os.ErrDeadlineExceeded) {
+				err = errStalled
+			}
+			if errors.Is(err, errTooLong) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBusy) ||
+				errors.Is(err, errBusyReserved) || errors.Is(err, errStalled) {
 				// The rest of the stream cannot be trusted to start a request: answer and close.
 				s.reply(c, &Response{Error: "bad request: " + err.Error()})
 			}
@@ -340,13 +391,17 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			line = nil
 			s.releaseBig()
 		}
-		if s.reply(c, resp) != nil {
+		if s.reply(c, resp) != nil || reserved {
 			return
 		}
 	}
 }
 
-var errBusy = errors.New("busy: another large request is being handled; try again")
+var (
+	errBusy         = errors.New("busy: another large request is being handled; try again")
+	errBusyReserved = fmt.Errorf("busy: %d connections already open; only a small request is served now, try the large one again", MaxConns)
+	errStalled      = errors.New("large request stalled: its bytes stopped coming, or it took too long")
+)
 
 // releaseBig ends a large request: its memory goes back to the system at
 // once (the host process is a training job, not ours to grow).

@@ -224,10 +224,19 @@ func Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Environment variables\n\n")
 	b.WriteString("Generated from `envconfig/envconfig.go` (`go test ./envconfig -run TestDocs -update`); edit that file, not this one.\n\n")
-	b.WriteString("| variable | read by | default | values | what it does |\n|---|---|---|---|---|\n")
-	for _, v := range Vars {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", v.Name, v.Reader, v.Default, v.Values, v.Doc)
+	b.WriteString("The variables a job or a user sets: the plugin's (in the job's environment) and the CLI's.\n\n")
+	table := func(tests bool) {
+		b.WriteString("| variable | read by | default | values | what it does |\n|---|---|---|---|---|\n")
+		for _, v := range Vars {
+			if (v.Reader == Tests) == tests {
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", v.Name, v.Reader, v.Default, v.Values, v.Doc)
+			}
+		}
 	}
+	table(false)
+	b.WriteString("\n## For the project's tests only\n\n")
+	b.WriteString("Read by the test suite and the long runs (scripts/test-long.sh), never by the plugin or the CLI.\n\n")
+	table(true)
 	return b.String()
 }
 

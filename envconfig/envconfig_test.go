@@ -30,6 +30,17 @@ func TestDocs(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("docs/environment.md is not what envconfig.Vars renders: run go test ./envconfig -run TestDocs -update")
 	}
+	// The user's list holds no test-only variable: those have their own section.
+	users, tests, ok := strings.Cut(string(got), "\n## For the project's tests only\n")
+	if !ok {
+		t.Fatal("docs/environment.md has no section for the tests' variables")
+	}
+	for _, v := range Vars {
+		row := "| `" + v.Name + "` |"
+		if inUsers := strings.Contains(users, row); inUsers == (v.Reader == Tests) || strings.Contains(tests, row) != (v.Reader == Tests) {
+			t.Errorf("%s (read by %s) is in the wrong list of docs/environment.md", v.Name, v.Reader)
+		}
+	}
 }
 
 // reads matches the places a source file names an NCCLBPF_* variable: a

@@ -274,7 +274,13 @@ func mapUpdate(req *control.Request) *control.Response {
 	if err := m.Update(key, val, 0); err != nil {
 		return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}
 	}
-	return &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(key), Value: hex.EncodeToString(val)}}}
+	resp := &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(key), Value: hex.EncodeToString(val)}}}
+	// The entry as written, decoded with the map's types (as a lookup
+	// answers), so that the CLI shows it as the user typed it.
+	if d, err := maps.DumpKey(m, key); err == nil {
+		resp.Dump, _ = json.Marshal(d)
+	}
+	return resp
 }
 
 // updateEntry reads the key and value of a map_update: raw hex, or the

@@ -132,49 +132,20 @@ func loadBundle(cfg config.Config) (*bundle.Bundle, []string, error) {
 	return b, notes, err
 }
 
-// rulesSettings turns the rules settings into load options for spec: the
-// rule table for a policy that has one (tuner.RulesVar), and its
-// match-logging switch when NCCLBPF_RULES_LOG asks for it. A policy with a
-// rule table needs a rules file with at least one rule; a rules variable
-// left set for a policy without a table is noted and ignored.
+// rulesSettings turns the rules settings into load options for spec
+// (config.Config.Rules, which `ncclbpf run` shares): the rule table for a
+// policy that has one (tuner.RulesVar), and its match-logging switch when
+// NCCLBPF_RULES_LOG asks for it.
 func rulesSettings(spec *loader.CollectionSpec, cfg config.Config) (map[string][]byte, []bundle.Var, []string, error) {
-	var notes []string
-	if spec.Variable(tuner.RulesVar) == nil {
-		if cfg.RulesFile != "" {
-			notes = append(notes, fmt.Sprintf("%s=%s ignored: the policy has no rule table", cfg.RulesFrom, cfg.RulesFile))
-		}
-		if cfg.RulesLog {
-			notes = append(notes, config.EnvRulesLog+" ignored: the policy has no rule table")
-		}
-		return nil, nil, notes, nil
+	r, err := cfg.Rules(func(name string) bool { return spec.Variable(name) != nil }, "")
+	if err != nil || r.Table == nil {
+		return nil, nil, r.Notes, err
 	}
-	if cfg.RulesFile == "" {
-		return nil, nil, nil, fmt.Errorf("%s: no rules: the policy takes its decisions from a rules file and none is given; "+
-			"set %s (or NCCL's %s) to a file in NCCL's example CSV tuner format", cfg.Policy, config.EnvRulesFile, config.EnvTunerConfigFile)
-	}
-	rules, err := config.ParseRulesFile(cfg.RulesFile)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %s %w", cfg.Policy, cfg.RulesFrom, err)
-	}
-	table, err := tuner.RulesTable(rules)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %s %s: %w", cfg.Policy, cfg.RulesFrom, cfg.RulesFile, err)
-	}
-	if len(rules) == 0 {
-		return nil, nil, nil, fmt.Errorf("%s: no rules: %s %s has no rule, only blank lines, comments or a header; "+
-			"the policy would leave every call to NCCL", cfg.Policy, cfg.RulesFrom, cfg.RulesFile)
-	}
-	notes = append(notes, fmt.Sprintf("%d rules loaded from %s (%s)", len(rules), cfg.RulesFile, cfg.RulesFrom))
 	var vars []bundle.Var
-	if cfg.RulesLog {
-		if spec.Variable(tuner.RulesLogVar) == nil {
-			notes = append(notes, fmt.Sprintf("%s ignored: the policy has no %s setting", config.EnvRulesLog, tuner.RulesLogVar))
-		} else {
-			vars = append(vars, bundle.Var{Name: tuner.RulesLogVar, Value: 1})
-			notes = append(notes, "the rule that matches each call is logged (rate-limited)")
-		}
+	if r.Log {
+		vars = append(vars, bundle.Var{Name: tuner.RulesLogVar, Value: 1})
 	}
-	return map[string][]byte{tuner.RulesVar: table}, vars, notes, nil
+	return map[string][]byte{tuner.RulesVar: r.Table}, vars, r.Notes, nil
 }
 
 // The hint bits of a tuner slot word (shim.h).

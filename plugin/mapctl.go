@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/maps"
@@ -13,6 +14,13 @@ import (
 // decidedWrite refuses a control-plane write of a map the tuner decides on
 // (agreed, or read as rank-uniform), unless the request forces it.
 func decidedWrite(m *maps.Map, req *control.Request) error {
+	if m.Frozen() { // no write can succeed: --force would not help
+		if strings.HasPrefix(m.Name(), ".rodata") {
+			return fmt.Errorf("map %s is read-only: the object's constants are set when it loads; "+
+				"change one with a reload (ncclbpf reload --var NAME=VALUE PID OBJ)", req.Map)
+		}
+		return fmt.Errorf("map %s is read-only (frozen when the policy loaded); change it with a reload", req.Map)
+	}
 	if req.Force {
 		return nil
 	}

@@ -38,6 +38,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -46,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -523,6 +525,24 @@ extern struct nbn_net_old ncclNetPlugin_v9, ncclNetPlugin_v8;
 /* open_inner resolves name as NCCL resolves NCCL_NET_PLUGIN: the name as given, then, for a bare
  * name (no '/', not lib*.so), libnccl-net-NAME.so. */
 static void *open_inner(const char *name, char *err, size_t n) {
+	/* A path must name a regular file, as a policy file must: a FIFO would block dlopen until a writer
+	 * comes, a device or a directory is no library. (A bare name is searched for by dlopen.) */
+	if (strchr(name, '/')) {
+		struct stat st;
+		if (stat(name, &st) != 0) {
+			snprintf(err, n, "%s", strerror(errno));
+			return NULL;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			snprintf(err, n, "not a regular file (%s)",
+			         S_ISFIFO(st.st_mode)  ? "a FIFO"
+			         : S_ISDIR(st.st_mode) ? "a directory"
+			         : S_ISSOCK(st.st_mode) ? "a socket"
+			         : S_ISCHR(st.st_mode)  ? "a character device"
+			                                : "a special file");
+			return NULL;
+		}
+	}
 	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (h) return h;
 	snprintf(err, n, "%s", dlerror());
@@ -807,7 +827,40 @@ static void first_init(void) {
 	g_table_ok = 1;
 }
 
-__attribute__((constructor)) static void nbn_ctor(void) { pthread_once(&g_load_once, load_once); }
+/* names_self reports whether NCCL_NET_PLUGIN's value v (a comma-separated list of names or paths,
+ * resolved as NCCL resolves them) names this library, i.e. whether NCCL will use it as its net plugin.
+ * Unset, NCCL opens libnccl-net.so. */
+static int names_self(const char *v) {
+	Dl_info info;
+	if (!dladdr((void *)&ncclNetPlugin_v10, &info) || !info.dli_fname) return 0;
+	char self[PATH_MAX];
+	if (!realpath(info.dli_fname, self)) return 0;
+	const char *base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
+	if (!v || !*v) return strcmp(base, "libnccl-net.so") == 0;
+	char list[4096];
+	snprintf(list, sizeof list, "%s", v);
+	char *save = NULL;
+	for (char *e = strtok_r(list, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		while (*e == ' ') e++;
+		char path[PATH_MAX], alt[300];
+		if (strchr(e, '/')) {
+			if (realpath(e, path) && strcmp(path, self) == 0) return 1;
+			continue;
+		}
+		snprintf(alt, sizeof alt, "libnccl-net-%s.so", e);
+		if (strcmp(e, base) == 0 || strcmp(alt, base) == 0) return 1;
+	}
+	return 0;
+}
+
+/* The inner plugin is loaded when the library is opened only by a process whose NCCL will use it as
+ * its net plugin (NCCL_NET_PLUGIN names it): NCCL's adapters of old net ABIs copy the table's name and
+ * optional members when they load it, before init, so they must be the inner plugin's by then. A
+ * process that opens the library as its tuner or profiler only loads nothing more; should its NCCL
+ * init the net side all the same, the first init loads the inner plugin (init_common). */
+__attribute__((constructor)) static void nbn_ctor(void) {
+	if (names_self(getenv("NCCL_NET_PLUGIN"))) pthread_once(&g_load_once, load_once);
+}
 
 /* tuner.c: loads the policy if needed and reports the outcome through log, once per process (the
  * net plugin may be the only one NCCL loads from this library). */

@@ -161,6 +161,25 @@ var errSeqPassed = errors.New("sequence already passed")
 // errReloadBusy says that another reload runs or waits for its activation.
 var errReloadBusy = errors.New("another reload is in progress or waiting for its activation sequence; try again when it completes")
 
+// trimmedError is an error whose message lost a leading prefix; it still
+// wraps the original.
+type trimmedError struct {
+	msg string
+	err error
+}
+
+func (e *trimmedError) Error() string { return e.msg }
+func (e *trimmedError) Unwrap() error { return e.err }
+
+// withoutPrefix returns err without prefix at the start of its message, so
+// that a caller who adds the same context does not say it twice.
+func withoutPrefix(err error, prefix string) error {
+	if msg, ok := strings.CutPrefix(err.Error(), prefix); ok {
+		return &trimmedError{msg, err}
+	}
+	return err
+}
+
 // reloadPolicy loads req's object and swaps it in. It never panics; an
 // error leaves the running policy as it was and says why.
 func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
@@ -208,7 +227,7 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	t0 := time.Now()
 	b, err := bundle.Load(req.Object, bundle.Options{Name: req.Name, RequireNative: true, Vars: req.Vars, Data: req.Data, Reuse: reuse})
 	if err != nil {
-		return res, err
+		return res, withoutPrefix(err, req.Name+": ") // the deferred wrap names the policy
 	}
 	liveBundles.Add(1)
 	if req.prepare != nil {

@@ -5,9 +5,15 @@
 #   lib/libncclbpf.so        the plugin (tuner, profiler and net), production build
 #   include/                 the headers policies are written against
 #   policies/                the example policies: C sources, objects, rules file
-#   README.md, SHA256SUMS    checksums of every other file, for sha256sum -c
-# and a .sha256 of the tarball beside it. VERSION defaults to `git describe`.
-# CLI=PATH and LIB=PATH package binaries built beforehand instead of building.
+#   docs/                    the operator's guide, environment, metrics, error codes,
+#                            the Grafana dashboard (what README.md links to)
+#   README.md, RATIONALE.md, BENCHMARKS.md
+#   SHA256SUMS               checksums of every other file, for sha256sum -c
+# and a .sha256 of the tarball beside it. VERSION defaults to `git describe`,
+# REVISION to the commit; both are stamped into the CLI (--version). The
+# binaries are stripped; the library exports NCCL's plugin symbols only
+# (plugin/exports.map). CLI=PATH and LIB=PATH package binaries built
+# beforehand instead of building.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -18,15 +24,23 @@ case $VERSION in '' | *[!A-Za-z0-9._+-]*)
 	exit 1
 	;;
 esac
+REVISION=${REVISION:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+case $REVISION in '' | *[!A-Za-z0-9._+-]*)
+	echo "dist: REVISION=$REVISION: use letters, digits and . _ + -" >&2
+	exit 1
+	;;
+esac
 NAME=ncclbpf-$VERSION-$($GO env GOOS)-$($GO env GOARCH)
 STAGE=$DIST/$NAME
 rm -rf "$STAGE" "$DIST/$NAME.tar.gz" "$DIST/$NAME.tar.gz.sha256"
 mkdir -p "$STAGE/bin" "$STAGE/lib" "$STAGE/include"
 if [ -n "${CLI:-}" ]; then cp "$CLI" "$STAGE/bin/ncclbpf"; else
-	CGO_ENABLED=1 $GO build -trimpath -o "$STAGE/bin/ncclbpf" ./cmd/ncclbpf
+	CGO_ENABLED=1 $GO build -trimpath -ldflags "-s -w -X main.version=$VERSION -X main.revision=$REVISION" \
+		-o "$STAGE/bin/ncclbpf" ./cmd/ncclbpf
 fi
 if [ -n "${LIB:-}" ]; then cp "$LIB" "$STAGE/lib/libncclbpf.so"; else
-	CGO_ENABLED=1 $GO build -trimpath -buildmode=c-shared -o "$STAGE/lib/libncclbpf.so" ./plugin
+	CGO_ENABLED=1 $GO build -trimpath -buildmode=c-shared \
+		-ldflags "-s -w -extldflags=-Wl,--version-script=$PWD/plugin/exports.map" -o "$STAGE/lib/libncclbpf.so" ./plugin
 	rm -f "$STAGE/lib/libncclbpf.h" # cgo's header of the Go exports: not an interface for users
 fi
 cp include/*.h "$STAGE/include/"
@@ -35,7 +49,13 @@ git ls-files policies | grep -E '\.(c|h|o|conf|md)$' | while read -r f; do
 	mkdir -p "$STAGE/$(dirname "$f")"
 	cp "$f" "$STAGE/$f"
 done
-cp README.md "$STAGE/"
+# The documentation README.md links to (docs/, with the error-code
+# reference), and the other top-level documents.
+git ls-files docs | while read -r f; do
+	mkdir -p "$STAGE/$(dirname "$f")"
+	cp "$f" "$STAGE/$f"
+done
+cp README.md RATIONALE.md BENCHMARKS.md "$STAGE/"
 (cd "$STAGE" && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum >SHA256SUMS)
 tar -C "$DIST" --sort=name --owner=0 --group=0 --numeric-owner --mtime='@0' -czf "$DIST/$NAME.tar.gz" "$NAME"
 (cd "$DIST" && sha256sum "$NAME.tar.gz" >"$NAME.tar.gz.sha256")

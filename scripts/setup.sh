@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Installs what building and testing ncclbpf needs on a fresh Debian 12
-# (bookworm) machine, then downloads the Go modules:
+# scripts/setup.sh [demo|test]: installs what `make demo` (demo) or
+# `make test` (test, the default) needs on a fresh Debian 12 (bookworm) or
+# Ubuntu machine, then downloads the Go modules.
 #
-#   clang-19          compiles eBPF policies and test objects (-target bpf)
-#   llvm-19           llvm-objdump-19, to look at compiled objects
+# demo (make build, make demo, make dist):
+#   clang-19          compiles eBPF policies (-target bpf)
 #   libbpf-dev        <bpf/bpf_helpers.h> and friends
 #   linux-libc-dev    <linux/bpf.h> and the multiarch <asm/types.h>
 #   gcc, libc6-dev    cgo, the C shim and the C test host
 #   make              the Makefile
+# test (make test), in addition:
+#   llvm-19           llvm-objdump-19, to look at compiled objects
 #   qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
 #                     the arm64 (Grace hosts) build and its tests, run under
 #                     qemu-aarch64 on x86-64 machines
 #   prometheus        the exporter's end-to-end test scrapes it with a real
-#                     Prometheus server (and promtool checks its output)
+#                     Prometheus server (and promtool checks its output); the
+#                     service the package enables is disabled again: the test
+#                     runs its own server
 #   chromium          the report's test opens it in a headless browser
 #
 # It is idempotent and cheap to re-run: apt is used only when something is
@@ -33,8 +38,14 @@ need_file() { # package file...
 	done
 }
 
+profile=${1:-test}
+case $profile in demo | test) ;; *)
+	echo "setup: unknown profile $profile: want demo or test" >&2
+	exit 2
+	;;
+esac
+
 need_file clang-19 /usr/bin/clang-19
-need_file llvm-19 /usr/bin/llvm-objdump-19
 need_file libbpf-dev /usr/include/bpf/bpf_helpers.h /usr/include/bpf/bpf_helper_defs.h
 need_file linux-libc-dev /usr/include/linux/bpf.h
 # <asm/types.h> is in the multiarch directory (x86_64-linux-gnu, ...).
@@ -42,6 +53,8 @@ compgen -G '/usr/include/*-linux-gnu*/asm/types.h' >/dev/null || missing+=(linux
 need_file libc6-dev /usr/include/stdio.h
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v make >/dev/null 2>&1 || missing+=(make)
+if [ "$profile" = test ]; then
+need_file llvm-19 /usr/bin/llvm-objdump-19
 # The arm64 JIT, interpreter and plugin are cross-built and run under
 # user-mode emulation in every test run.
 if [ "$(uname -m)" != aarch64 ]; then
@@ -55,6 +68,7 @@ fi
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup: installing ${missing[*]}"
@@ -73,6 +87,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 		echo "setup: apt-get install failed. On bookworm without clang-19 in" >&2
 		echo "setup: the configured sources, add https://apt.llvm.org (llvm-toolchain-bookworm-19)." >&2
 		exit 1
+	fi
+	# The prometheus package starts and enables a system service; the tests
+	# run their own server on a free port.
+	if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
+		"${SUDO[@]}" systemctl disable --now prometheus >/dev/null 2>&1 || true
 	fi
 fi
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"net"
@@ -58,7 +59,12 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 				Entries: []maps.Entry{{Key: uint64(kv.Key[0]), Value: uint64(1<<60 + 1)}}})
 			return &control.Response{Dump: d}
 		}
-		return &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(kv.Key), Value: hex.EncodeToString(kv.Value)}}}
+		resp := &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(kv.Key), Value: hex.EncodeToString(kv.Value)}}}
+		if req.Op == control.OpMapUpdate { // the entry as written, decoded (as the plugin answers)
+			resp.Dump, _ = json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
+				Entries: []maps.Entry{{Key: uint64(kv.Key[0]), Value: int64(binary.LittleEndian.Uint64(kv.Value))}}})
+		}
+		return resp
 	case control.OpDecisions:
 		return &control.Response{Decisions: []control.CommDecisions{{CommDigest: control.CommDigest{CommID: 0x5e5e, NRanks: 2}}}}
 	case control.OpReload, control.OpRollback:
@@ -122,11 +128,11 @@ func TestPsStatsMap(t *testing.T) {
 		t.Fatalf("map dump --json: %d %q", code, out)
 	}
 	code, out, _ = ctlCLI("map", "update", "--dir", dir, pid, "hits", "1", "42")
-	if code != 0 || !strings.Contains(out, "hits[01000000] = 2a00000000000000") {
+	if code != 0 || out != "pid "+pid+": hits[1] = 42\n" {
 		t.Fatalf("map update: %d %q", code, out)
 	}
 	code, out, _ = ctlCLI("map", "update", "--dir", dir, pid, "hits", "--", "key", "hex", "01", "00", "00", "00", "value", "-1")
-	if code != 0 || !strings.Contains(out, "hits[01000000] = ffffffffffffffff") {
+	if code != 0 || out != "pid "+pid+": hits[1] = -1\n" {
 		t.Fatalf("map update key hex: %d %q", code, out)
 	}
 	code, out, _ = ctlCLI("map", "lookup", "--dir", dir, pid, "hits", "key", "1", "0", "0", "0")
@@ -159,11 +165,11 @@ func TestMapUpdateValues(t *testing.T) {
 		args       []string
 		key, value string
 	}{
-		{[]string{"hits", "1", "-1"}, "01000000", "ffffffffffffffff"},
-		{[]string{"hits", "--", "1", "-2"}, "01000000", "feffffffffffffff"},
-		{[]string{"hits", "1", "2000000"}, "01000000", "80841e0000000000"},
-		{[]string{"hits", "0x1", "1152921504606846977"}, "01000000", "0100000000000010"},
-		{[]string{"hits", "key", "hex", "01", "00", "00", "00", "value", "hex", "2a", "00", "00", "00", "00", "00", "00", "00"}, "01000000", "2a00000000000000"},
+		{[]string{"hits", "1", "-1"}, "1", "-1"},
+		{[]string{"hits", "--", "1", "-2"}, "1", "-2"},
+		{[]string{"hits", "1", "2000000"}, "1", "2000000"},
+		{[]string{"hits", "0x1", "1152921504606846977"}, "1", "1152921504606846977"},
+		{[]string{"hits", "key", "hex", "01", "00", "00", "00", "value", "hex", "2a", "00", "00", "00", "00", "00", "00", "00"}, "1", "42"},
 	} {
 		code, out, errs := ctlCLI(append([]string{"map", "update", "--dir", dir, "--force", pid}, tc.args...)...)
 		last := f.reqs[len(f.reqs)-1]
@@ -322,5 +328,25 @@ func TestReloadAllRequiresEveryLocalRank(t *testing.T) {
 	f.mu.Unlock()
 	if code, out, errs := ctlCLI("reload", "--dir", dir, "--all", "--expect", "1", obj); code != 0 || !strings.Contains(out, "tuner=reload_b") {
 		t.Fatalf("reload --all, every rank there: %d %q %q", code, out, errs)
+	}
+}
+
+// TestPsWrongDir: ps pointed at a missing directory fails and says where
+// the processes' directory is; at a directory without sockets it says so
+// on stderr (the table stays empty).
+func TestPsWrongDir(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, out, errs := ctlCLI("ps", "--dir", missing)
+	if code != 1 || out != "" || !strings.Contains(errs, "control directory "+missing+" does not exist") || !strings.Contains(errs, "--dir") {
+		t.Errorf("ps --dir missing: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs = ctlCLI("reload", "--dir", missing, "--all", "../../policies/noop.bpf.o")
+	if code != 1 || !strings.Contains(errs, "does not exist") {
+		t.Errorf("reload --all --dir missing: exit %d, stderr %q", code, errs)
+	}
+	empty := t.TempDir()
+	code, out, errs = ctlCLI("ps", "--dir", empty)
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(errs, "no control socket in "+empty) {
+		t.Errorf("ps --dir empty: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }

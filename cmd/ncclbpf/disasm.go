@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/loader"
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/spf13/pflag"
 )
 
@@ -153,9 +155,13 @@ func runDisasm(e *env, args []string, o *disasmOptions) error {
 // readInput reads a file, or stdin for "-".
 func readInput(path string) ([]byte, error) {
 	if path == "-" {
-		return io.ReadAll(os.Stdin)
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, config.MaxPolicyBytes+1))
+		if err == nil && len(b) > config.MaxPolicyBytes {
+			err = fmt.Errorf("stdin: more than %d bytes, the limit of a policy object", config.MaxPolicyBytes)
+		}
+		return b, err
 	}
-	return os.ReadFile(path)
+	return config.ReadRegularFile(path, config.MaxPolicyBytes)
 }
 
 // disasmCollection prints the programs of coll (those of section, if
@@ -173,9 +179,11 @@ func disasmCollection(w io.Writer, coll *loader.CollectionSpec, section string, 
 			fmt.Fprintf(w, "# section %q, program %s: %d instruction slots\n", p.Section, p.Name, len(p.Insns))
 		}
 		if jit {
-			if err := writeJITListing(w, p.Name, p.Insns, coll.Maps, arch); err != nil {
+			var listing strings.Builder
+			if err := writeJITListing(&listing, p.Name, p.Insns, coll.Maps, arch); err != nil {
 				return err
 			}
+			io.WriteString(w, withSourceLines(listing.String(), &programInfo{coll: coll, prog: p}))
 			continue
 		}
 		writeInsns(w, p.Insns, &programInfo{coll: coll, prog: p}, plain)
@@ -245,6 +253,39 @@ func writeInsns(w io.Writer, insns []asm.Instruction, info *programInfo, plain b
 		fmt.Fprintf(w, "%*d: %s\n", digits, pc, text)
 		pc += width
 	}
+}
+
+// withSourceLines interleaves a JIT listing (lines "PC: insn" each followed
+// by the native code, indented) with the function labels and C source lines
+// that writeInsns shows before the same instructions.
+func withSourceLines(listing string, info *programInfo) string {
+	var b strings.Builder
+	lastLine := ""
+	for _, line := range strings.SplitAfter(listing, "\n") {
+		head, _, ok := strings.Cut(line, ": ")
+		pc, err := strconv.Atoi(head)
+		if ok && err == nil && pc >= 0 {
+			for _, f := range info.prog.Funcs {
+				if f.Start == pc {
+					fmt.Fprintf(&b, "%s:\n", f.Name)
+				}
+			}
+			if pc < len(info.prog.Lines) {
+				if l := info.prog.Lines[pc]; l != nil {
+					if key := fmt.Sprintf("%s:%d", l.File, l.Line); key != lastLine {
+						lastLine = key
+						src := l.Source
+						if src == "" {
+							src = "(no source text)"
+						}
+						fmt.Fprintf(&b, "# %s:%d: %s\n", filepath.Base(l.File), l.Line, src)
+					}
+				}
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // annotate explains the instruction at pc: a jump's target pc, a helper's

@@ -46,6 +46,16 @@ func TestDisasmJITArch(t *testing.T) {
 			t.Errorf("--arch %s: exit %d, want %q in\n%s%s", arch, code, want, stdout, stderr)
 		}
 	}
+	// The C source lines and function labels of disasm, before the same
+	// instructions.
+	for _, arch := range []string{"amd64", "arm64"} {
+		code, stdout, _ := runCLI("disasm", "--jit", "--arch", arch, obj)
+		want := "size_aware:\n# size_aware.bpf.c:17: int size_aware(struct ncclbpf_tuner_ctx *ctx)\n0: mov32 %r0, 1\n"
+		if code != 0 || !strings.Contains(stdout, want) ||
+			!strings.Contains(stdout, "# size_aware.bpf.c:19: if (ctx->coll_type != NCCLBPF_COLL_ALLREDUCE)\n1: ldxw %r2, [%r1+24]\n") {
+			t.Errorf("disasm --jit --arch %s: exit %d, no source lines:\n%s", arch, code, stdout)
+		}
+	}
 	for _, args := range [][]string{{"disasm", "--arch", "arm64", obj}, {"disasm", "--jit", "--arch", "riscv64", obj}} {
 		if code, _, stderr := runCLI(args...); code != 2 || !strings.Contains(stderr, "--arch") {
 			t.Errorf("%q: exit %d, %s; want a usage error naming --arch", args, code, stderr)

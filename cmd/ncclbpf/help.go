@@ -11,6 +11,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Help texts, --version, shell completion of flag values and JSON output:
@@ -110,10 +111,15 @@ func registered(c *cobra.Command) *command {
 	return reg
 }
 
-// version is set at link time by release builds
-// (-ldflags "-X main.version=v1.2.3"); empty otherwise, and the module
-// version of the build is used.
-var version = ""
+// version and revision are set at link time by the Makefile and make dist
+// (-ldflags "-X main.version=v1.2.3 -X main.revision=0123abcd"), so that
+// a build without a VCS stamp (-buildvcs=false, a tarball, -trimpath) still
+// says what it is; empty otherwise, and the module version and VCS stamp
+// of the build are used.
+var (
+	version  = ""
+	revision = ""
+)
 
 // versionLine is what --version prints: the version (from the link, or the
 // module version "go install" recorded, or "(devel)"), the VCS revision and
@@ -129,7 +135,7 @@ func versionLine() string {
 		for _, s := range bi.Settings {
 			settings[s.Key] = s.Value
 		}
-		if rev := settings["vcs.revision"]; rev != "" {
+		if rev := settings["vcs.revision"]; rev != "" && revision == "" {
 			if len(rev) > 12 {
 				rev = rev[:12]
 			}
@@ -144,6 +150,9 @@ func versionLine() string {
 	}
 	if v == "" {
 		v = "(devel)"
+	}
+	if revision != "" {
+		extra = append([]string{"commit " + revision}, extra...)
 	}
 	extra = append(extra, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
 	return fmt.Sprintf("ncclbpf %s (%s)", v, strings.Join(extra, ", "))
@@ -164,6 +173,11 @@ func registerFlagCompletions(c *cobra.Command) {
 		"maps": func() []string { return []string{"changed", "all", "none"} },
 		"elem": func() []string { return []string{"u64", "u32", "i64", "i32"} },
 	}
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if own := f.Annotations[valuesKey]; own != nil {
+			fixed[f.Name] = func() []string { return own }
+		}
+	})
 	for name, values := range fixed {
 		if c.Flags().Lookup(name) == nil {
 			continue
@@ -172,6 +186,17 @@ func registerFlagCompletions(c *cobra.Command) {
 			return values(), cobra.ShellCompDirectiveNoFileComp
 		})
 	}
+}
+
+// valuesKey annotates a flag with the values its command accepts, which
+// shell completion offers instead of those of the flag's name elsewhere
+// (new --hook takes three hooks, run --hook every hook).
+const valuesKey = "ncclbpf-values"
+
+// flagValues declares the values that flag name of fs accepts, for shell
+// completion.
+func flagValues(fs *pflag.FlagSet, name string, values []string) {
+	_ = fs.SetAnnotation(name, valuesKey, values)
 }
 
 // writeJSON prints v as indented JSON, without HTML escaping (a policy

@@ -288,6 +288,15 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			for _, s := range c.Commands() {
 				s.Annotations = map[string]string{"synopsis": "completion " + s.Name() + " [--no-descriptions]"}
 				shells = append(shells, s.Name())
+				if s.Name() == "bash" {
+					s.RunE = func(sc *cobra.Command, _ []string) error {
+						noDesc, _ := sc.Flags().GetBool("no-descriptions")
+						if _, err := io.WriteString(sc.OutOrStdout(), bashFallbacks); err != nil {
+							return err
+						}
+						return root.GenBashCompletionV2(sc.OutOrStdout(), !noDesc)
+					}
+				}
 			}
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = func(_ *cobra.Command, args []string) error {
@@ -300,6 +309,32 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	return root
 }
+
+// bashFallbacks stand in for the two functions of the bash-completion
+// package that cobra's bash script calls, where that package is not
+// installed, so that "source <(ncclbpf completion bash)" works in a plain
+// bash. Where it is installed (before or after), its own functions are used.
+const bashFallbacks = `# ncclbpf bash completion. Works with or without the bash-completion package.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+_get_comp_words_by_ref() {
+    # Without bash-completion: the words as bash split them.
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD-1]}
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+}
+fi
+if ! declare -F _filedir >/dev/null 2>&1; then
+_filedir() {
+    local IFS=$'\n'
+    if [[ $1 == -d ]]; then
+        COMPREPLY=($(compgen -d -- "$cur"))
+    else
+        COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+}
+fi
+`
 
 // build turns a registration into a cobra command.
 func build(c *command, stdout, stderr io.Writer) *cobra.Command {

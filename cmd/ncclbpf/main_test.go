@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/policies/skeleton"
 	"github.com/spf13/pflag"
 )
 
@@ -156,9 +158,10 @@ func TestVersion(t *testing.T) {
 	if strings.Contains(out, "ncclbpf  ") || strings.Contains(out, "ncclbpf (") && !strings.Contains(out, "(devel)") {
 		t.Errorf("--version: %q", out)
 	}
-	version = "v9.8.7"
-	defer func() { version = "" }()
-	if _, out, _ := runCLI("--version"); !strings.HasPrefix(out, "ncclbpf v9.8.7 (") {
+	version, revision = "v9.8.7", "0123abcd"
+	defer func() { version, revision = "", "" }()
+	// The revision stamped at link time (make, make dist) stands for the VCS stamp.
+	if _, out, _ := runCLI("--version"); !strings.HasPrefix(out, "ncclbpf v9.8.7 (commit 0123abcd, ") || strings.Count(out, "commit ") != 1 {
 		t.Errorf("--version with a linked version: %q", out)
 	}
 }
@@ -194,9 +197,41 @@ func TestCompletion(t *testing.T) {
 	if code, out, _ = runCLI("__complete", "reload", "1", ""); code != 0 || !strings.Contains(out, ":0\n") {
 		t.Errorf("__complete reload PID: exit %d, want file completion\n%s", code, out)
 	}
+	// A command's own values: new --hook takes three hooks, not every hook.
+	code, out, _ = runCLI("__complete", "new", "--hook", "")
+	if want := strings.Join(skeleton.Hooks(), "\n") + "\n:4\n"; code != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("__complete new --hook: exit %d\n%s\nwant\n%s", code, out, want)
+	}
 	code, out, _ = runCLI("__complete", "verify", "--hook", "")
 	if code != 0 || !strings.Contains(out, "profiler/coll_end\n") {
 		t.Errorf("__complete verify --hook: exit %d\n%s", code, out)
+	}
+}
+
+// TestBashCompletionWithoutPackage: the bash script completes in a bash
+// without the bash-completion package (--norc: nothing of it is loaded).
+// The binary is stood in for by a shell function that answers what
+// "ncclbpf __complete new --hook" answers for an empty word.
+func TestBashCompletionWithoutPackage(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	_, script, _ := runCLI("completion", "bash")
+	_, answer, _ := runCLI("__complete", "new", "--hook", "")
+	dir := t.TempDir()
+	path := writeFile(t, dir, "ncclbpf.bash", script)
+	answerPath := writeFile(t, dir, "answer", answer)
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", `
+ncclbpf() { cat "$ANSWER"; }
+source "$SCRIPT"
+COMP_WORDS=(ncclbpf new --hook ""); COMP_CWORD=3; COMP_LINE="ncclbpf new --hook "; COMP_POINT=${#COMP_LINE}
+__start_ncclbpf ncclbpf "" --hook 2>/dev/null
+printf '%s\n' "${COMPREPLY[@]}" | sort`)
+	cmd.Env = append(os.Environ(), "SCRIPT="+path, "ANSWER="+answerPath)
+	out, err := cmd.CombinedOutput()
+	if want := "net\nprofiler\ntuner\n"; err != nil || string(out) != want {
+		t.Errorf("bash completion of new --hook without bash-completion: %v, got\n%s\nwant\n%s", err, out, want)
 	}
 }
 

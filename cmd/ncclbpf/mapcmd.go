@@ -227,10 +227,24 @@ func runMapWords(e *env, verb, op string, args []string, dir string, asJSON, for
 	}
 	switch verb {
 	case "update":
+		if resp.Dump != nil {
+			// The entry as written, decoded with the map's types.
+			d, err := maps.DecodeDump(resp.Dump)
+			if err != nil {
+				return fmt.Errorf("pid %s: map %s: %w", pid, name, err)
+			}
+			if asJSON {
+				return d.WriteJSON(e.Stdout)
+			}
+			for _, en := range d.Entries {
+				fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, name, maps.FormatValue(en.Key), maps.FormatValue(en.Value))
+			}
+			return nil
+		}
 		if asJSON {
 			return writeJSON(e, resp.Entries)
 		}
-		for _, kv := range resp.Entries {
+		for _, kv := range resp.Entries { // a process that answers raw bytes only
 			fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, name, kv.Key, kv.Value)
 		}
 		return nil

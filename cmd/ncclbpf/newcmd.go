@@ -29,6 +29,7 @@ bytes per remote endpoint).`,
 		},
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			hookName := fs.String("hook", "", "the `HOOK` of the program: "+strings.Join(skeleton.Hooks(), ", "))
+			flagValues(fs, "hook", skeleton.Hooks())
 			out := fs.StringP("output", "o", "", "write the source to `FILE` (default NAME.bpf.c)")
 			force := fs.Bool("force", false, "replace an existing file")
 			return func(e *env, args []string) error { return runNew(e, args, *hookName, *out, *force) }

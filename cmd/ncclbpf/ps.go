@@ -112,6 +112,9 @@ func call(dir string, pid target, req *control.Request) (*control.Response, erro
 // queryAll asks every process of dir at once (each bounded by timeout) and
 // returns those that answered, and one error line per socket that did not.
 func queryAll(dir string, req *control.Request, timeout time.Duration) ([]control.Result, []string, error) {
+	if err := checkControlDir(dir); err != nil {
+		return nil, nil, err
+	}
 	entries, err := control.Scan(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("control directory %s: %w", dir, err)
@@ -126,6 +129,24 @@ func queryAll(dir string, req *control.Request, timeout time.Duration) ([]contro
 		ok = append(ok, r)
 	}
 	return ok, bad, nil
+}
+
+// dirHint says where the processes' control directory is.
+const dirHint = "a process uses $" + control.EnvDir + " of its own environment, else $XDG_RUNTIME_DIR/ncclbpf, else /tmp/ncclbpf-UID: give its directory with --dir"
+
+// checkControlDir refuses a control directory that does not exist or is
+// no directory, with where the processes' directory is.
+func checkControlDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("control directory %s does not exist: no process running libncclbpf.so has used it; %s", dir, dirHint)
+	case err != nil:
+		return fmt.Errorf("control directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("control directory %s is not a directory; %s", dir, dirHint)
+	}
+	return nil
 }
 
 func short(hash string) string {
@@ -147,6 +168,12 @@ func runPs(e *env, args []string, dir string, asJSON, verbose bool, timeout time
 		for _, b := range bad {
 			fmt.Fprintf(e.Stderr, "ncclbpf ps: %s\n", b)
 		}
+	}
+	switch {
+	case len(rs) == 0 && len(bad) == 0:
+		fmt.Fprintf(e.Stderr, "ncclbpf ps: no control socket in %s: no process running libncclbpf.so uses this directory; %s\n", dir, dirHint)
+	case len(rs) == 0 && !verbose:
+		fmt.Fprintf(e.Stderr, "ncclbpf ps: %d control socket(s) in %s, none answered (-v says why)\n", len(bad), dir)
 	}
 	infos := []control.Info{}
 	names := []string{}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
@@ -202,6 +201,7 @@ func (r *runTarget) close() {
 	}
 }
 
+// readObject reads a policy object: builtin:NAME or a file.
 func readObject(path string) ([]byte, error) {
 	if name, ok := strings.CutPrefix(path, "builtin:"); ok {
 		obj, ok := policies.Object(name)
@@ -210,7 +210,9 @@ func readObject(path string) ([]byte, error) {
 		}
 		return obj, nil
 	}
-	return os.ReadFile(path)
+	// As the plugin and reload read it: a regular file of at most
+	// config.MaxPolicyBytes, so that verify and run accept what they accept.
+	return config.ReadRegularFile(path, config.MaxPolicyBytes)
 }
 
 func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error) {
@@ -249,10 +251,13 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 	if err != nil {
 		return nil, err
 	}
-	if spec.Variable(tuner.RulesVar) != nil {
-		vars, r.notes = rulesRunSettings(spec, o, vars, r.notes)
+	if vars, data, err = rulesRunSettings(spec, path, o, vars, data, &r.notes); err != nil {
+		return nil, err
 	}
 	if spec, err = bundle.Configure(spec, vars, data); err != nil {
+		if errors.Is(err, bundle.ErrVariable) { // a --var that the object does not take
+			return nil, usageErrorf("%s: %w", path, err)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !o.unverified && asBundle(spec, r.prog, h) {
@@ -277,7 +282,7 @@ func prepareRun(path string, o *runOptions, engine vm.Engine) (*runTarget, error
 	}
 	if err := r.buildContext(o); err != nil {
 		r.close()
-		return nil, err
+		return nil, asUsage(err)
 	}
 	return r, nil
 }
@@ -389,43 +394,53 @@ func runVars(o *runOptions) ([]bundle.Var, map[string][]byte, error) {
 		}
 		v, err := config.ParseInt(val)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--var %s: %w", name, err)
+			return nil, nil, usageErrorf("--var %s: %w", name, err)
 		}
 		vars = append(vars, bundle.Var{Name: name, Value: v})
 	}
-	data := map[string][]byte{}
-	if o.rules != "" {
-		rules, err := config.ParseRulesFile(o.rules)
-		if err != nil {
-			return nil, nil, err
-		}
-		table, err := tuner.RulesTable(rules)
-		if err != nil {
-			return nil, nil, fmt.Errorf("rules file %s: %w", o.rules, err)
-		}
-		data[tuner.RulesVar] = table
-	}
-	return vars, data, nil
+	return vars, map[string][]byte{}, nil
 }
 
-// rulesRunSettings, for an object with a rule table: with --rules, the
-// program reports which rule matched (its match log, shown as a printk
-// line) unless --var sets that switch; without, a note says that no rule
-// can match.
-func rulesRunSettings(spec *loader.CollectionSpec, o *runOptions, vars []bundle.Var, notes []string) ([]bundle.Var, []string) {
-	if o.rules == "" {
-		return vars, append(notes, "the object takes its decisions from a rule table and no --rules file is given: "+
-			"no rule matches, NCCL decides (the plugin refuses to load it without a rules file)")
+// rulesRunSettings applies --rules as the plugin applies its rules file
+// (config.Config.Rules): an object with a rule table needs a file with at
+// least one rule; for one without, the file is ignored with a note. With
+// --rules, the program reports which rule matched (its match log, shown as
+// a printk line) unless --var sets that switch.
+func rulesRunSettings(spec *loader.CollectionSpec, path string, o *runOptions, vars []bundle.Var, data map[string][]byte, notes *[]string) ([]bundle.Var, map[string][]byte, error) {
+	cfg := config.Config{Policy: path, RulesFile: o.rules, RulesFrom: "--rules", RulesLog: o.rules != ""}
+	hasVar := func(name string) bool { return spec.Variable(name) != nil }
+	r, err := cfg.Rules(hasVar, "give one with --rules FILE (NCCL's example CSV tuner format), as the plugin needs one")
+	if err != nil {
+		return nil, nil, err
 	}
-	if spec.Variable(tuner.RulesLogVar) == nil {
-		return vars, notes
+	for _, n := range r.Notes {
+		if !strings.HasPrefix(n, config.EnvRulesLog) && !strings.HasPrefix(n, "the rule that matches") {
+			*notes = append(*notes, n)
+		}
+	}
+	if r.Table == nil {
+		return vars, data, nil
+	}
+	data[tuner.RulesVar] = r.Table
+	if !r.Log {
+		return vars, data, nil
 	}
 	for _, v := range vars {
 		if v.Name == tuner.RulesLogVar {
-			return vars, notes
+			return vars, data, nil
 		}
 	}
-	return append(vars, bundle.Var{Name: tuner.RulesLogVar, Value: 1}), notes
+	return append(vars, bundle.Var{Name: tuner.RulesLogVar, Value: 1}), data, nil
+}
+
+// asUsage makes err, about a flag's value, a usage error (exit status 2);
+// an internal error (BUG) stays a failure.
+func asUsage(err error) error {
+	var ue *usageError
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "BUG") {
+		return err
+	}
+	return &usageError{err}
 }
 
 // explainLoad turns a verifier rejection inside err into the form

@@ -100,6 +100,9 @@ func (r *runTarget) buildContext(o *runOptions) error {
 		if err := r.setField(field+"="+a.val, true); err != nil {
 			return fmt.Errorf("--%s: %w", a.flag, err)
 		}
+		if (a.flag == "ranks" || a.flag == "nodes") && r.get(field) < 1 {
+			return fmt.Errorf("--%s %s: want at least 1", a.flag, a.val)
+		}
 	}
 	var costSets []string
 	for _, s := range o.sets {

@@ -282,16 +282,21 @@ broadcast,0,4096,ring,default,4,-1,-1,1
 	if r.out("algorithm") != 1 || r.out("protocol") != 1 || r.out("n_channels") != 8 || r.Effect == nil || r.Effect.Channels != 8 {
 		t.Errorf("rules allgather 64K on 2 nodes: %+v, effect %+v", r.Outputs, r.Effect)
 	}
-	r = runJSON(t, rulesObj, "--coll", "allreduce", "--bytes", "32K") // no rules file: empty table
-	if r.out("algorithm") != -1 || r.out("protocol") != -1 || r.out("n_channels") != 0 {
-		t.Errorf("rules without a file: %+v", r.Outputs)
+	// As the plugin: a rule-table policy needs a file with at least one rule.
+	for _, rulesArgs := range [][]string{nil, {"--rules", writeFile(t, t.TempDir(), "empty.csv", "# no rules\n")}} {
+		args := append([]string{"run", "builtin:rules", "--coll", "allreduce", "--bytes", "32K"}, rulesArgs...)
+		if code, stdout, stderr := runCLI(args...); code != 1 || stdout != "" || !strings.Contains(stderr, "builtin:rules: no rules: ") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and no rules", args, code, stderr)
+		}
 	}
 	bad := writeFile(t, t.TempDir(), "bad.csv", "allreduce,0,10,ring,simple\n")
 	if code, _, stderr := runCLI("run", rulesObj, "--rules", bad); code != 1 || !strings.Contains(stderr, "line 1: 5 fields") {
 		t.Errorf("bad rules file: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, stderr := runCLI("run", sizeAwareObj, "--rules", path); code != 1 || !strings.Contains(stderr, "ncclbpf_rules: no such global variable") {
-		t.Errorf("rules for a policy without a table: exit %d, stderr %q", code, stderr)
+	// As the plugin: a rules file for a policy without a table is ignored, with a note.
+	r = runJSON(t, sizeAwareObj, "--rules", path)
+	if len(r.Notes) != 1 || r.Notes[0] != "--rules="+path+" ignored: the policy has no rule table" {
+		t.Errorf("rules for a policy without a table: notes %q", r.Notes)
 	}
 }
 
@@ -412,11 +417,11 @@ func TestRunGenericAndCustomHook(t *testing.T) {
 			t.Errorf("custom hook text: exit %d, output lacks %q:\n%s", code, want, stdout)
 		}
 	}
-	if code, _, stderr := runCLI("run", runTestObj, "--section", "scale", "--set", "facter=3"); code != 1 ||
+	if code, _, stderr := runCLI("run", runTestObj, "--section", "scale", "--set", "facter=3"); code != 2 ||
 		!strings.Contains(stderr, `zz_ctx has no field "facter" (did you mean factor?); fields: factor, in[4], out[4] (rw), seq`) {
 		t.Errorf("misspelt field: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, stderr := runCLI("run", runTestObj, "--section", "scale", "--set", "in[4]=1"); code != 1 ||
+	if code, _, stderr := runCLI("run", runTestObj, "--section", "scale", "--set", "in[4]=1"); code != 2 ||
 		!strings.Contains(stderr, "index 4 out of range 0..3") {
 		t.Errorf("index out of range: exit %d, stderr %q", code, stderr)
 	}
@@ -469,23 +474,23 @@ func TestRunErrors(t *testing.T) {
 		{[]string{verifyObj}, 2, "has 3 programs: bad_tuner_null (section tuner), bad_tuner_write_input (section tuner), ok_tuner_cached (section tuner); choose one with --section"},
 		{[]string{verifyObj, "--section", "tuner"}, 2, `3 programs in section "tuner"`},
 		{[]string{verifyObj, "--section", "nope"}, 1, `no program in section "nope"; the object has: bad_tuner_null (section tuner)`},
-		{[]string{sizeAwareObj, "--set", "n_byte=4"}, 1, `has no field "n_byte" (did you mean n_bytes?); fields: comm_id, call_seq, n_bytes,`},
-		{[]string{sizeAwareObj, "--set", "cost=4"}, 1, "cost is an array cost[7][3]: name one element, e.g. cost[0][0]"},
-		{[]string{sizeAwareObj, "--set", "n_bytes"}, 1, `"n_bytes": want FIELD=VALUE`},
-		{[]string{sizeAwareObj, "--bytes", "4XB"}, 1, `--bytes: n_bytes=4XB: value "4XB" is not an integer`},
-		{[]string{sizeAwareObj, "--ranks", "5000000000"}, 1, "n_ranks: value 5000000000 does not fit in 4 bytes"},
-		{[]string{sizeAwareObj, "--coll", "allsum"}, 1, "want a number or one of broadcast, reduce, allgather, reducescatter, allreduce"},
-		{[]string{sizeAwareObj, "--set", "cost[1][2]=fast"}, 1, `"fast": want a cost in microseconds`},
-		{[]string{sizeAwareObj, "--costs", "ring/fast=1"}, 1, `"ring/fast": want ALGO/PROTO`},
-		{[]string{sizeAwareObj, "--costs", "ring"}, 1, `"ring": want ALGO=US`},
-		{[]string{sizeAwareObj, "--var", "size_low=1"}, 1, "size_low: no such global variable (the object has: max_ranks, size_hi, size_lo)"},
-		{[]string{sizeAwareObj, "--var", "max_ranks=1T"}, 1, "--var max_ranks: value \"1T\" is not an integer"},
-		{[]string{sizeAwareObj, "--var", "size_lo=8M size_hi=1G"}, 1, "--var size_lo: value \"8M size_hi=1G\" runs into another setting: separate settings with commas, not spaces"},
-		{[]string{sizeAwareObj, "--var", "max_ranks=0x100000000"}, 1, "does not fit in 4 bytes"},
-		{[]string{sizeAwareObj, "--mem", "zz"}, 1, "not hex bytes"},
-		{[]string{sizeAwareObj, "--mem", strings.Repeat("00", 161)}, 1, "--mem: 161 bytes, but the context of hook tuner (struct ncclbpf_tuner_ctx) has 160"},
-		{[]string{latencyStatsObj, "--costs", "ring=1"}, 1, "hook profiler/coll_end has no cost table"},
-		{[]string{latencyStatsObj, "--nodes", "2"}, 1, "the context of hook profiler/coll_end has no field n_nodes"},
+		{[]string{sizeAwareObj, "--set", "n_byte=4"}, 2, `has no field "n_byte" (did you mean n_bytes?); fields: comm_id, call_seq, n_bytes,`},
+		{[]string{sizeAwareObj, "--set", "cost=4"}, 2, "cost is an array cost[7][3]: name one element, e.g. cost[0][0]"},
+		{[]string{sizeAwareObj, "--set", "n_bytes"}, 2, `"n_bytes": want FIELD=VALUE`},
+		{[]string{sizeAwareObj, "--bytes", "4XB"}, 2, `--bytes: n_bytes=4XB: value "4XB" is not an integer`},
+		{[]string{sizeAwareObj, "--ranks", "5000000000"}, 2, "n_ranks: value 5000000000 does not fit in 4 bytes"},
+		{[]string{sizeAwareObj, "--coll", "allsum"}, 2, "want a number or one of broadcast, reduce, allgather, reducescatter, allreduce"},
+		{[]string{sizeAwareObj, "--set", "cost[1][2]=fast"}, 2, `"fast": want a cost in microseconds`},
+		{[]string{sizeAwareObj, "--costs", "ring/fast=1"}, 2, `"ring/fast": want ALGO/PROTO`},
+		{[]string{sizeAwareObj, "--costs", "ring"}, 2, `"ring": want ALGO=US`},
+		{[]string{sizeAwareObj, "--var", "size_low=1"}, 2, "size_low: no such global variable (the object has: max_ranks, size_hi, size_lo)"},
+		{[]string{sizeAwareObj, "--var", "max_ranks=1T"}, 2, "--var max_ranks: value \"1T\" is not an integer"},
+		{[]string{sizeAwareObj, "--var", "size_lo=8M size_hi=1G"}, 2, "--var size_lo: value \"8M size_hi=1G\" runs into another setting: separate settings with commas, not spaces"},
+		{[]string{sizeAwareObj, "--var", "max_ranks=0x100000000"}, 2, "does not fit in 4 bytes"},
+		{[]string{sizeAwareObj, "--mem", "zz"}, 2, "not hex bytes"},
+		{[]string{sizeAwareObj, "--mem", strings.Repeat("00", 161)}, 2, "--mem: 161 bytes, but the context of hook tuner (struct ncclbpf_tuner_ctx) has 160"},
+		{[]string{latencyStatsObj, "--costs", "ring=1"}, 2, "hook profiler/coll_end has no cost table"},
+		{[]string{latencyStatsObj, "--nodes", "2"}, 2, "the context of hook profiler/coll_end has no field n_nodes"},
 		{[]string{runTestObj, "--unverified", "--section", "generic/oob", "--mem", "0102"}, 1,
 			`program read_past: run 1 of 1: interp: program "read_past": pc 1 (ldxb %r0, [%r1+8]): load of 1 bytes at `},
 		{[]string{runTestObj, "--unverified", "--section", "use_map", "--mem", "0102"}, 1,
@@ -498,6 +503,11 @@ func TestRunErrors(t *testing.T) {
 		{[]string{sizeAwareObj, "--hook", "nope"}, 2, `unknown hook "nope"; hooks: `},
 		{[]string{sizeAwareObj, "--hook", "profiler/coll_end"}, 1, "rejected by the verifier"},
 		{[]string{sizeAwareObj, "--var", "=1"}, 2, `--var "=1": want NAME=VALUE`},
+		{[]string{sizeAwareObj, "--var", "x=abc"}, 2, `--var x: value "abc" is not an integer`},
+		{[]string{sizeAwareObj, "--ranks", "0"}, 2, `--ranks 0: want at least 1`},
+		{[]string{sizeAwareObj, "--nodes", "0"}, 2, `--nodes 0: want at least 1`},
+		{[]string{sizeAwareObj, "--coll", "allreduc"}, 2, `--coll: coll_type=allreduc: want a number or one of`},
+		{[]string{sizeAwareObj, "--bytes", "lots"}, 2, `--bytes: n_bytes=lots: value "lots" is not an integer`},
 		{[]string{sizeAwareObj, "--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{sizeAwareObj, "--repeat", "x"}, 2, `invalid argument "x" for "--repeat" flag: want an integer`},
 	} {

@@ -30,7 +30,7 @@ stable error code and why, the source line, and the instruction:
 
 Warnings (W100 div-by-zero) do not fail the program. --json prints one
 object per program instead. Exit status: 0 when every program passes, 1
-otherwise. The error codes are listed by 'go doc verifier.Code'.`,
+otherwise. The error codes are explained in docs/error-codes.md.`,
 		Examples: []string{
 			"ncclbpf verify policy.bpf.o",
 			"ncclbpf verify --section tuner policy.bpf.o  # one section only",
@@ -90,9 +90,13 @@ func runVerify(e *env, args []string, sectionName, hookArg string, jsonOut bool)
 			return usageErrorf("unknown hook %q; hooks: %s", *hookName, strings.Join(names, ", "))
 		}
 	}
-	coll, err := loader.LoadFile(args[0])
+	obj, err := readObject(args[0])
 	if err != nil {
 		return err
+	}
+	coll, err := loader.LoadBytes(obj)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", args[0], err)
 	}
 	var reports []*verifyReport
 	var names []string

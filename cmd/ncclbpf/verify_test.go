@@ -2,8 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/plugin/config"
 )
 
 const (
@@ -64,5 +70,37 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	if code, _, _ := runCLI("verify"); code != 2 {
 		t.Errorf("verify without object: exit %d, want 2", code)
+	}
+}
+
+// TestObjectFileLimits: verify, run and disasm read a policy object as the
+// plugin and reload do: a regular file of at most config.MaxPolicyBytes
+// (anything bigger is refused before it is read, and a FIFO without
+// waiting for a writer).
+func TestObjectFileLimits(t *testing.T) {
+	dir := t.TempDir()
+	obj, err := os.ReadFile(sizeAwareObj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.bpf.o")
+	if err := os.WriteFile(big, append(obj, make([]byte, 10<<20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.bpf.o")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"verify", big}, {"run", big}, {"disasm", big}, {"verify", fifo}, {"run", fifo}, {"disasm", fifo}} {
+		want := fmt.Sprintf("over the limit of %d", config.MaxPolicyBytes)
+		if args[1] == fifo {
+			want = "a FIFO"
+		}
+		if code, _, stderr := runCLI(args...); code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and %q", args, code, stderr, want)
+		}
+	}
+	if code, _, stderr := runCLI("verify", "builtin:size_aware"); code != 0 {
+		t.Errorf("verify builtin:size_aware: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -1,8 +1,12 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 func TestConfigFromEnv(t *testing.T) {
@@ -99,5 +103,47 @@ func TestRulesFileVariables(t *testing.T) {
 	c, _ = ConfigFromEnv(env(map[string]string{EnvRulesLog: "loud"}))
 	if c.RulesLog || len(c.Warnings) != 1 {
 		t.Errorf("%s=loud: %+v, want off with a warning", EnvRulesLog, c)
+	}
+}
+
+// TestRules: the plugin and `ncclbpf run` decide with Config.Rules. A
+// policy with a rule table needs a file with a rule; for one without, the
+// file and the log switch are ignored with a note.
+func TestRules(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.csv")
+	empty := filepath.Join(dir, "empty.csv")
+	if err := os.WriteFile(one, []byte("allreduce,0,65536,ring,simple,-1,-1,-1,-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte("# nothing\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := func(name string) bool { return name == tuner.RulesVar || name == tuner.RulesLogVar }
+	none := func(string) bool { return false }
+	for _, tc := range []struct {
+		cfg    Config
+		hasVar func(string) bool
+		err    string
+		notes  []string
+		rules  int
+		log    bool
+	}{
+		{Config{Policy: "p"}, table, "p: no rules: the policy takes its decisions from a rules file and none is given; set NCCLBPF_RULES_FILE", nil, 0, false},
+		{Config{Policy: "p", RulesFile: empty, RulesFrom: EnvRulesFile}, table, "p: no rules: " + EnvRulesFile + " " + empty + " has no rule", nil, 0, false},
+		{Config{Policy: "p", RulesFile: one, RulesFrom: EnvRulesFile, RulesLog: true}, table, "",
+			[]string{"1 rules loaded from " + one + " (" + EnvRulesFile + ")", "the rule that matches each call is logged (rate-limited)"}, 1, true},
+		{Config{Policy: "p", RulesFile: one, RulesFrom: "--rules", RulesLog: true}, none, "",
+			[]string{"--rules=" + one + " ignored: the policy has no rule table", EnvRulesLog + " ignored: the policy has no rule table"}, 0, false},
+		{Config{Policy: "p"}, none, "", nil, 0, false},
+	} {
+		r, err := tc.cfg.Rules(tc.hasVar, "")
+		if (err != nil) != (tc.err != "") || (err != nil && !strings.HasPrefix(err.Error(), tc.err)) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.err)
+			continue
+		}
+		if strings.Join(r.Notes, "|") != strings.Join(tc.notes, "|") || r.Rules != tc.rules || r.Log != tc.log || (r.Table != nil) != (tc.rules > 0) {
+			t.Errorf("%+v: %+v, want notes %q, %d rules, log %v", tc.cfg, r, tc.notes, tc.rules, tc.log)
+		}
 	}
 }

@@ -102,7 +102,11 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	}
 	// Words typed as a user would, and a dump exact past 2^53: the count
 	// goes on from 2^60+1 exactly (odd: a float would have made it even).
-	mustCall(&control.Request{Op: control.OpMapUpdate, Map: "hits", Args: []string{"0", "1152921504606846977"}})
+	upd := mustCall(&control.Request{Op: control.OpMapUpdate, Map: "hits", Args: []string{"0", "1152921504606846977"}})
+	if d, err := maps.DecodeDump(upd.Dump); err != nil || len(d.Entries) != 1 ||
+		maps.FormatValue(d.Entries[0].Key) != "0" || maps.FormatValue(d.Entries[0].Value) != "1152921504606846977" {
+		t.Fatalf("map update answers the entry as written, decoded: %v %+v", err, d)
+	}
 	if a, _ := hits(); a < 1<<60+1 || a > 1<<60+1e9 {
 		t.Fatalf("map update of 2^60+1: hits[0] = %d", a)
 	}
@@ -171,6 +175,22 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	r = mustCall(&control.Request{Op: control.OpRollback}).Reload
 	if r.Attached != "tuner=reload_b" {
 		t.Fatalf("rollback: %+v", r)
+	}
+	// A failing reload says each name once.
+	_, err = cl.Call(&control.Request{Op: control.OpReload, Object: bad})
+	if err == nil || strings.Count(err.Error(), "reloaded policy") != 1 {
+		t.Fatalf("bad reload without a name: %v", err)
+	}
+	// .rodata is read-only: an update is refused without a hint at --force,
+	// which could not help.
+	objS, _ := os.ReadFile(filepath.Join(root, "policies/size_aware.bpf.o"))
+	mustCall(&control.Request{Op: control.OpReload, Object: objS, Name: "S"})
+	for _, force := range []bool{false, true} {
+		_, err = cl.Call(&control.Request{Op: control.OpMapUpdate, Map: ".rodata", Args: []string{"0", "size_lo=1"}, Force: force})
+		if err == nil || !strings.Contains(err.Error(), "read-only") || strings.Contains(err.Error(), "--force") ||
+			!strings.Contains(err.Error(), "--var") {
+			t.Fatalf("update of .rodata (force %v): %v", force, err)
+		}
 	}
 	// Another uid's view: covered in package control; a dead process's socket:
 	cmd.Process.Kill()

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,60 +30,35 @@ func exportedSymbols(t *testing.T, lib string) []string {
 
 var testOnly = regexp.MustCompile(`(?i)testing`)
 
-// TestDistTarball: `make dist`'s script packs the CLI, a production
-// libncclbpf.so, the headers, the example policies (sources and objects)
-// and SHA256SUMS into ncclbpf-VERSION-OS-ARCH.tar.gz; the sums check out;
-// the production library exports NCCL's plugin symbols and no test entry
-// point (those are only in builds with -tags ncclbpf_testing, which this
-// test also checks, so that the check can fail) and loads a policy in the
-// C host; the packed CLI verifies the packed policies.
+// ncclSymbol is a name NCCL looks up in a plugin library.
+var ncclSymbol = regexp.MustCompile(`^nccl(TunerPlugin|Profiler|NetPlugin|CollNetPlugin|EnvPlugin)_v[0-9]+$`)
+
+// TestDistTarball: `make dist`'s script builds and packs the CLI, a
+// production libncclbpf.so, the headers, the example policies (sources and
+// objects), docs/ with the error-code reference, and SHA256SUMS into
+// ncclbpf-VERSION-OS-ARCH.tar.gz; the sums check out; the binaries are
+// stripped; the CLI says its version and commit even when built without a
+// VCS stamp (-buildvcs=false); the library exports NCCL's plugin symbols
+// and nothing else (nm -D), while the test build does export test entry
+// points (so that the check can fail), and loads a policy in the C host;
+// the packed CLI verifies the packed policies.
 func TestDistTarball(t *testing.T) {
 	if os.Getenv("NCCLBPF_TEST_ARCH") != "" {
 		t.Skip("packages the machine's own build")
 	}
 	artifacts(t)
-	_, cli := lockstepTools(t)
 	root := repoRoot(t)
 	work := t.TempDir()
-	prod := filepath.Join(work, "prod", "libncclbpf.so")
-	if err := buildSteps(root, [][]string{{"go", "build", "-buildmode=c-shared", "-o", prod, "./plugin"}}); err != nil {
-		t.Fatal(err)
+	// The Makefile's own builds stamp the version and use the export list too.
+	mk, err := exec.Command("make", "-C", root, "-s", "-n", "cli", "lib", "VERSION=9.9", "REVISION=feed").CombinedOutput()
+	if err != nil || !strings.Contains(string(mk), "-X main.version=9.9 -X main.revision=feed") ||
+		!strings.Contains(string(mk), "--version-script="+filepath.Join(root, "plugin", "exports.map")) {
+		t.Errorf("make cli lib: %v\n%s", err, mk)
 	}
-	var leaked []string
-	for _, s := range exportedSymbols(t, prod) {
-		if testOnly.MatchString(s) {
-			leaked = append(leaked, s)
-		}
-	}
-	if len(leaked) > 0 {
-		t.Errorf("the production library exports test entry points: %v", leaked)
-	}
-	have := map[string]bool{}
-	for _, s := range exportedSymbols(t, prod) {
-		have[s] = true
-	}
-	for _, s := range []string{"ncclTunerPlugin_v5", "ncclTunerPlugin_v6", "ncclProfiler_v5", "ncclNetPlugin_v10"} {
-		if !have[s] {
-			t.Errorf("the production library does not export %s", s)
-		}
-	}
-	n := 0
-	for _, s := range exportedSymbols(t, art.lib) {
-		if testOnly.MatchString(s) {
-			n++
-		}
-	}
-	if n == 0 {
-		t.Error("the test build exports no test entry point: the symbol check above proves nothing")
-	}
-	out, stderr := hostStderr(t, []string{"NCCLBPF_POLICY=builtin:size_aware"}, "init 0 1 8 1 1 8 8\nstats\n", "run", prod, "5")
-	if s := lineWith(out, "stats"); len(s) != 6 || s[5] != "0" {
-		t.Errorf("the production library did not load the policy: stats %v\n%s", s, stderr)
-	}
-
 	dist := filepath.Join(work, "dist")
 	cmd := exec.Command(filepath.Join(root, "scripts", "dist.sh"))
-	cmd.Env = append(os.Environ(), "CLI="+cli, "LIB="+prod, "DIST="+dist, "VERSION=1.2.3-rc1")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "DIST="+dist, "VERSION=1.2.3-rc1", "REVISION=0123abcd", "GOFLAGS=-buildvcs=false")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("dist.sh: %v\n%s", err, b)
 	}
@@ -102,6 +79,60 @@ func TestDistTarball(t *testing.T) {
 		}
 	}
 	top := filepath.Join(x, name)
+	prod := filepath.Join(top, "lib", "libncclbpf.so")
+	cli := filepath.Join(top, "bin", "ncclbpf")
+	var extra []string
+	have := map[string]bool{}
+	for _, s := range exportedSymbols(t, prod) {
+		have[s] = true
+		if !ncclSymbol.MatchString(s) {
+			extra = append(extra, s)
+		}
+	}
+	if len(extra) > 0 {
+		t.Errorf("the production library exports %d symbols that are not NCCL's: %v", len(extra), extra)
+	}
+	for _, s := range []string{"ncclTunerPlugin_v5", "ncclTunerPlugin_v6", "ncclProfiler_v5", "ncclNetPlugin_v10"} {
+		if !have[s] {
+			t.Errorf("the production library does not export %s", s)
+		}
+	}
+	n := 0
+	for _, s := range exportedSymbols(t, art.lib) {
+		if testOnly.MatchString(s) {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("the test build exports no test entry point: the symbol check above proves nothing")
+	}
+	for _, bin := range []string{cli, prod} {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if syms, err := f.Symbols(); len(syms) > 0 || f.Section(".debug_info") != nil {
+			t.Errorf("%s is not stripped: %d symbols (%v), DWARF %v", bin, len(syms), err, f.Section(".debug_info") != nil)
+		}
+		f.Close()
+	}
+	if out, err := exec.Command(cli, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "ncclbpf 1.2.3-rc1 (commit 0123abcd, ") {
+		t.Errorf("the packed CLI's --version: %v %q", err, out)
+	}
+	// The policy decides in the C host: size_aware picks ring/simple
+	// (cell 5) for a 64 MiB allreduce on 8 ranks.
+	table := ""
+	for i := 0; i < 21; i++ {
+		table += fmt.Sprintf(" %d", 50+i)
+	}
+	out, stderr := hostStderr(t, []string{"NCCLBPF_POLICY=builtin:size_aware"},
+		"init 0 1 8 1 1 8 8\ncall 0 4 67108864 1 0"+table+"\nstats\n", "run", prod, "5")
+	if s := lineWith(out, "res"); len(s) != 22 || s[1+5] != "00000000" { // NCH, then the 21 cells
+		t.Errorf("the production library did not apply the policy: %v\n%s", s, stderr)
+	}
+	if s := lineWith(out, "stats"); len(s) != 1 || s[0] != "-" {
+		t.Errorf("the production library exports the tuner's counters: %v", s)
+	}
 	c := exec.Command("sha256sum", "-c", "--strict", "SHA256SUMS")
 	c.Dir = top
 	if b, err := c.CombinedOutput(); err != nil {
@@ -118,7 +149,8 @@ func TestDistTarball(t *testing.T) {
 		}
 	}
 	want := []string{"bin/ncclbpf", "lib/libncclbpf.so", "include/ncclbpf.h", "include/ncclbpf_profiler.h",
-		"include/ncclbpf_net.h", "README.md", "policies/nccl_tuner.conf"}
+		"include/ncclbpf_net.h", "README.md", "policies/nccl_tuner.conf", "docs/error-codes.md",
+		"docs/operators-guide.md", "docs/environment.md", "docs/metrics.md", "docs/grafana/ncclbpf.json"}
 	tracked, err := exec.Command("git", "-C", root, "ls-files", "policies/*.bpf.o", "policies/*.bpf.c").Output()
 	if err != nil {
 		t.Fatal(err)

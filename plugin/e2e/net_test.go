@@ -66,6 +66,9 @@ func netHost(t *testing.T, env []string, args ...string) ([2]map[string]string, 
 	cmd := hostCommand(netArt.host, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cleanEnv(), append([]string{"NCCLBPF_CONTROL=0"}, env...)...)
+	if len(args) > 1 { // as NCCL's environment names its net plugin
+		cmd.Env = append(cmd.Env, "NCCL_NET_PLUGIN="+args[1])
+	}
 	// both ranks are in the process group of net_host: a hang kills them all
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	timer := time.AfterFunc(2*time.Minute, func() {
@@ -640,6 +643,47 @@ func TestNetFallback(t *testing.T) {
 				t.Errorf("want one warning per process mentioning %q, got:\n%s", c.warn, stderr)
 			}
 		})
+	}
+}
+
+// TestNetLoadsOnlyForNet: the wrapped plugin is loaded only by a process
+// whose NCCL uses the library as its net plugin. Opened as a tuner (no
+// NCCL_NET_PLUGIN naming it), the library loads no inner plugin (the
+// dynamic loader's log names none) and a FIFO named by NCCLBPF_NET_PLUGIN
+// is not even opened; as the net plugin, a FIFO is refused without
+// blocking, as a policy file would be.
+func TestNetLoadsOnlyForNet(t *testing.T) {
+	netArtifacts(t)
+	fifo := filepath.Join(t.TempDir(), "net.so")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, inner := range []string{netArt.tcp11, fifo} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, art.host, "run", art.lib, "5")
+		cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_NET_PLUGIN="+inner, "LD_DEBUG=files")
+		cmd.Stdin = strings.NewReader("init 0 1 8 1 1 8 8\nstats\nfin 0\n")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err != nil || timedOut {
+			t.Errorf("tuner with NCCLBPF_NET_PLUGIN=%s: %v (timed out: %v)\n%s", inner, err, timedOut, out)
+			continue
+		}
+		if strings.Contains(stderr.String(), filepath.Base(inner)) {
+			t.Errorf("a tuner-only process loaded the net plugin %s:\n%s", inner, stderr.String())
+		}
+	}
+	r, stderr := netHost(t, []string{"NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN=" + fifo}, "transfer", art.lib, "9", "1", "10", "1")
+	for rank := 0; rank < 2; rank++ {
+		if r[rank]["init"] == "0" || r[rank]["init"] == "" {
+			t.Errorf("rank %d: init returned %q over a FIFO, want an error", rank, r[rank]["init"])
+		}
+	}
+	if strings.Count(stderr, "not a regular file (a FIFO)") != 2 {
+		t.Errorf("want one warning per process saying the inner plugin is a FIFO, got:\n%s", stderr)
 	}
 }
 
