@@ -34,6 +34,8 @@ const (
 	ProfKchWaitMS      = "NCCLBPF_PROF_KCH_WAIT_MS"
 	ConformanceDir     = "NCCLBPF_CONFORMANCE_DIR"
 	RequireConformance = "NCCLBPF_REQUIRE_CONFORMANCE"
+	NCCLHeaders        = "NCCLBPF_NCCL_HEADERS"
+	RequireNCCLHeaders = "NCCLBPF_REQUIRE_NCCL_HEADERS"
 	KernelVerifier     = "NCCLBPF_KERNEL_VERIFIER"
 	PtrgenWorker       = "NCCLBPF_PTRGEN_WORKER"
 	AgreeCmd           = "NCCLBPF_AGREE_CMD"
@@ -169,6 +171,12 @@ var Vars = []Var{
 	{RequireConformance, Tests, "`0` (CI's `.ci/run` sets `1`)",
 		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else requires it",
 		"a missing bpf_conformance corpus fails the corpus tests instead of skipping them"},
+	{NCCLHeaders, Tests, "`../shared/nccl-headers`",
+		"a directory of NCCL releases, each `<release>/src/include/plugin`; when set, a folder without releases fails the test",
+		"NCCL's own plugin headers, which the layout test (internal/ncclabi) compiles and compares with ncclbpf's description of every ABI version"},
+	{RequireNCCLHeaders, Tests, "`0` (CI's `.ci/run` sets `1`)",
+		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else requires them",
+		"a missing NCCL header folder fails the layout test instead of skipping it"},
 	{KernelVerifier, Tests, "unset",
 		"`require`: a kernel that cannot load programs fails the test instead of skipping it",
 		"the comparison with the Linux verifier"},
