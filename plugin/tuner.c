@@ -153,6 +153,9 @@ static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		return NB_SUCCESS;
 	}
 	c->comm_id = comm_id;
+	/* The decision digest starts from the environment the env plugin served (0 without it): ranks
+	 * given different NCCL parameters then differ in digest from their first decision on. */
+	atomic_store_explicit(&c->digest, ncclbpf_env_digest(), memory_order_relaxed);
 	c->n_ranks = n_ranks > UINT32_MAX ? UINT32_MAX : (uint32_t)n_ranks;
 	c->n_nodes = n_nodes > UINT32_MAX ? UINT32_MAX : (uint32_t)n_nodes;
 	c->nvl_domains = nvl ? nvl->nNvlDomains : -1;
