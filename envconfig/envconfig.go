@@ -34,6 +34,9 @@ const (
 	ProfKchWaitMS      = "NCCLBPF_PROF_KCH_WAIT_MS"
 	ConformanceDir     = "NCCLBPF_CONFORMANCE_DIR"
 	RequireConformance = "NCCLBPF_REQUIRE_CONFORMANCE"
+	NCCLHeaders        = "NCCLBPF_NCCL_HEADERS"
+	RequireNCCLHeaders = "NCCLBPF_REQUIRE_NCCL_HEADERS"
+	EnvFile            = "NCCLBPF_ENV_FILE"
 	KernelVerifier     = "NCCLBPF_KERNEL_VERIFIER"
 	PtrgenWorker       = "NCCLBPF_PTRGEN_WORKER"
 	AgreeCmd           = "NCCLBPF_AGREE_CMD"
@@ -137,6 +140,9 @@ var Vars = []Var{
 	{Watch, Plugin, "`off`",
 		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else is off, with a warning",
 		"reloads the policy file named by NCCLBPF_POLICY when it changes"},
+	{EnvFile, Shim, "unset (the env plugin serves nothing: NCCL reads its environment as usual)",
+		"a file in the syntax of NCCL's `nccl.conf` (`NAME=VALUE` lines, `#` comments); unreadable: one warning, then as unset",
+		"the values the library's env plugin (`NCCL_ENV_PLUGIN`) serves for NCCL's parameters; those not in the file come from the environment; the values served are part of the process digest (`ncclbpf check`)"},
 	{NetPlugin, Plugin, "unset (the net side fails its init, NCCL uses its next transport)",
 		"a name resolved as NCCL resolves `NCCL_NET_PLUGIN` (the name, then `libnccl-net-NAME.so`) or a path",
 		"the net plugin the library's net side wraps (docs/nccl-net-abi.md)"},
@@ -169,6 +175,12 @@ var Vars = []Var{
 	{RequireConformance, Tests, "`0` (CI's `.ci/run` sets `1`)",
 		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else requires it",
 		"a missing bpf_conformance corpus fails the corpus tests instead of skipping them"},
+	{NCCLHeaders, Tests, "`../shared/nccl-headers`",
+		"a directory of NCCL releases, each `<release>/src/include/plugin`; when set, a folder without releases fails the test",
+		"NCCL's own plugin headers, which the layout test (internal/ncclabi) compiles and compares with ncclbpf's description of every ABI version"},
+	{RequireNCCLHeaders, Tests, "`0` (CI's `.ci/run` sets `1`)",
+		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else requires them",
+		"a missing NCCL header folder fails the layout test instead of skipping it"},
 	{KernelVerifier, Tests, "unset",
 		"`require`: a kernel that cannot load programs fails the test instead of skipping it",
 		"the comparison with the Linux verifier"},

@@ -21,7 +21,7 @@ var ProfilerHookNames = []string{ProfilerCollEnd, ProfilerP2pEnd, ProfilerKernel
 // of a communicator are RankUniform; measurements are RankLocal.
 var ProfilerContext = Context{
 	Name: "ncclbpf_prof_ctx",
-	Size: 128,
+	Size: 144,
 	Fields: []Field{
 		{Name: "comm_id", Offset: 0, Size: 8, Access: Read, Scope: RankUniform},
 		{Name: "seq", Offset: 8, Size: 8, Access: Read, Scope: RankUniform},
@@ -46,6 +46,12 @@ var ProfilerContext = Context{
 		{Name: "flags", Offset: 116, Size: 4, Access: Read, Scope: RankLocal},
 		{Name: "abi_version", Offset: 120, Size: 4, Access: Read, Scope: RankUniform},
 		{Name: "reserved", Offset: 124, Size: 4, Access: Read, Scope: RankUniform},
+		// Profiler ABI v7 (NCCL 2.31+): the application's per-call tag, which ranks need not
+		// share; the kernel variant and symmetric-kernel flag, which NCCL chooses alike on
+		// every rank, as it does the algorithm and protocol.
+		{Name: "user_tag", Offset: 128, Size: 8, Access: Read, Scope: RankLocal},
+		{Name: "kernel_variant", Offset: 136, Size: 4, Access: Read, Scope: RankUniform},
+		{Name: "is_sym_coll", Offset: 140, Size: 4, Access: Read, Scope: RankUniform},
 	},
 }
 

@@ -103,6 +103,7 @@ typedef __u32 __wsum;
 #define NCCLBPF_ABI_V4 4
 #define NCCLBPF_ABI_V5 5
 #define NCCLBPF_ABI_V6 6
+#define NCCLBPF_ABI_V7 7
 
 /* ---------------------------------------------------------------------------------------------
  * Costs.

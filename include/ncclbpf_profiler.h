@@ -111,9 +111,26 @@ struct ncclbpf_prof_ctx {
 	__s32 is_send;         /* 108 [local] proxy_op_end: 1 send side, 0 receive; -1 otherwise */
 	__u32 event;           /* 112 [uniform] NCCLBPF_PROF_* hook id */
 	__u32 flags;           /* 116 [local]   NCCLBPF_PROF_F_* */
-	__u32 abi_version;     /* 120 [uniform if all ranks run the same NCCL] profiler ABI 1..6 */
+	__u32 abi_version;     /* 120 [uniform if all ranks run the same NCCL] profiler ABI 1..7 */
 	__u32 reserved;        /* 124 [uniform] always 0 */
+	/* ---- profiler ABI v7 (NCCL 2.31+); 0 before ---- */
+	__u64 user_tag;        /* 128 [local]   the application's tag of the call (ncclCollConfig_t's
+	                        *      userProfilerTag; 0 = untagged): the same on every rank only if the
+	                        *      application makes it so, hence local (a training phase, a layer) */
+	__u32 kernel_variant;  /* 136 [uniform] ncclbpf_prof_variant_hash of the name of the kernel
+	                        *      variant NCCL ran for the collective; 0 = not given */
+	__u32 is_sym_coll;     /* 140 [uniform] 1: the collective ran as a symmetric-memory kernel */
 };
+
+/* ncclbpf_prof_variant_hash is the kernel_variant value of a variant name: FNV-1a, 32 bits (0 is
+ * never produced: a name hashing to 0 gives 1). Usable in policies on constant strings. */
+static inline __attribute__((always_inline)) __u32 ncclbpf_prof_variant_hash(const char *s)
+{
+	__u32 h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (__u8)*s) * 16777619u;
+	return h ? h : 1;
+}
 
 /* ncclbpf_prof_latency_ns is the best measured latency of the event: the GPU span when NCCL gave
  * GPU timers, else the host time. Written so that the compiler loads both fields from constant

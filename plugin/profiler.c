@@ -2,7 +2,7 @@
 /*
  * profiler.c: the profiler side of libncclbpf.so.
  *
- * NCCL calls the exported ncclProfiler_vN structs (v6 .. v1). Everything below runs on NCCL's threads
+ * NCCL calls the exported ncclProfiler_vN structs (v7 .. v1). Everything below runs on NCCL's threads
  * (the user thread that enqueues, the proxy thread that sees kernel channels and network operations)
  * and therefore uses no lock, no allocation and no Go:
  *
@@ -86,6 +86,8 @@ struct ident {
 	uint64_t seq, bytes;
 	int32_t func, algo, proto, nchannels, peer, channel, rank, is_send;
 	uint32_t hook;
+	uint32_t variant, sym; /* v7: kernel variant (hash of its name), symmetric kernel */
+	uint64_t user_tag;     /* v7 */
 };
 
 struct pev {
@@ -700,8 +702,11 @@ static inline __attribute__((always_inline)) void fill_ctx(struct pctx *pc, stru
 	c->flags = fl & 0xff;
 	c->abi_version = (uint32_t)pc->version;
 	c->reserved = 0;
+	c->user_tag = e->id.user_tag;
+	c->kernel_variant = e->id.variant;
+	c->is_sym_coll = e->id.sym;
 }
-_Static_assert(sizeof(struct ncclbpf_prof_ctx) == 128, "fill_ctx writes all 23 fields of the 128 bytes");
+_Static_assert(sizeof(struct ncclbpf_prof_ctx) == 144, "fill_ctx writes all 26 fields of the 144 bytes");
 
 static inline __attribute__((always_inline)) void maybe_run(struct pctx *pc, struct pev *e, int hook) {
 	if (hook <= 0 || !slot_set(hook)) return;
@@ -899,6 +904,17 @@ static uint32_t type_size(const char *s) {
 }
 
 __attribute__((noinline)) static int32_t type_size_i(const char *s) { return (int32_t)type_size(s); }
+
+/* variant_hash: FNV-1a of a v7 kernel variant name, as ncclbpf_prof_variant_hash in the policy
+ * header; 0 for none. */
+__attribute__((noinline)) static int32_t variant_hash(const char *s) {
+	if (!s || !*s) return 0;
+	uint32_t h = 2166136261u;
+	for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+	return (int32_t)(h ? h : 1);
+}
+/* Not cached: the string cache holds 8-bit values. Names are short, and only v7 collectives pay. */
+#define variant_hash_c(s) ((uint32_t)variant_hash(s))
 CACHED(SC_FUNC, func_id)
 CACHED(SC_ALGO, algo_id)
 CACHED(SC_PROTO, proto_id)
@@ -926,6 +942,8 @@ static inline void dview_init(struct dview *v, uint64_t type, void *parent, int 
 	v->id.seq = v->id.bytes = 0;
 	v->id.func = v->id.algo = v->id.proto = v->id.nchannels = v->id.peer = v->id.channel = v->id.rank = v->id.is_send = 0;
 	v->id.hook = 0;
+	v->id.variant = v->id.sym = 0;
+	v->id.user_tag = 0;
 	v->nch = 0;
 	v->ptimer = 0;
 	v->pid = 0;
@@ -1259,7 +1277,7 @@ static nbp_result_t finalize_common(void *context) {
  * is the collective's channel member (nMaxChannels before v4), P2P_NCH a p2p task's channel count (0
  * before v4, which do not say), and kch_view_NAME fills a kernel-channel event's view (0: the version
  * has no such events). */
-#define START_ADAPTER(NAME, DESCR, COLL_NCH, P2P_NCH)                                                   \
+#define START_ADAPTER(NAME, DESCR, COLL_NCH, P2P_NCH, COLL_V7, P2P_V7)                                                 \
 	static nbp_result_t NAME(void *context, void **eHandle, DESCR *d) {                                 \
 		struct pctx *pc = context;                                                                      \
 		if (!eHandle) return NBP_SUCCESS;                                                               \
@@ -1278,6 +1296,7 @@ static nbp_result_t finalize_common(void *context) {
 			v.id.proto = proto_id_c(d->coll.proto);                                                     \
 			v.id.nchannels = v.nch = d->coll.COLL_NCH;                                                  \
 			task_common(pc, &v);                                                                        \
+			COLL_V7;                                                                                    \
 			break;                                                                                      \
 		case NBP_EV_P2P:                                                                                \
 			v.id.hook = NCCLBPF_PROF_P2P_END;                                                           \
@@ -1287,6 +1306,7 @@ static nbp_result_t finalize_common(void *context) {
 			v.id.nchannels = v.nch = P2P_NCH;                                                           \
 			task_common(pc, &v);                                                                        \
 			v.id.peer = d->p2p.peer;                                                                    \
+			P2P_V7;                                                                                     \
 			break;                                                                                      \
 		case NBP_EV_KERNEL_CH:                                                                          \
 			if (!kch_view_##NAME(&v, d)) return NBP_SUCCESS;                                            \
@@ -1326,10 +1346,26 @@ static inline int kch_view_start_v2(struct dview *v, nbp_descr_v2_t *d) {
 	(void)d;
 	return 0;
 }
-START_ADAPTER(start_v56, nbp_descr_v6_t, nChannels, d->p2p.nChannels)
-START_ADAPTER(start_v4, nbp_descr_v4_t, nChannels, d->p2p.nChannels)
-START_ADAPTER(start_v3, nbp_descr_v3_t, nMaxChannels, 0)
-START_ADAPTER(start_v2, nbp_descr_v2_t, nMaxChannels, 0)
+static inline int kch_view_start_v7(struct dview *v, nbp_descr_v7_t *d) {
+	v->id.channel = d->kernelCh.channelId;
+	v->ptimer = d->kernelCh.pTimer;
+	return 1;
+}
+/* v7's coll and p2p: the user tag, kernel variant and symmetric-kernel flag. A kernel-phase event
+ * (NBP_EV_KERNEL_PHASE) is never asked for (no hook consumes it): one that comes anyway is dropped
+ * by the default case, with a NULL handle. */
+#define V7_COLL(v, d)                                                                                   \
+	do {                                                                                            \
+		(v).id.user_tag = (d)->coll.userTag;                                                            \
+		(v).id.variant = variant_hash_c((d)->coll.kernelVariant);                                       \
+		(v).id.sym = (d)->coll.isSymColl ? 1 : 0;                                                       \
+	} while (0)
+#define V7_P2P(v, d) ((v).id.user_tag = (d)->p2p.userTag)
+START_ADAPTER(start_v7, nbp_descr_v7_t, nChannels, d->p2p.nChannels, V7_COLL(v, d), V7_P2P(v, d))
+START_ADAPTER(start_v56, nbp_descr_v6_t, nChannels, d->p2p.nChannels, (void)0, (void)0)
+START_ADAPTER(start_v4, nbp_descr_v4_t, nChannels, d->p2p.nChannels, (void)0, (void)0)
+START_ADAPTER(start_v3, nbp_descr_v3_t, nMaxChannels, 0, (void)0, (void)0)
+START_ADAPTER(start_v2, nbp_descr_v2_t, nMaxChannels, 0, (void)0, (void)0)
 
 static nbp_result_t start_v1(void *context, void **eHandle, nbp_descr_v1_t *d) {
 	struct pctx *pc = context;
@@ -1392,6 +1428,11 @@ static nbp_result_t init_v56_common(int version, void **context, uint64_t commId
                                     nbp_logger_t logfn) {
 	return init_common(context, version, commId, mask, nranks, rank, logfn);
 }
+static nbp_result_t init_v7(void **c, uint64_t id, int *m, const char *name, int nNodes, int nranks, int rank,
+                           nbp_logger_t l) {
+	(void)name, (void)nNodes;
+	return init_v56_common(7, c, id, m, nranks, rank, l);
+}
 static nbp_result_t init_v6(void **c, uint64_t id, int *m, const char *name, int nNodes, int nranks, int rank,
                             nbp_logger_t l) {
 	(void)name, (void)nNodes;
@@ -1413,6 +1454,7 @@ static nbp_result_t init_v1(void **c, int *m) { return init_common(c, 1, 0, m, 0
 
 #define NBP_EXPORT __attribute__((visibility("default")))
 
+NBP_EXPORT const nbp_profiler_v7_t ncclProfiler_v7 = {"ncclbpf", init_v7, start_v7, stop_event, record_v46, finalize_common};
 NBP_EXPORT const nbp_profiler_v6_t ncclProfiler_v6 = {"ncclbpf", init_v6, start_v56, stop_event, record_v46, finalize_common};
 NBP_EXPORT const nbp_profiler_v5_t ncclProfiler_v5 = {"ncclbpf", init_v5, start_v56, stop_event, record_v46, finalize_common};
 NBP_EXPORT const nbp_profiler_v4_t ncclProfiler_v4 = {"ncclbpf", init_v4, start_v4, stop_event, record_v46, finalize_common};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * profiler_abi.h: NCCL's profiler plugin ABI, versions 1 to 6, as ncclbpf sees it.
+ * profiler_abi.h: NCCL's profiler plugin ABI, versions 1 to 7, as ncclbpf sees it.
  *
  * Written from docs/nccl-plugin-abi.md (the project's fact sheet, LP64 Linux); the sizes asserted at
  * the end are the ones measured there. Only what the shim and the test host use is named; union
@@ -41,6 +41,7 @@ enum {
 	NBP_EV_CE_COLL = 1 << 12,
 	NBP_EV_CE_SYNC = 1 << 13,
 	NBP_EV_CE_BATCH = 1 << 14,
+	NBP_EV_KERNEL_PHASE = 1 << 15, /* v7: a kernel channel's barrier phases (symmetric kernels) */
 };
 
 /* ncclProfilerEventState_t (same numbers in every version). */
@@ -55,6 +56,7 @@ enum {
 	NBP_ST_KERNEL_CH_STOP = 22,
 	NBP_ST_GROUP_START_API_STOP = 23,
 	NBP_ST_GROUP_END_API_START = 24,
+	NBP_ST_KERNEL_PHASE_STOP = 31, /* v7: args.kernelCh.pTimer = the phase's GPU stop stamp */
 };
 typedef int nbp_state_t;
 
@@ -94,6 +96,39 @@ typedef union {
 	struct { void *data; } netPlugin;
 	struct { uint64_t pTimer; } kernelCh;
 } nbp_state_args_v6_t; /* = v5 = v4 */
+
+/* ---- v7 (136 bytes): a per-call user tag on the API, task and CE events; the kernel variant and
+ * whether a collective ran as a symmetric kernel; the kernel-phase event ---- */
+typedef struct {
+	uint64_t type;
+	void *parentObj;
+	int rank;
+	union {
+		struct { bool graphCaptured; int groupDepth; } groupApi;
+		struct { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; uint64_t userTag; } collApi;
+		struct { const char *func; size_t count; const char *datatype; void *stream; bool graphCaptured; uint64_t userTag; } p2pApi;
+		struct { void *stream; } kernelLaunch;
+		struct {
+			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count; int root;
+			const char *datatype; uint8_t nChannels; uint8_t nWarps; const char *algo; const char *proto; void *parentGroup;
+			const char *kernelVariant; bool isSymColl; uint64_t userTag;
+		} coll;
+		struct { const char *func; void *buff; const char *datatype; size_t count; int peer; uint8_t nChannels; void *parentGroup; uint64_t userTag; } p2p;
+		struct { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; } proxyOp;
+		struct { int step; } proxyStep;
+		struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
+		struct { int64_t id; void *data; } netPlugin;
+		struct {
+			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count; int root;
+			const char *datatype; const char *syncStrategy; bool intraBatchSync; uint32_t batchSize; uint32_t numBatches;
+			uint32_t ceSeqNum; void *stream; uint64_t userTag;
+		} ceColl;
+		struct { bool isComplete; int nRanks; } ceCollSync;
+		struct { int numOps; size_t totalBytes; bool useIntraSync; } ceCollBatch;
+		struct { uint8_t channelId; uint8_t phaseId; const char *phaseName; uint64_t pTimer; } kernelPhase;
+	};
+} nbp_descr_v7_t;
+typedef nbp_state_args_v6_t nbp_state_args_v7_t;
 
 /* ---- v4 (104 bytes) ---- */
 typedef struct {
@@ -188,6 +223,13 @@ typedef nbp_profiler_v6_t nbp_profiler_v5_t;
 
 typedef struct {
 	const char *name;
+	nbp_result_t (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName, int nNodes,
+	                     int nranks, int rank, nbp_logger_t logfn);
+	NBP_COMMON_FUNCS(nbp_descr_v7_t, nbp_state_args_v7_t)
+} nbp_profiler_v7_t;
+
+typedef struct {
+	const char *name;
 	nbp_result_t (*init)(void **context, int *eActivationMask, const char *commName, uint64_t commHash, int nNodes,
 	                     int nranks, int rank, nbp_logger_t logfn);
 	NBP_COMMON_FUNCS(nbp_descr_v4_t, nbp_state_args_v6_t)
@@ -220,6 +262,9 @@ _Static_assert(offsetof(nbp_descr_v6_t, kernelCh.pTimer) == 32, "descr v6 kernel
 _Static_assert(offsetof(nbp_descr_v6_t, proxyOp.isSend) == 44, "descr v6 proxyOp.isSend");
 _Static_assert(offsetof(nbp_descr_v6_t, ceColl.stream) == 104, "descr v6 ceColl.stream");
 _Static_assert(sizeof(nbp_state_args_v6_t) == 8, "state args v6");
+_Static_assert(sizeof(nbp_descr_v7_t) == 136, "descr v7");
+_Static_assert(offsetof(nbp_descr_v7_t, coll.userTag) == 128, "descr v7 coll.userTag");
+_Static_assert(offsetof(nbp_descr_v7_t, collApi.userTag) == 72, "descr v7 collApi.userTag");
 _Static_assert(sizeof(nbp_descr_v4_t) == 104, "descr v4");
 _Static_assert(offsetof(nbp_descr_v4_t, coll.proto) == 96, "descr v4 coll.proto");
 _Static_assert(sizeof(nbp_descr_v3_t) == 120, "descr v3");

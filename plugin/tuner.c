@@ -22,6 +22,7 @@
 
 #include "ncclbpf.h"
 #include "internal.h"
+#include "tuner_abi.h"
 #include "decisions_fold.h"
 #include "metrics_fold.h"
 #include "_cgo_export.h"
@@ -33,57 +34,7 @@ _Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 160, "tuner ctx size is part 
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 64, "chunk ctx size is part of the ABI");
 _Static_assert(sizeof(float) == sizeof(uint32_t), "float bits");
 
-/* ---- NCCL's tuner ABI, written from the fact sheet ------------------------------------------ */
-
-typedef struct {
-	int nNvlDomains, minRanksPerNvlDomain, maxRanksPerNvlDomain;
-} nb_nvl_info_t;
-
-typedef struct nb_tuner_constants nb_tuner_constants_t; /* opaque: never read or written */
-
-typedef struct {
-	const char *name;
-	int (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
-	            nb_nvl_info_t *nvl, nb_tuner_constants_t *constants);
-	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
-	                   int numAlgo, int numProto, int regBuff, int *nChannels);
-	int (*finalize)(void *ctx);
-	int (*getChunkSize)(void *ctx, int collType, size_t nBytes, int algo, int proto, int nChannels,
-	                    size_t *chunkSize);
-} nb_tuner_v6_t;
-
-typedef struct {
-	const char *name;
-	int (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
-	            nb_nvl_info_t *nvl, nb_tuner_constants_t *constants);
-	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
-	                   int numAlgo, int numProto, int regBuff, int *nChannels);
-	int (*finalize)(void *ctx);
-} nb_tuner_v5_t;
-
-typedef struct {
-	const char *name;
-	int (*init)(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx);
-	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
-	                   int numAlgo, int numProto, int regBuff, int *nChannels);
-	int (*destroy)(void *ctx);
-} nb_tuner_v4_t;
-
-typedef struct {
-	const char *name;
-	int (*init)(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx);
-	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
-	                   int numAlgo, int numProto, int *nChannels);
-	int (*destroy)(void *ctx);
-} nb_tuner_v3_t;
-
-typedef struct {
-	const char *name;
-	int (*init)(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx);
-	int (*getCollInfo)(void *ctx, int collType, size_t nBytes, int collNetSupport, int nvlsSupport,
-	                   int numPipeOps, int *algorithm, int *protocol, int *nChannels);
-	int (*destroy)(void *ctx);
-} nb_tuner_v2_t;
+/* NCCL's tuner ABI (v2..v7): tuner_abi.h. */
 
 /* ---- policy load (once per process, in Go) --------------------------------------------------- */
 
@@ -202,6 +153,9 @@ static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		return NB_SUCCESS;
 	}
 	c->comm_id = comm_id;
+	/* The decision digest starts from the environment the env plugin served (0 without it): ranks
+	 * given different NCCL parameters then differ in digest from their first decision on. */
+	atomic_store_explicit(&c->digest, ncclbpf_env_digest(), memory_order_relaxed);
 	c->n_ranks = n_ranks > UINT32_MAX ? UINT32_MAX : (uint32_t)n_ranks;
 	c->n_nodes = n_nodes > UINT32_MAX ? UINT32_MAX : (uint32_t)n_nodes;
 	c->nvl_domains = nvl ? nvl->nNvlDomains : -1;
@@ -254,6 +208,13 @@ static int nb_init_v6(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                       nb_nvl_info_t *nvl, nb_tuner_constants_t *constants) {
 	(void)constants;
 	return nb_init(ctx, commId, nRanks, nNodes, log, nvl, 6);
+}
+
+/* v7: v6 with a fifth compute capability in the constants, which the shim never touches. */
+static int nb_init_v7(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
+                      nb_nvl_info_t *nvl, nb_tuner_constants_v7_t *constants) {
+	(void)constants;
+	return nb_init(ctx, commId, nRanks, nNodes, log, nvl, 7);
 }
 
 static int nb_init_v4(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx) {
@@ -673,6 +634,8 @@ static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, i
 
 #define NB_NAME "ncclbpf"
 
+__attribute__((visibility("default"))) const nb_tuner_v7_t ncclTunerPlugin_v7 = {
+    NB_NAME, nb_init_v7, nb_get_coll_info, nb_finalize, nb_get_chunk_size};
 __attribute__((visibility("default"))) const nb_tuner_v6_t ncclTunerPlugin_v6 = {
     NB_NAME, nb_init_v6, nb_get_coll_info, nb_finalize, nb_get_chunk_size};
 __attribute__((visibility("default"))) const nb_tuner_v5_t ncclTunerPlugin_v5 = {

@@ -29,6 +29,14 @@
 #                 NCCLBPF_POLICY=none / plugin with p2p_count.bpf.o one after the other (C: pipelined
 #                 and synchronized; PyTorch: pipelined); the analysis takes medians and ratios
 #
+#   rel-V-*       NCCL_SOURCES (space-separated NCCL source tarballs, nccl-V.tar.gz, e.g. `git archive
+#                 --prefix=nccl-2.30.7/ v2.30.7-1` of NVIDIA/nccl): each release is built here
+#                 (make -j src.build, sm_90, SendRecv and AllReduce/Sum/f32 only: NCCL_GENCODE,
+#                 NCCL_ONLY_FUNCS override) and nccl_p2p runs on it: rel-V-prof (versions NCCL chose,
+#                 exact counts), rel-V-none, rel-V-unsafe (one warning, defaults), rel-V-env (the env
+#                 plugin: NCCL_ENV_PLUGIN=libncclbpf.so, a value from NCCLBPF_ENV_FILE reaches NCCL).
+#                 releases.txt: per release the build time, the ABI versions chosen and each verdict;
+#                 its last line "RELEASES: PASS" or "RELEASES: FAIL". NCCL_KEEP (a folder) keeps the builds.
 # Knobs (environment): PY (python3), ROUNDS (5), PY_ROUNDS (3), GROUPS_A (4000), GROUPS_B (1000),
 # C_GROUPS (2000), CASE_TIMEOUT (90 s), BUDGET_S (0: none; cases that would start later than this
 # many seconds after the start are skipped and listed), SKIP_BENCH=1, SKIP_C=1, CUDA_HOME (/usr/local/cuda),
@@ -67,7 +75,7 @@ T0=$(date +%s)
 # The same NCCL settings for every case. NVLS stays off on shared machines.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 TORCH_NCCL_ASYNC_ERROR_HANDLING=1
-unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY NCCLBPF_POLICY_CONFIG NCCL_DEBUG NCCL_DEBUG_SUBSYS
+unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCL_ENV_PLUGIN NCCLBPF_ENV_FILE NCCLBPF_POLICY NCCLBPF_POLICY_CONFIG NCCL_DEBUG NCCL_DEBUG_SUBSYS
 
 # run_case NAME MODE(noplugin|plugin) POLICY CONFIG DEBUG(1|0) -- COMMAND...
 # writes OUT/NAME.log (stdout+stderr) and appends "NAME rc milliseconds" to OUT/cases.txt.
@@ -170,6 +178,74 @@ if [ "${SKIP_C:-0}" != 1 ]; then
 	fi
 fi
 
+# ---- NCCL releases built from source ---------------------------------------------------------------
+REL_OK=1
+if [ -n "${NCCL_SOURCES:-}" ]; then
+	: >"$OUT/releases.txt"
+	RW=${NCCL_KEEP:-$(mktemp -d)}
+	mkdir -p "$RW"
+	verdict() { echo "$1 $2: $3${4:+ ($4)}" >>"$OUT/releases.txt"; [ "$3" = PASS ] || REL_OK=0; }
+	for tb in $NCCL_SOURCES; do
+		v=$(basename "$tb" .tar.gz); v=${v#nccl-}
+		src=$RW/nccl-$v
+		rm -rf "$src" && tar xzf "$tb" -C "$RW" || { verdict "$v" build FAIL "cannot unpack $tb"; continue; }
+		t=$(date +%s)
+		if ! (cd "$src" && make -j"$(nproc)" src.build \
+			NVCC_GENCODE="${NCCL_GENCODE:--gencode=arch=compute_90,code=sm_90}" \
+			ONLY_FUNCS="${NCCL_ONLY_FUNCS:-SendRecv|AllReduce Sum f32 * *}") >"$OUT/rel-$v-build.log" 2>&1; then
+			verdict "$v" build FAIL "make failed, rel-$v-build.log"
+			continue
+		fi
+		verdict "$v" build PASS "$(($(date +%s) - t)) s"
+		bin=$RW/nccl_p2p-$v
+		if ! gcc -O2 -I"$src/build/include" -I"$CUDA_HOME/include" -o "$bin" "$G/nccl_p2p.c" -L"$src/build/lib" \
+			-L"$CUDA_HOME/lib64" -Wl,-rpath,"$src/build/lib" -Wl,-rpath,"$CUDA_HOME/lib64" -lnccl -lcudart \
+			>>"$OUT/rel-$v-build.log" 2>&1; then
+			verdict "$v" nccl_p2p FAIL "did not build"
+			continue
+		fi
+		want=$((2 * C_GROUPS))
+		run_case "rel-$v-prof" plugin "$PROF" "target=$want" 1 -- "$bin" check "$C_GROUPS" 4096
+		run_case "rel-$v-none" plugin none "" 1 -- "$bin" check 200 4096
+		run_case "rel-$v-unsafe" plugin "$UNSAFE" "" 1 -- "$bin" check 200 4096
+		# A value NCCL reads (and logs) even on one rank, taken out of the process environment: only
+		# the env plugin can give it to NCCL.
+		printf '# served through the env plugin\nNCCL_NVLS_ENABLE=0\n' >"$RW/env-$v.conf"
+		(unset NCCL_NVLS_ENABLE; NCCL_ENV_PLUGIN=$LIB NCCLBPF_ENV_FILE=$RW/env-$v.conf \
+			run_case "rel-$v-env" plugin "$PROF" "target=400" 1 -- "$bin" check 200 4096)
+		ok() { grep -q "\"ok\":true" "$OUT/$1.log" && grep -q "^$1 0 " "$OUT/cases.txt"; }
+		L=$OUT/rel-$v-prof.log
+		nv=$(grep -o '"nccl":[0-9]*' "$L" | head -1 | cut -d: -f2)
+		tv=$(grep -oE 'TUNER/Plugin: [A-Za-z]+ ncclbpf \(v[0-9]+\)' "$L" | head -1 | grep -oE 'v[0-9]+')
+		pv=$(grep -oE 'PROFILER/Plugin: [A-Za-z]+ ncclbpf \(v[0-9]+\)' "$L" | head -1 | grep -oE 'v[0-9]+')
+		echo "$v abi: NCCL $nv, tuner ${tv:-none}, profiler ${pv:-none}" >>"$OUT/releases.txt"
+		[ -n "$tv" ] && [ -n "$pv" ] && verdict "$v" "loads (tuner $tv, profiler $pv)" PASS || verdict "$v" loads FAIL "no TUNER/PROFILER Plugin line"
+		if ok "rel-$v-prof" && grep -q "p2p_count reached func 6 count $want" "$L" && grep -q "p2p_count reached func 7 count $want" "$L" &&
+			! grep -q PAST "$L"; then
+			verdict "$v" "exact counts ($want sends, $want receives)" PASS
+		else
+			verdict "$v" "exact counts" FAIL "rel-$v-prof.log"
+		fi
+		ok "rel-$v-none" && ! grep -q "NCCL WARN ncclbpf" "$OUT/rel-$v-none.log" && verdict "$v" "NCCLBPF_POLICY=none" PASS ||
+			verdict "$v" "NCCLBPF_POLICY=none" FAIL
+		nw=$(grep -c "NCCL WARN ncclbpf" "$OUT/rel-$v-unsafe.log")
+		ok "rel-$v-unsafe" && [ "$nw" = 1 ] && verdict "$v" "rejected policy: one warning, defaults" PASS ||
+			verdict "$v" "rejected policy" FAIL "$nw warnings"
+		E=$OUT/rel-$v-env.log
+		ev=$(grep -oiE 'ENV/Plugin: [A-Za-z]+ ncclbpf[^,]*|env plugin[^.]*ncclbpf[^.]*' "$E" | head -1)
+		echo "$v env: ${ev:-no ENV/Plugin line}; $(grep -m1 -o 'ncclbpf: env: [0-9]* values from[^)]*)' "$E")" >>"$OUT/releases.txt"
+		if ok "rel-$v-env" && grep -q "NCCL_NVLS_ENABLE set by environment to 0" "$E" && grep -q "p2p_count reached func 6 count 400" "$E"; then
+			verdict "$v" "env plugin serves NCCL_NVLS_ENABLE from NCCLBPF_ENV_FILE" PASS "$(grep -c 'ncclbpf: env: NCCL_NVLS_ENABLE=0 (from' "$E") logger lines"
+		else
+			verdict "$v" "env plugin" FAIL "rel-$v-env.log"
+		fi
+		rm -f "$bin"
+	done
+	[ -n "${NCCL_KEEP:-}" ] || rm -rf "$RW"
+	[ $REL_OK = 1 ] && echo "RELEASES: PASS" >>"$OUT/releases.txt" || echo "RELEASES: FAIL" >>"$OUT/releases.txt"
+	log "releases: $(tail -1 "$OUT/releases.txt") (releases.txt)"
+fi
+
 # ---- benchmark: interleaved rounds -----------------------------------------------------------------
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
 	for r in $(seq 1 "$ROUNDS"); do
@@ -198,6 +274,7 @@ rm -f "$CBIN"
 log "all cases done in $(($(date +%s) - T0)) s"
 
 # Everything in a few files (the device tool brings back at most 8): one bundle of the logs.
-(cd "$OUT" && tar czf logs.tgz ./*.log cases.txt params.txt $(ls skipped.txt 2>/dev/null))
+(cd "$OUT" && tar czf logs.tgz ./*.log cases.txt params.txt $(ls skipped.txt releases.txt 2>/dev/null))
 "$PY" "$G/analyze.py" "$OUT" | tee "$OUT/summary.txt"
-grep -q '^GPU-CHECK: PASS' "$OUT/summary.txt"
+[ -n "${NCCL_SOURCES:-}" ] && cat "$OUT/releases.txt"
+grep -q '^GPU-CHECK: PASS' "$OUT/summary.txt" && [ $REL_OK = 1 ]

@@ -6,7 +6,8 @@
 # p2p_empty.bpf.o (a P2p completion program that does nothing: NCCL's and the shim's share); with
 # p2p_count.bpf.o (the counting policy). Prints each configuration's rounds, the medians, and the
 # median over rounds of each round's ratios. Builds testhost/gpu/nccl_p2p.c against the system's NCCL
-# (gcc, CUDA_HOME=/usr/local/cuda); ART comes from testhost/gpu/build-art.sh.
+# (gcc, CUDA_HOME=/usr/local/cuda), or against NCCL_HOME (include/nccl.h and lib/libnccl.so[.2]: a
+# release built from source, PyTorch's nvidia/nccl package); ART comes from testhost/gpu/build-art.sh.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 ART [ROUNDS]" >&2; exit 2; }
 ART=$(cd "$1" && pwd)
@@ -20,8 +21,15 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-gcc -O2 -I"$CUDA_HOME/include" -o "$W/nccl_p2p" "$ROOT/testhost/gpu/nccl_p2p.c" -L"$CUDA_HOME/lib64" \
-	-Wl,-rpath,"$CUDA_HOME/lib64" -lnccl -lcudart
+if [ -n "${NCCL_HOME:-}" ]; then
+	nl=-lnccl
+	[ -e "$NCCL_HOME/lib/libnccl.so" ] || nl=-l:libnccl.so.2
+	gcc -O2 -I"$NCCL_HOME/include" -I"$CUDA_HOME/include" -o "$W/nccl_p2p" "$ROOT/testhost/gpu/nccl_p2p.c" \
+		-L"$NCCL_HOME/lib" -L"$CUDA_HOME/lib64" -Wl,-rpath,"$NCCL_HOME/lib" -Wl,-rpath,"$CUDA_HOME/lib64" $nl -lcudart
+else
+	gcc -O2 -I"$CUDA_HOME/include" -o "$W/nccl_p2p" "$ROOT/testhost/gpu/nccl_p2p.c" -L"$CUDA_HOME/lib64" \
+		-Wl,-rpath,"$CUDA_HOME/lib64" -lnccl -lcudart
+fi
 L=$ART/libncclbpf.so
 cfgs=(noplugin none empty count)
 for r in $(seq "$ROUNDS"); do

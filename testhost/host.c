@@ -656,7 +656,7 @@ static int selftest(struct tuner *t, const char *path) {
 		return 1;
 	}
 	/* Every version's symbol is there, named ncclbpf. */
-	for (int v = 2; v <= 6; v++) {
+	for (int v = 2; v <= 7; v++) {
 		char sym[32];
 		snprintf(sym, sizeof sym, "ncclTunerPlugin_v%d", v);
 		const char *const *name = dlsym(t->lib, sym);

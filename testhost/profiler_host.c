@@ -147,6 +147,7 @@ static int plug_open(struct plug *p, const char *path, int v) {
 
 static int plug_init(struct plug *p, void **ctx, uint64_t comm_id, int *mask, int nranks, int rank) {
 	switch (p->v) {
+	case 7:
 	case 6:
 	case 5:
 		return ((const nbp_profiler_v6_t *)p->sym)->init(ctx, comm_id, mask, "comm", 1, nranks, rank, host_log);
@@ -165,6 +166,7 @@ static const char *algo_names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CH
 static const char *proto_names[] = {"LL", "LL128", "SIMPLE"};
 
 union descr {
+	nbp_descr_v7_t v7; /* v6's members at v6's offsets, and the v7 additions */
 	nbp_descr_v6_t v6;
 	nbp_descr_v4_t v4;
 	nbp_descr_v3_t v3;
@@ -685,6 +687,95 @@ static int run_mask(const char *lib) {
 		p.finalize(ctx);
 		printf("v%d: mask %#x with no profiler program\n", v, mask);
 	}
+	return failures ? 1 : 0;
+}
+
+/* v7: the user tag, kernel variant and symmetric-kernel flag reach coll_end and p2p_end programs
+ * (0 under v6, which has none); the mask never asks for kernel phases (no hook reads them), and a
+ * kernel-phase event that comes anyway gets no handle. */
+static uint64_t v7_tag[2];
+static uint32_t v7_variant, v7_sym, v7_abi;
+static int v7_runs;
+static uint64_t v7_prog(void *ctx) {
+	const struct ncclbpf_prof_ctx *c = ctx;
+	if (c->event == NCCLBPF_PROF_COLL_END) {
+		v7_tag[0] = c->user_tag;
+		v7_variant = c->kernel_variant;
+		v7_sym = c->is_sym_coll;
+	} else {
+		v7_tag[1] = c->user_tag;
+	}
+	v7_abi = c->abi_version;
+	v7_runs++;
+	return 0;
+}
+
+static uint32_t fnv1a(const char *s) {
+	uint32_t h = 2166136261u;
+	for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+	return h ? h : 1;
+}
+
+static int run_v7(const char *lib) {
+	for (int v = 7; v >= 6; v--) {
+		struct plug p;
+		if (plug_open(&p, lib, v) != 0) return 2;
+		int mask = 0;
+		void *ctx = NULL;
+		CHECK(plug_init(&p, &ctx, 0x7000, &mask, 2, 0) == 0 && ctx != NULL, "v%d: init failed", v);
+		/* A program that reads no time and no children (as the verifier would find of v7_prog). */
+		uintptr_t (*publish_needs)(int, uintptr_t, uint32_t) =
+		    (uintptr_t(*)(int, uintptr_t, uint32_t))dlsym(p.lib, "ncclbpf_prof_publish_needs");
+		CHECK(publish_needs != NULL, "no ncclbpf_prof_publish_needs");
+		if (!publish_needs) return 1;
+		publish_needs(NCCLBPF_PROF_COLL_END, (uintptr_t)v7_prog, 0);
+		publish_needs(NCCLBPF_PROF_P2P_END, (uintptr_t)v7_prog, 0);
+		mask = p.refresh();
+		CHECK(mask == (NBP_EV_COLL | NBP_EV_P2P), "v%d: mask %#x, want Coll|P2p only", v, mask);
+		CHECK(!(mask & NBP_EV_KERNEL_PHASE), "v%d: mask asks for kernel phases", v);
+		memset(v7_tag, 0xff, sizeof v7_tag);
+		v7_variant = v7_sym = 0xffffffffu;
+		v7_runs = 0;
+		union descr d;
+		void *h = NULL;
+		struct task coll = {.func = 4, .algo = 1, .proto = 2, .nch = 2, .count = 1024, .seq = 1};
+		d_task(v, &d, &coll, NULL, NULL, 0);
+		if (v == 7) {
+			d.v7.coll.userTag = 0xabc0000000000001ull;
+			d.v7.coll.kernelVariant = "ReduceScatter_LL_sym";
+			d.v7.coll.isSymColl = true;
+		}
+		p.start(ctx, &h, &d);
+		CHECK(h != NULL, "v%d: no handle for a collective", v);
+		if (h) p.stop(h);
+		struct task p2p = {.is_p2p = 1, .func = 6, .nch = 1, .count = 256, .peer = 1};
+		d_task(v, &d, &p2p, NULL, NULL, 0);
+		if (v == 7) d.v7.p2p.userTag = 42;
+		h = NULL;
+		p.start(ctx, &h, &d);
+		if (h) p.stop(h);
+		d_head(v, &d, NBP_EV_KERNEL_PHASE, NULL, 0);
+		d.v7.kernelPhase.phaseId = 1;
+		d.v7.kernelPhase.phaseName = "compute";
+		h = (void *)1;
+		p.start(ctx, &h, &d);
+		CHECK(h == NULL, "v%d: a kernel-phase event got a handle", v);
+		CHECK(v7_runs == 2, "v%d: %d program runs, want 2", v, v7_runs);
+		CHECK(v7_abi == (uint32_t)v, "v%d: abi_version %u", v, v7_abi);
+		if (v == 7) {
+			CHECK(v7_tag[0] == 0xabc0000000000001ull && v7_tag[1] == 42, "v7: user tags %#llx %#llx",
+			      (unsigned long long)v7_tag[0], (unsigned long long)v7_tag[1]);
+			CHECK(v7_variant == fnv1a("ReduceScatter_LL_sym") && v7_sym == 1, "v7: variant %#x sym %u", v7_variant, v7_sym);
+		} else {
+			CHECK(v7_tag[0] == 0 && v7_tag[1] == 0 && v7_variant == 0 && v7_sym == 0, "v6: v7 fields not 0");
+		}
+		p.publish(NCCLBPF_PROF_COLL_END, 0);
+		p.publish(NCCLBPF_PROF_P2P_END, 0);
+		p.finalize(ctx);
+		printf("v%d: user tag %#llx/%llu, variant %#x, symmetric %u, mask %#x\n", v, (unsigned long long)v7_tag[0],
+		       (unsigned long long)v7_tag[1], v7_variant, v7_sym, mask);
+	}
+	if (!failures) printf("v7 fields: ok\n");
 	return failures ? 1 : 0;
 }
 
@@ -1769,7 +1860,7 @@ static int run_metrics(const char *lib, int n) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s events|mask|nokch|loop|bench LIB [native|ebpf]\n"
+		fprintf(stderr, "usage: %s events|mask|v7|nokch|loop|bench LIB [native|ebpf]\n"
 		                "       %s ranks LIB native|ebpf NRANKS SKEW_PCT NOISE_PCT\n", argv[0], argv[0]);
 		return 2;
 	}
@@ -1783,6 +1874,8 @@ int main(int argc, char **argv) {
 		rc = run_mask(argv[2]);
 	else if (!strcmp(argv[1], "maskon"))
 		rc = run_maskon(argv[2]);
+	else if (!strcmp(argv[1], "v7"))
+		rc = run_v7(argv[2]);
 	else if (!strcmp(argv[1], "threadexit"))
 		rc = run_threadexit(argv[2]);
 	else if (!strcmp(argv[1], "solo"))

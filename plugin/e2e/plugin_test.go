@@ -134,7 +134,7 @@ func TestPluginSymbolsAndShim(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nm: %v", err)
 	}
-	for v := 2; v <= 6; v++ {
+	for v := 2; v <= 7; v++ {
 		sym := fmt.Sprintf("ncclTunerPlugin_v%d", v)
 		found := false
 		for _, l := range strings.Split(string(out), "\n") {

@@ -99,6 +99,19 @@ func TestProfilerEvents(t *testing.T) {
 	}
 }
 
+// TestProfilerV7Fields: under ncclProfiler_v7 the user tag, the kernel
+// variant and the symmetric-kernel flag reach coll_end and p2p_end programs
+// (0 under v6); the activation mask asks for no kernel phases, and a
+// kernel-phase event gets no handle.
+func TestProfilerV7Fields(t *testing.T) {
+	profArtifacts(t)
+	out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "v7", profArt.lib)
+	if !strings.Contains(out, "v7 fields: ok") {
+		t.Errorf("profiler host v7:\n%s", out)
+	}
+	t.Log(out)
+}
+
 // TestProfilerMaskEmptyWithoutProgram: a library with no profiler program (no
 // policy, or a tuner-only bundle) leaves NCCL's activation mask at 0, for
 // every version.
