@@ -71,6 +71,8 @@ const (
 	PtrgenPar          = "NCCLBPF_PTRGEN_PAR"
 	PtrgenFindings     = "NCCLBPF_PTRGEN_FINDINGS"
 	PtrgenCrashTest    = "NCCLBPF_PTRGEN_CRASHTEST"
+	TwinPrograms       = "NCCLBPF_TWIN_PROGRAMS"
+	TwinSeed           = "NCCLBPF_TWIN_SEED"
 	// TunerConfigFile is NCCL's example CSV tuner's variable, read by the
 	// plugin in place of RulesFile when that is unset.
 	TunerConfigFile = "NCCL_TUNER_CONFIG_FILE"
@@ -216,6 +218,8 @@ var Vars = []Var{
 	{StartupRoundsLong, Tests, "`30`", "a number", "rounds of that test in scripts/test-long.sh"},
 	{PtrgenN, Tests, "the default count of the test", "a number", "random programs the pointer-soundness test checks"},
 	{PtrgenSeed, Tests, "a fixed seed", "a number", "the seed of the pointer-soundness generator"},
+	{TwinPrograms, Tests, "10000 (2000 with -short)", "a number", "random tuner programs the two-run oracle (rank uniformity) checks"},
+	{TwinSeed, Tests, "1", "a number", "the seed of the two-run oracle's generator"},
 	{PtrgenPar, Tests, "`1`", "a number", "pointer-soundness workers run at a time"},
 	{PtrgenFindings, Tests, "unset", "a file", "where the pointer-soundness test writes what it found"},
 	{PtrgenCrashTest, Tests, "unset", "any value, set by the test itself", "makes a worker crash, to test that crashes are reported"},

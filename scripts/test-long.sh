@@ -17,6 +17,8 @@ NCCLBPF_DIFF_N=${NCCLBPF_DIFF_N:-1000000} run go test ./jit/amd64 -run 'TestDiff
 NCCLBPF_ARM64_DIFF_N=${NCCLBPF_ARM64_DIFF_N:-1000000} run go test ./internal/cross -run 'TestArm64JIT$' -v -timeout 8h
 NCCLBPF_KERNEL_VERIFIER=require run go test ./verifier -run 'TestKernelVerifierAgrees$' -v -count=1
 VERIFIER_RANDOM_PROGRAMS=${VERIFIER_RANDOM_PROGRAMS:-30000} run go test ./verifier -run SoundnessRandom -timeout 2h
+# Rank uniformity: one million random tuner programs, each accepted one run twice with different local data.
+NCCLBPF_TWIN_PROGRAMS=${NCCLBPF_TWIN_PROGRAMS:-1000000} run go test ./verifier -run 'TestTwoRunOracle$' -v -count=1 -timeout 3h
 NCCLBPF_PTRGEN_N=${NCCLBPF_PTRGEN_N:-1000000} run go test ./verifier -run 'TestPtrSoundness$' -v -timeout 4h
 NCCLBPF_HAMMER_SECONDS=${NCCLBPF_HAMMER_SECONDS:-10} run go test ./maps -run 'Hammer|Churn' -v -timeout 30m
 NCCLBPF_HAMMER_CALLS=${NCCLBPF_HAMMER_CALLS:-10000000} NCCLBPF_HAMMER_RELOADS=${NCCLBPF_HAMMER_RELOADS:-10000} \

@@ -58,7 +58,7 @@ type checker struct {
 	ipdom     []int
 	ipdomDone []bool // per function: its ipdom entries are computed
 	srcs      []taintSrc
-	srcIDs map[taintSrc]uint32
+	srcIDs    map[taintSrc]uint32
 	// facts are gathered for the uniformity analysis (flow.go)
 	facts *flowFacts
 	// written marks the maps the program may write

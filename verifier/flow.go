@@ -587,7 +587,9 @@ func (ck *checker) flowMapSrc(pc int, mi int32) uint32 {
 		}
 		return 0
 	}
-	if ck.local(int(mi)) || ck.perCPU(int(mi)) {
+	// the bundle's writes (Config.local), this program's own (its calls
+	// of several communicators interleave in a rank-local order), per-CPU
+	if ck.local(int(mi)) || ck.written[mi] || ck.perCPU(int(mi)) {
 		return ck.source(pc, srcMap, int(mi), 0)
 	}
 	return 0

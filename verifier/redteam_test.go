@@ -30,14 +30,16 @@ import (
 // redteamAsmMaps are the maps of the assembly red-team programs: the first
 // four of the main assembly corpus (0 arr, 1 hash, 2 rb, 3 ro, here with
 // contents unknown to the verifier), then 4 small (an array of 8-byte
-// values, 4 entries), 5 arr2 (a second array like arr) and 6 pcpu (a
-// per-CPU array of 8-byte values, 4 entries).
+// values, 4 entries), 5 arr2 (a second array like arr), 6 pcpu (a
+// per-CPU array of 8-byte values, 4 entries) and 7 lru (an LRU hash of
+// 4-byte keys and 8-byte values, 8 entries).
 var redteamAsmMaps = []*loader.MapSpec{
 	asmMaps[0], asmMaps[1], asmMaps[2],
 	{Name: "ro", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 16, MaxEntries: 1, Freeze: true, Flags: verifier.MapFlagReadOnlyProg},
 	{Name: "small", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 8, MaxEntries: 4},
 	{Name: "arr2", Type: verifier.MapTypeArray, KeySize: 4, ValueSize: 48, MaxEntries: 16},
 	{Name: "pcpu", Type: verifier.MapTypePercpuArray, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+	{Name: "lru", Type: verifier.MapTypeLRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 8},
 }
 
 // redteamStats counts the red-team verdicts per file.

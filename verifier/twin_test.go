@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/maps"
@@ -391,10 +392,10 @@ func TestTwoRunOracle(t *testing.T) {
 	if testing.Short() {
 		n = 2000
 	}
-	if v := os.Getenv("NCCLBPF_TWIN_PROGRAMS"); v != "" {
+	if v := os.Getenv(envconfig.TwinPrograms); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	if v := os.Getenv("NCCLBPF_TWIN_SEED"); v != "" {
+	if v := os.Getenv(envconfig.TwinSeed); v != "" {
 		seed, _ = strconv.ParseUint(v, 10, 64)
 	}
 	st := twinRun(t, seed, n)

@@ -68,9 +68,13 @@ func (ck *checker) sourceText(id uint32) string {
 			what = p.Name + "()"
 		}
 	case srcMap:
-		what = "map " + ck.mapName(s.arg) + ", which a program of the bundle writes,"
-		if !ck.local(s.arg) {
+		switch {
+		case ck.perCPU(s.arg):
 			what = "per-CPU map " + ck.mapName(s.arg) + " (each thread reads its own copy of the value)"
+		case lru(ck.maps[s.arg].Type):
+			what = "LRU map " + ck.mapName(s.arg) + ", which a program of the bundle looks up or writes (a lookup reorders it, and so changes what an update evicts),"
+		default:
+			what = "map " + ck.mapName(s.arg) + ", which a program of the bundle writes,"
 		}
 	}
 	return fmt.Sprintf("%s at %s", what, ck.where(s.pc))

@@ -268,3 +268,195 @@ exit
 hb:
 mov %r0, 0
 exit
+
+-- bad_lru_lookup_with_local_key_then_decide
+# a lookup reorders an LRU map (which entry an update evicts next): after
+# a lookup with a local key, what a lookup with a uniform key finds may
+# differ between ranks, though no program updates the map
+# hook: tuner
+mov %r9, %r1
+ldxw %r6, [%r1+32]
+stxw [%r10-4], %r6
+mov %r2, %r10
+add %r2, -4
+lddw %r1, map(7)
+call 1
+stw [%r10-4], 0
+mov %r2, %r10
+add %r2, -4
+lddw %r1, map(7)
+call 1
+jeq %r0, 0, out
+ldxdw %r3, [%r0+0]
+and %r3, 15
+stxw [%r9+156], %r3 # ERROR E033
+out:
+mov %r0, 0
+exit
+
+-- bad_printk_result_decides
+# bpf_printk returns whether its rate limit let the line through
+# hook: tuner
+mov %r9, %r1
+lddw %r1, 0x0a6425
+stxdw [%r10-8], %r1
+mov %r1, %r10
+add %r1, -8
+mov %r2, 4
+mov %r3, 1
+call 6
+and %r0, 7
+stxw [%r9+156], %r0 # ERROR E033
+mov %r0, 0
+exit
+
+-- bad_update_noexist_result_decides
+# whether an update with BPF_NOEXIST succeeds depends on what the map holds
+# hook: tuner
+mov %r9, %r1
+stdw [%r10-8], 3
+stdw [%r10-16], 1
+lddw %r1, map(1)
+mov %r2, %r10
+add %r2, -8
+mov %r3, %r10
+add %r3, -16
+mov %r4, 1
+call 2
+jne %r0, 0, fail
+stw [%r9+148], 1 # ERROR E033
+fail:
+mov %r0, 0
+exit
+
+-- bad_cpu_id_decides
+# hook: tuner
+mov %r9, %r1
+call 8
+and %r0, 3
+stxw [%r9+152], %r0 # ERROR E033
+mov %r0, 0
+exit
+
+-- bad_loop_bounded_by_local_counts_channels
+# the number of iterations is local, so is the counter after the loop
+# hook: tuner
+ldxw %r7, [%r1+32]
+and %r7, 7
+mov %r6, 0
+loop:
+jge %r6, %r7, done
+add %r6, 1
+ja loop
+done:
+stxw [%r1+156], %r6 # ERROR E033
+mov %r0, 0
+exit
+
+-- bad_early_loop_exit_on_local_leaves_counter
+# a loop of a uniform bound that a local test leaves early
+# hook: tuner
+ldxw %r7, [%r1+32]
+mov %r6, 0
+loop:
+jge %r6, 4, done
+jeq %r7, %r6, done
+add %r6, 1
+ja loop
+done:
+stxw [%r1+156], %r6 # ERROR E033
+mov %r0, 0
+exit
+
+-- ok_uniform_loop_with_local_work_inside
+# a loop of a uniform bound whose body only counts local data elsewhere
+# hook: tuner
+mov %r9, %r1
+ldxw %r7, [%r1+32]
+mov %r6, 0
+mov %r8, 0
+loop:
+jge %r6, 4, done
+jeq %r7, %r6, skip
+add %r8, 1
+skip:
+add %r6, 1
+ja loop
+done:
+stxw [%r9+156], %r6
+mov %r0, 0
+exit
+
+-- bad_callee_writes_caller_stack_under_local_branch
+# the callee writes the caller's slot on one side of a local branch: the
+# slot is local in the caller after the call, on every path
+# hook: tuner
+mov %r9, %r1
+stdw [%r10-8], 1
+mov %r1, %r10
+add %r1, -8
+ldxw %r2, [%r9+32]
+call local f
+ldxdw %r3, [%r10-8]
+stxw [%r9+156], %r3 # ERROR E033
+mov %r0, 0
+exit
+f:
+jgt %r2, 5, skip
+stdw [%r1+0], 2
+skip:
+mov %r0, 0
+exit
+
+-- bad_value_written_on_one_side_then_tested
+# the value is uniform on the path that does not write it, and each path
+# alone decides on a constant: the two runs do not
+# hook: tuner
+ldxw %r6, [%r1+32]
+mov %r7, 0
+jgt %r6, 5, join
+mov %r7, 1
+join:
+jeq %r7, 0, skip
+stw [%r1+148], 1 # ERROR E033
+skip:
+mov %r0, 0
+exit
+
+-- ok_local_region_writes_only_dead_values
+# a local branch whose region writes nothing the decision reads
+# hook: tuner
+ldxw %r6, [%r1+32]
+mov %r8, 0
+jgt %r6, 5, join
+mov %r8, 1
+join:
+ldxw %r7, [%r1+24]
+and %r7, 3
+stxw [%r1+148], %r7
+mov %r0, 0
+exit
+
+-- bad_return_on_one_side_of_local_branch
+# hook: tuner
+ldxw %r6, [%r1+32]
+jgt %r6, 5, other
+mov %r0, 1
+exit # ERROR E033
+other:
+mov %r0, 0
+exit
+
+-- bad_half_written_under_local_branch
+# one 4-byte half of a slot written under a local branch, the slot read whole
+# hook: tuner
+mov %r9, %r1
+stdw [%r10-8], 0
+ldxw %r6, [%r1+32]
+jgt %r6, 5, join
+stw [%r10-4], 1
+join:
+ldxdw %r3, [%r10-8]
+stxw [%r9+156], %r3 # ERROR E033
+mov %r0, 0
+exit
