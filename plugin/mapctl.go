@@ -13,11 +13,11 @@ import (
 // decidedWrite refuses a control-plane write of a map the tuner decides on
 // (agreed, or read as rank-uniform), unless the request forces it.
 func decidedWrite(m *maps.Map, req *control.Request) error {
-	if req.Force {
-		return nil
-	}
 	if isAgreed(m) {
 		return errAgreedNeedsSeq(req.Map)
+	}
+	if req.Force {
+		return nil
 	}
 	if b, err := runningBundle(); err == nil && b.DecidesOn(m) {
 		return fmt.Errorf("map %s is read by the tuner as rank-uniform (no program writes it): "+

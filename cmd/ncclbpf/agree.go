@@ -37,12 +37,18 @@ reduction: per key the number of ranks and the sums or extremes), gather
 the files, agree --combine --output ALL FILE... anywhere, copy ALL to every
 node and run agree --import ALL --to MAP --at-seq N there with the same
 absolute N (a +K would resolve differently per node). Pick N far enough
-ahead that no rank has passed it when its node imports: a node whose
-ranks have passed N refuses (nothing changes there) and says so; the
-ranks of the other nodes still switch, so re-run with a later N
-everywhere. ncclbpf check then compares decisions per host.
+ahead that no rank has passed it when its node imports. Within a node
+the switch is two-phase; across nodes it is only through a job store
+(--store), which makes the whole job one round.
 
-A write of an agreed map without --at-seq is refused by the plugin.`,
+The switch is two-phase: every process prepares (its communicators are
+before N; the new values are staged), and only when every one said yes is
+it committed; otherwise every process aborts and none switches (exit 1,
+naming the processes that refused or did not answer). A process that
+prepared and hears nothing aborts by itself.
+
+A write of an agreed map without an agreed call is refused by the plugin,
+with or without --force.`,
 		Examples: []string{
 			"ncclbpf agree --from local --to agreed --reduce min:12,mean:12 --at-seq +64",
 			"ncclbpf agree --from local --reduce min:12,mean:12 --export node3.json",
@@ -165,31 +171,18 @@ func runAgree(e *env, args []string, o *agreeOptions) error {
 	if err != nil {
 		return err
 	}
-	req := &control.Request{Op: control.OpAgreedUpdate, Map: *to, Entries: kvs, AtSeq: &n}
-	failed := 0
-	var results []map[string]any
-	for _, pid := range pids {
-		resp, err := callRetryBusy(*dir, pid, req, *timeout)
-		if err != nil {
-			failed++
-			fmt.Fprintf(e.Stderr, "ncclbpf agree: %v\n", err)
-			continue
-		}
-		if *asJSON {
-			results = append(results, map[string]any{"pid": pid, "reload": resp.Reload})
-			continue
-		}
-		fmt.Fprintf(e.Stdout, "pid %d: %s: %d keys, active from call %d\n", pid, *to, len(kvs), n)
+	names := make([]string, len(pids))
+	for i, pid := range pids {
+		names[i] = fmt.Sprint(pid)
 	}
-	if *asJSON {
-		if err := writeJSON(e, results); err != nil {
-			return err
-		}
+	ranks, err := socketRanks(*dir, names, *timeout)
+	if err != nil {
+		return err
 	}
-	if failed > 0 {
-		return errSilentFailure
-	}
-	return nil
+	res := control.TwoPhase(ranks, &control.Request{Map: *to, Entries: kvs, AtSeq: &n}, control.SwitchOptions{})
+	return reportSwitch(e, "agree", res, func(string) string {
+		return fmt.Sprintf("%s: %d keys, active from call %d", *to, len(kvs), n)
+	}, *asJSON)
 }
 
 // gather reads map from of every pid and reduces it.
