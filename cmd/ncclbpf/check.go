@@ -46,7 +46,30 @@ compare them only when each process has one communicator.`,
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			dir, asJSON := controlFlags(fs)
 			comm := fs.String("comm", "", "only this communicator `ID` (hex, as ncclbpf stats prints it)")
-			return func(e *env, args []string) error { return runCheck(e, args, *dir, *asJSON, *comm) }
+			var store, job string
+			storeFlags(fs, &store, &job)
+			return func(e *env, args []string) error {
+				if store != "" {
+					if len(args) > 0 {
+						return usageErrorf("--store checks every rank of the job: no PIDs")
+					}
+					var only *uint64
+					if *comm != "" {
+						v, err := parseCommID(*comm)
+						if err != nil {
+							return err
+						}
+						only = &v
+					}
+					kv, ranks, err := openStoreRanks(store, job)
+					if err != nil {
+						return err
+					}
+					defer kv.Close()
+					return checkRanks(e, ranks, only, *asJSON)
+				}
+				return runCheck(e, args, *dir, *asJSON, *comm)
+			}
 		},
 	})
 }

@@ -2,11 +2,48 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/spf13/pflag"
 )
+
+// storeFlags declares --store and --job: reach every rank of a multi-node
+// job through its store instead of this host's control sockets.
+func storeFlags(fs *pflag.FlagSet, store, job *string) {
+	fs.StringVar(store, "store", os.Getenv(control.EnvStore), "the job's `STORE`: tcpstore (MASTER_ADDR:MASTER_PORT), tcpstore://HOST:PORT (default $NCCLBPF_STORE)")
+	fs.StringVar(job, "job", "", "the job's `ID` in the store (default $NCCLBPF_JOB, else $TORCHELASTIC_RUN_ID)")
+}
+
+// openStoreRanks connects to the job's store and lists its ranks.
+func openStoreRanks(url, job string) (control.Store, []control.Rank, error) {
+	kv, err := control.OpenStore(url, os.Getenv, 5*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	ranks, err := control.StoreRanks(kv, control.JobPrefix(job, os.Getenv))
+	if err != nil {
+		kv.Close()
+		return nil, nil, fmt.Errorf("store %s: %w", url, err)
+	}
+	return kv, ranks, nil
+}
+
+// seqFrom reads --at-seq against the furthest call hi the ranks reported.
+func seqFrom(s string, hi uint64) (uint64, error) {
+	rel := strings.HasPrefix(s, "+")
+	n, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, 64)
+	if err != nil || (rel && n > control.MaxSeqAhead) {
+		return 0, usageErrorf("--at-seq %q: want N or +K (K at most %d)", s, uint64(control.MaxSeqAhead))
+	}
+	if rel {
+		return hi + n, nil
+	}
+	return n, nil
+}
 
 // Two-phase switches (control/twophase.go) from the CLI: agree and reload
 // --all --at-seq switch every rank at one call or none.
