@@ -23,6 +23,9 @@ type Decision struct {
 	Channels  int32  `json:"channels"`
 	Chunk     uint64 `json:"chunk"`
 	Digest    uint64 `json:"digest"`
+	// Term is this call's own part of the digest (the digest is a sum of
+	// one term per decision): set in ledger records.
+	Term uint64 `json:"term,omitempty"`
 }
 
 // Same reports whether d and o decided alike (the digests aside).

@@ -34,6 +34,17 @@ const (
 	// Force): the entries take effect at call AtSeq of every communicator.
 	OpAgreedUpdate = "agreed_update"
 	OpCancel       = "cancel" // withdraw an armed at-seq reload: Response.Reload (the policy kept)
+	// Two-phase switching (twophase.go). OpPrepare: Tx, AtSeq and either
+	// Object (a reload) or Map and Entries (an agreed update): the process
+	// checks that its communicators are before AtSeq and stages the switch,
+	// which happens only after OpCommit (Tx); OpAbort (Tx) withdraws it. A
+	// prepared switch not committed within PrepareMS aborts itself.
+	OpPrepare = "prepare"
+	OpCommit  = "commit"
+	OpAbort   = "abort"
+	// OpLedger: the decision ledger (ledger.go) of every communicator, or
+	// of Comm; with RecordsTo > RecordsFrom, the decisions of those calls.
+	OpLedger = "ledger"
 )
 
 // Bounds of at-seq reloads: a reload may not name a sequence more than
@@ -85,6 +96,42 @@ type Request struct {
 	// activation point: at once, on this process only (ranks may then
 	// decide differently until they all have the value).
 	Force bool `json:"force,omitempty"`
+	// Tx names a two-phase switch (OpPrepare, OpCommit, OpAbort); it is
+	// also the id of the epoch the switch opens.
+	Tx string `json:"tx,omitempty"`
+	// PrepareMS bounds how long a prepared switch waits for its commit.
+	PrepareMS int64 `json:"prepare_ms,omitempty"`
+	// Comm, RecordsFrom and RecordsTo select what OpLedger returns.
+	Comm        string `json:"comm,omitempty"`
+	RecordsFrom uint64 `json:"records_from,omitempty"`
+	RecordsTo   uint64 `json:"records_to,omitempty"`
+}
+
+// MaxPrepareMS bounds Request.PrepareMS; DefaultPrepareMS is used when it is 0.
+const (
+	MaxPrepareMS     = 600_000
+	DefaultPrepareMS = 30_000
+)
+
+// Transaction states of TxResult.State.
+const (
+	TxPrepared  = "prepared"  // staged, waiting for the commit
+	TxCommitted = "committed" // will switch at its activation call
+	TxSwitched  = "switched"  // a call at or past the activation call ran the new policy
+	TxLapsed    = "lapsed"    // a call reached the activation call before the commit: never switches
+	TxAborted   = "aborted"
+)
+
+// TxResult is a process's answer to OpPrepare, OpCommit and OpAbort.
+type TxResult struct {
+	Tx    string `json:"tx"`
+	State string `json:"state"`
+	AtSeq uint64 `json:"at_seq"`
+	// SeqMax is the furthest call of the process's communicators when it answered.
+	SeqMax uint64 `json:"seq_max"`
+	// LapseComm and LapseSeq: the communicator and call that lapsed it.
+	LapseComm uint64 `json:"lapse_comm,omitempty"`
+	LapseSeq  uint64 `json:"lapse_seq,omitempty"`
 }
 
 // KV is one raw map entry, key and value in hex (little-endian bytes as the
@@ -112,6 +159,10 @@ type Response struct {
 	MapSpec *MapInfo `json:"map_spec,omitempty"`
 	// Metrics answers OpMetrics.
 	Metrics *Metrics `json:"metrics,omitempty"`
+	// Tx answers OpPrepare, OpCommit and OpAbort.
+	Tx *TxResult `json:"tx,omitempty"`
+	// Ledger answers OpLedger.
+	Ledger []LedgerView `json:"ledger,omitempty"`
 }
 
 // Info identifies a process and the policy it runs.

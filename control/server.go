@@ -445,6 +445,26 @@ func ParseRequest(line []byte) (*Request, error) {
 	}
 	switch req.Op {
 	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions, OpCancel, OpMetrics:
+	case OpLedger:
+		if req.Comm != "" {
+			if _, err := ParseCommKey(req.Comm); err != nil {
+				return nil, fmt.Errorf("bad request: %s: %w", req.Op, err)
+			}
+		}
+	case OpPrepare:
+		if req.Tx == "" || req.AtSeq == nil {
+			return nil, fmt.Errorf("bad request: %s needs \"tx\" and \"at_seq\"", req.Op)
+		}
+		if (len(req.Object) == 0) == (req.Map == "") || (req.Map != "" && len(req.Entries) == 0) {
+			return nil, fmt.Errorf("bad request: %s needs \"object\" (a reload) or \"map\" and \"entries\" (an agreed update), not both", req.Op)
+		}
+		if req.PrepareMS < 0 || req.PrepareMS > MaxPrepareMS {
+			return nil, fmt.Errorf("bad request: prepare_ms must be within 0..%d", MaxPrepareMS)
+		}
+	case OpCommit, OpAbort:
+		if req.Tx == "" {
+			return nil, fmt.Errorf("bad request: %s needs \"tx\"", req.Op)
+		}
 	case OpMapDump, OpMapRead:
 		if req.Map == "" {
 			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
@@ -474,7 +494,7 @@ func ParseRequest(line []byte) (*Request, error) {
 	case "":
 		return nil, errors.New("bad request: no \"op\"")
 	default:
-		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, map_lookup, map_delete, reload, rollback, cancel, decisions, map_read, agreed_update)", req.Op)
+		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, map_lookup, map_delete, reload, rollback, cancel, decisions, map_read, agreed_update, prepare, commit, abort, ledger)", req.Op)
 	}
 	if len(req.CommAtSeq) > 0 && req.AtSeq == nil {
 		return nil, errors.New("bad request: comm_at_seq needs at_seq (the sequence of the other communicators)")

@@ -33,11 +33,23 @@ func isAgreed(m *maps.Map) bool {
 }
 
 // errAgreedNeedsSeq is the refusal of an agreed map write without an
-// activation point.
+// activation point, forced or not: a write to one process alone would make
+// the ranks decide differently.
 func errAgreedNeedsSeq(name string) error {
 	return fmt.Errorf("map %s is an agreed map (BPF_F_RDONLY_PROG): it changes only at an agreed call sequence, "+
-		"so that every rank switches at the same collective; use 'ncclbpf agree' or an agreed update with --at-seq "+
-		"(or --force to write this process alone, now, at a rank-local moment)", name)
+		"on every rank or none, even with --force; use 'ncclbpf agree --at-seq N' (two-phase: every rank switches at the same collective)", name)
+}
+
+// agreedBytes is what names an agreed update's epoch: its entries.
+func agreedBytes(kvs []control.KV) []byte {
+	var b []byte
+	for _, kv := range kvs {
+		b = append(b, kv.Key...)
+		b = append(b, '=')
+		b = append(b, kv.Value...)
+		b = append(b, ';')
+	}
+	return b
 }
 
 func mapRead(name string) *control.Response {
@@ -91,15 +103,7 @@ func agreedUpdate(req *control.Request) *control.Response {
 		return &control.Response{Error: err.Error()}
 	}
 	if req.AtSeq == nil {
-		if !req.Force {
-			return &control.Response{Error: errAgreedNeedsSeq(req.Map).Error()}
-		}
-		for _, kv := range kvs {
-			if err := m.Update(kv.k, kv.v, maps.UpdateAny); err != nil {
-				return &control.Response{Error: fmt.Sprintf("map %s: update: %v", req.Map, err)}
-			}
-		}
-		return &control.Response{}
+		return &control.Response{Error: errAgreedNeedsSeq(req.Map).Error()}
 	}
 	stateMu.Lock()
 	cur := running
@@ -111,6 +115,7 @@ func agreedUpdate(req *control.Request) *control.Response {
 	r := reloadRequest{Name: cur.Name, Object: cur.obj, Vars: cur.vars, Data: cur.data, AtSeq: req.AtSeq,
 		Timeout:    time.Duration(req.TimeoutMS) * time.Millisecond,
 		sameObject: true,
+		epoch:      epochName("agree "+req.Map, agreedBytes(req.Entries), *req.AtSeq),
 		fresh:      func(m *maps.Map) bool { return isAgreed(m) },
 		prepare:    func(nb, old *bundle.Bundle) error { return fillAgreed(nb, old, target, kvs) }}
 	res, err := reloadPolicy(r)

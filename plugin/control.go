@@ -68,6 +68,7 @@ func startControl() {
 	ln, lk := s.Descriptors()
 	C.ncclbpf_control_fds(C.int(ln), C.int(lk))
 	controlServer = s
+	go runLedger()
 	// Sockets of processes that are provably gone (their lock is free).
 	go control.RemoveStale(dir)
 	if err := s.Serve(); err != nil {
@@ -154,6 +155,19 @@ func handleControl(req *control.Request) *control.Response {
 		return &control.Response{Decisions: decisionRecords(true)}
 	case control.OpMetrics:
 		return &control.Response{Metrics: currentMetrics()}
+	case control.OpLedger:
+		return ledgerView(req)
+	case control.OpPrepare, control.OpCommit, control.OpAbort:
+		if err := writable(req.Op); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+		switch req.Op {
+		case control.OpPrepare:
+			return prepareSwitch(req)
+		case control.OpCommit:
+			return commitSwitch(req)
+		}
+		return abortSwitch(req)
 	}
 	return &control.Response{Error: "unknown op " + req.Op}
 }
@@ -338,6 +352,9 @@ func controlReload(req *control.Request) *control.Response {
 		for _, v := range vars {
 			r.Vars = append(r.Vars, bundle.Var{Name: v.Name, Value: v.Value})
 		}
+	}
+	if r.AtSeq != nil {
+		r.epoch = epochName("reload", r.Object, *r.AtSeq)
 	}
 	res, err := reloadPolicy(r)
 	if err != nil {

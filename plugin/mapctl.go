@@ -21,11 +21,11 @@ func decidedWrite(m *maps.Map, req *control.Request) error {
 		}
 		return fmt.Errorf("map %s is read-only (frozen when the policy loaded); change it with a reload", req.Map)
 	}
-	if req.Force {
-		return nil
-	}
 	if isAgreed(m) {
 		return errAgreedNeedsSeq(req.Map)
+	}
+	if req.Force {
+		return nil
 	}
 	if b, err := runningBundle(); err == nil && b.DecidesOn(m) {
 		return fmt.Errorf("map %s is read by the tuner as rank-uniform (no program writes it): "+

@@ -42,8 +42,54 @@ static inline uint64_t nb_switch_at(struct nb_switch *s, uint64_t comm_id) {
 	return atomic_load_explicit(&s->at, memory_order_relaxed);
 }
 
+/* The two-phase gate (reload.h): one for every switch, since a process switches as a whole. */
+static _Atomic int nb_gate;
+static _Atomic uint64_t nb_lapse_comm, nb_lapse_seq;
+
+/* nb_gate_new decides a call at or past the activation call: 1 new program, 0 old. */
+static inline int nb_gate_new(uint64_t comm_id, uint64_t seq) {
+	int g = atomic_load_explicit(&nb_gate, memory_order_acquire);
+	for (;;) {
+		switch (g) {
+		case NCCLBPF_GATE_OPEN:
+		case NCCLBPF_GATE_SWITCHED:
+			return 1;
+		case NCCLBPF_GATE_COMMITTED:
+			if (atomic_compare_exchange_weak_explicit(&nb_gate, &g, NCCLBPF_GATE_SWITCHED, memory_order_acq_rel,
+			                                          memory_order_acquire))
+				return 1;
+			continue;
+		case NCCLBPF_GATE_PREPARED:
+			if (atomic_compare_exchange_weak_explicit(&nb_gate, &g, NCCLBPF_GATE_LAPSED, memory_order_acq_rel,
+			                                          memory_order_acquire)) {
+				atomic_store_explicit(&nb_lapse_comm, comm_id, memory_order_relaxed);
+				atomic_store_explicit(&nb_lapse_seq, seq, memory_order_relaxed);
+				return 0;
+			}
+			continue;
+		default:
+			return 0;
+		}
+	}
+}
+
+void ncclbpf_gate_set(int state) { atomic_store(&nb_gate, state); }
+
+int ncclbpf_gate_get(void) { return atomic_load(&nb_gate); }
+
+int ncclbpf_gate_cas(int from, int to) {
+	int g = from;
+	atomic_compare_exchange_strong(&nb_gate, &g, to);
+	return g;
+}
+
+void ncclbpf_gate_lapse(uint64_t *comm_id, uint64_t *seq) {
+	*comm_id = atomic_load(&nb_lapse_comm);
+	*seq = atomic_load(&nb_lapse_seq);
+}
+
 static inline uint64_t nb_switch_call(struct nb_switch *s, uint64_t comm_id, uint64_t seq, void *ctx) {
-	uintptr_t w = seq >= nb_switch_at(s, comm_id)
+	uintptr_t w = seq >= nb_switch_at(s, comm_id) && nb_gate_new(comm_id, seq)
 	                  ? atomic_load_explicit(&s->new_word, memory_order_relaxed)
 	                  : atomic_load_explicit(&s->old_word, memory_order_relaxed);
 	ncclbpf_prog_fn fn = (ncclbpf_prog_fn)(w & ~NCCLBPF_SLOT_FLAGS);

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
+	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/maps"
 )
 
@@ -74,6 +75,11 @@ type activation struct {
 	// what running and previous were before the reload
 	oldRunning  policyInfo
 	oldPrevious *policyInfo
+	// tx and prepareTTL: a two-phase switch (reloadRequest); epoch: the
+	// ledger epoch marked for a plain one.
+	tx         string
+	prepareTTL time.Duration
+	epoch      string
 }
 
 // reloadStats are the reload counters of the control plane.
@@ -140,6 +146,14 @@ type reloadRequest struct {
 	// sameObject: the reload runs the running object again (an agreed
 	// update): what rollback would load stays as it was.
 	sameObject bool
+	// tx names a two-phase switch (twophase.go): the switch is armed with
+	// its gate closed (prepared) and happens only once committed; a
+	// prepared switch not committed within prepareTTL aborts itself.
+	tx         string
+	prepareTTL time.Duration
+	// epoch is the ledger's id of the epoch the switch opens (plain
+	// at-seq reloads; a two-phase switch's epoch is its tx).
+	epoch string
 }
 
 // reloadResult describes a successful reload.
@@ -272,7 +286,18 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 	if req.AtSeq == nil {
 		res.Attached, err = publishBundle(b)
 	} else {
+		if req.tx != "" {
+			C.ncclbpf_gate_set(C.NCCLBPF_GATE_PREPARED)
+		} else {
+			C.ncclbpf_gate_set(C.NCCLBPF_GATE_OPEN)
+			if req.epoch != "" {
+				markEpoch(req.epoch, *req.AtSeq, req.CommAt)
+			}
+		}
 		res.Attached, err = publishArmed(b, *req.AtSeq, req.CommAt)
+		if err != nil && req.epoch != "" && req.tx == "" {
+			unmarkEpoch(req.epoch)
+		}
 	}
 	res.Publish = time.Since(t1)
 	if err != nil {
@@ -303,7 +328,7 @@ func reloadPolicy(req reloadRequest) (res reloadResult, err error) {
 		timeout = 5 * time.Minute
 	}
 	act := &activation{AtSeq: *req.AtSeq, CommAt: req.CommAt, Since: time.Now(), Timeout: timeout, cancel: make(chan struct{}),
-		done: make(chan struct{}), oldRunning: prev, oldPrevious: oldPrevious}
+		done: make(chan struct{}), oldRunning: prev, oldPrevious: oldPrevious, tx: req.tx, prepareTTL: req.prepareTTL, epoch: req.epoch}
 	stateMu.Lock()
 	pending = act
 	stateMu.Unlock()
@@ -371,9 +396,20 @@ func activate(old, b *bundle.Bundle, act *activation) {
 	for {
 		select {
 		case <-act.cancel:
-			withdraw(old, b, act)
+			withdraw(old, b, act, "cancelled")
 			return
 		default:
+		}
+		if act.tx != "" {
+			// A two-phase switch: nothing completes before the commit.
+			if why, undo := gateWait(act); undo {
+				withdraw(old, b, act, why)
+				return
+			} else if why != "" {
+				deadline = time.Now().Add(act.Timeout) // the wait for the activation starts at the commit
+				time.Sleep(wait)
+				continue
+			}
 		}
 		if ck := checkAt(act.AtSeq, act.CommAt); ck.waiting == 0 {
 			break
@@ -400,6 +436,9 @@ func activate(old, b *bundle.Bundle, act *activation) {
 		how = fmt.Sprintf("forced after the %v timeout: some communicator had not reached it", act.Timeout)
 	}
 	rstats.LastActivated = fmt.Sprintf("seq %d at %s (%s)", act.AtSeq, time.Now().UTC().Format(time.RFC3339), how)
+	if act.tx != "" {
+		lastTx = txRecord{tx: act.tx, state: control.TxSwitched, at: act.AtSeq}
+	}
 	stateMu.Unlock()
 }
 

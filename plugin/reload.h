@@ -59,6 +59,30 @@ int ncclbpf_reload_finish(int slot);
  */
 int ncclbpf_reload_cancel(int slot);
 
+/*
+ * The gate of a two-phase switch. An armed switch consults it on every call at or past its
+ * activation call: OPEN (a plain at-seq reload) and SWITCHED run the new program; COMMITTED is
+ * moved to SWITCHED by the first such call, which runs the new program; PREPARED is moved to
+ * LAPSED by the first such call, which runs the old one, as every later call does (the commit
+ * came too late: this process never switches); ABORTED runs the old program. A commit moves
+ * PREPARED to COMMITTED, an abort PREPARED or COMMITTED to ABORTED: each is one compare-and-swap,
+ * so a process either switches at its activation call or never, and which one is known.
+ */
+#define NCCLBPF_GATE_OPEN 0
+#define NCCLBPF_GATE_PREPARED 1
+#define NCCLBPF_GATE_COMMITTED 2
+#define NCCLBPF_GATE_SWITCHED 3
+#define NCCLBPF_GATE_LAPSED 4
+#define NCCLBPF_GATE_ABORTED 5
+
+/* ncclbpf_gate_set sets the gate (before arming); ncclbpf_gate_cas moves it from `from` to `to`
+ * and returns the state it found (== from: moved). ncclbpf_gate_lapse reports the communicator
+ * and call that lapsed it. */
+void ncclbpf_gate_set(int state);
+int ncclbpf_gate_get(void);
+int ncclbpf_gate_cas(int from, int to);
+void ncclbpf_gate_lapse(uint64_t *comm_id, uint64_t *seq);
+
 /* ncclbpf_reload_armed reports whether slot holds a switch trampoline. */
 int ncclbpf_reload_armed(int slot);
 

@@ -72,7 +72,7 @@ func cancelPending() (policyInfo, error) {
 // reload lock): the tuner slots get the old entries back, the profiler
 // slots the old programs, and after the grace periods the new bundle is
 // freed; old keeps its maps (b only borrowed them).
-func withdraw(old, b *bundle.Bundle, act *activation) {
+func withdraw(old, b *bundle.Bundle, act *activation, why string) {
 	mu.Lock()
 	C.ncclbpf_reload_cancel(C.int(slotTuner))
 	C.ncclbpf_reload_cancel(C.int(slotChunkSize))
@@ -89,8 +89,18 @@ func withdraw(old, b *bundle.Bundle, act *activation) {
 	mu.Unlock()
 	stateMu.Lock()
 	running, previous, pending = act.oldRunning, act.oldPrevious, nil
-	rstats.LastActivated = fmt.Sprintf("seq %d withdrawn at %s (cancelled)", act.AtSeq, time.Now().UTC().Format(time.RFC3339))
+	rstats.LastActivated = fmt.Sprintf("seq %d withdrawn at %s (%s)", act.AtSeq, time.Now().UTC().Format(time.RFC3339), why)
+	if act.tx != "" {
+		lastTx = txRecord{tx: act.tx, state: txStateOf(int(C.ncclbpf_gate_get())), at: act.AtSeq, why: why}
+		lastTx.lapseComm, lastTx.lapseSeq = gateLapse()
+	}
 	stateMu.Unlock()
+	if act.epoch != "" {
+		unmarkEpoch(act.epoch)
+	}
+	if act.tx != "" {
+		unmarkEpoch(act.tx)
+	}
 	if C.ncclbpf_slot_synchronize() != 0 || profSync() != 0 {
 		stateMu.Lock()
 		kept = append(kept, b)

@@ -19,6 +19,10 @@
 #                     service the package enables is disabled again: the test
 #                     runs its own server
 #   chromium          the report's test opens it in a headless browser
+#   python3-torch     a real PyTorch TCPStore server for the job-store tests
+#                     (control/tcpstore_test.go); about 160 MB to download,
+#                     2 minutes to install on a 2-core machine
+#   etcd-server       a real etcd for the job-store tests
 #
 # It is idempotent and cheap to re-run: apt is used only when something is
 # missing, and `apt-get update` only right before such an install. Go
@@ -69,6 +73,11 @@ command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 fi
+
+# Job stores: PyTorch's TCPStore (Debian's python3-torch, for the system
+# python3) and etcd.
+/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1 || missing+=(python3-torch)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup: installing ${missing[*]}"

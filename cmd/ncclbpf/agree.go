@@ -37,12 +37,19 @@ reduction: per key the number of ranks and the sums or extremes), gather
 the files, agree --combine --output ALL FILE... anywhere, copy ALL to every
 node and run agree --import ALL --to MAP --at-seq N there with the same
 absolute N (a +K would resolve differently per node). Pick N far enough
-ahead that no rank has passed it when its node imports: a node whose
-ranks have passed N refuses (nothing changes there) and says so; the
-ranks of the other nodes still switch, so re-run with a later N
-everywhere. ncclbpf check then compares decisions per host.
+ahead that no rank has passed it when its node imports. Within a node
+the switch is two-phase; across nodes, --store (the job's TCPStore, where
+every rank registers when NCCLBPF_STORE is set) makes the whole job one
+two-phase round, with no files to carry.
 
-A write of an agreed map without --at-seq is refused by the plugin.`,
+The switch is two-phase: every process prepares (its communicators are
+before N; the new values are staged), and only when every one said yes is
+it committed; otherwise every process aborts and none switches (exit 1,
+naming the processes that refused or did not answer). A process that
+prepared and hears nothing aborts by itself.
+
+A write of an agreed map without an agreed call is refused by the plugin,
+with or without --force.`,
 		Examples: []string{
 			"ncclbpf agree --from local --to agreed --reduce min:12,mean:12 --at-seq +64",
 			"ncclbpf agree --from local --reduce min:12,mean:12 --export node3.json",
@@ -65,6 +72,7 @@ A write of an agreed map without --at-seq is refused by the plugin.`,
 			replacedBy(fs, "out", "output")
 			fs.StringVar(&o.imp, "import", "", "write the reduction of a (combined) partial `FILE` instead of reading --from")
 			fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "longest wait (`D`, e.g. 30s) for a target's previous update to activate")
+			storeFlags(fs, &o.store, &o.job)
 			return func(e *env, args []string) error { return runAgree(e, args, &o) }
 		},
 	})
@@ -77,6 +85,7 @@ type agreeOptions struct {
 	from, to, reduce, elem, atSeq, comm, export, out, imp string
 	combine                                               bool
 	timeout                                               time.Duration
+	store, job                                            string
 }
 
 func runAgree(e *env, args []string, o *agreeOptions) error {
@@ -107,6 +116,9 @@ func runAgree(e *env, args []string, o *agreeOptions) error {
 		}
 		fmt.Fprintf(e.Stdout, "combined %d files: %d keys into %s\n", len(args), len(all.Entries), *out)
 		return nil
+	}
+	if o.store != "" {
+		return agreeStore(e, o, args)
 	}
 	pids, err := targets(*dir, args)
 	if err != nil {
@@ -165,31 +177,88 @@ func runAgree(e *env, args []string, o *agreeOptions) error {
 	if err != nil {
 		return err
 	}
-	req := &control.Request{Op: control.OpAgreedUpdate, Map: *to, Entries: kvs, AtSeq: &n}
-	failed := 0
-	var results []map[string]any
-	for _, pid := range pids {
-		resp, err := callRetryBusy(*dir, pid, req, *timeout)
+	names := make([]string, len(pids))
+	for i, pid := range pids {
+		names[i] = fmt.Sprint(pid)
+	}
+	ranks, err := socketRanks(*dir, names, *timeout)
+	if err != nil {
+		return err
+	}
+	res := control.TwoPhase(ranks, &control.Request{Map: *to, Entries: kvs, AtSeq: &n}, control.SwitchOptions{})
+	return reportSwitch(e, "agree", res, func(string) string {
+		return fmt.Sprintf("%s: %d keys, active from call %d", *to, len(kvs), n)
+	}, *asJSON)
+}
+
+// agreeStore is agree over every process registered in the job's store.
+func agreeStore(e *env, o *agreeOptions, args []string) error {
+	if len(args) > 0 || o.imp != "" || o.export != "" || o.comm != "" {
+		return usageErrorf("--store reaches every rank of the job: no PIDs, --import, --export or --comm")
+	}
+	if o.from == "" || o.reduce == "" || o.to == "" || o.atSeq == "" {
+		return usageErrorf("want --from MAP, --reduce SPEC, --to MAP and --at-seq N|+K")
+	}
+	kv, ranks, err := openStoreRanks(o.store, o.job)
+	if err != nil {
+		return err
+	}
+	defer kv.Close()
+	part, hi, err := gatherRanks(ranks, o.from, o.reduce, o.elem)
+	if err != nil {
+		return err
+	}
+	kvs, err := part.Result()
+	if err != nil {
+		return fmt.Errorf("reduce %s: %w", part.Map, err)
+	}
+	if len(kvs) == 0 {
+		return control.ErrNoEntries
+	}
+	n, err := seqFrom(o.atSeq, hi)
+	if err != nil {
+		return err
+	}
+	res := control.TwoPhase(ranks, &control.Request{Map: o.to, Entries: kvs, AtSeq: &n}, control.SwitchOptions{})
+	return reportSwitch(e, "agree", res, func(string) string {
+		return fmt.Sprintf("%s: %d keys, active from call %d", o.to, len(kvs), n)
+	}, *o.asJSON)
+}
+
+// gatherRanks reads map from of every rank and reduces it; it also returns
+// the furthest call any rank reported.
+func gatherRanks(ranks []control.Rank, from, reduce, elem string) (*control.Partial, uint64, error) {
+	var part *control.Partial
+	var hi uint64
+	for _, r := range ranks {
+		resp, err := r.Call(&control.Request{Op: control.OpMapRead, Map: from}, 10*time.Second)
 		if err != nil {
-			failed++
-			fmt.Fprintf(e.Stderr, "ncclbpf agree: %v\n", err)
-			continue
+			return nil, 0, fmt.Errorf("%s: %w (nothing was switched)", r.Name(), err)
 		}
-		if *asJSON {
-			results = append(results, map[string]any{"pid": pid, "reload": resp.Reload})
-			continue
+		ms := resp.MapSpec
+		if ms == nil {
+			return nil, 0, fmt.Errorf("%s: map %s: no description in the answer", r.Name(), from)
 		}
-		fmt.Fprintf(e.Stdout, "pid %d: %s: %d keys, active from call %d\n", pid, *to, len(kvs), n)
-	}
-	if *asJSON {
-		if err := writeJSON(e, results); err != nil {
-			return err
+		if part == nil {
+			spec, err := control.ParseReduce(reduce, elem, ms.ValueSize)
+			if err != nil {
+				return nil, 0, fmt.Errorf("map %s: %w", from, err)
+			}
+			part = control.NewPartial(from, ms.KeySize, ms.ValueSize, spec)
+		} else if ms.KeySize != part.KeySize || ms.ValueSize != part.ValueSize {
+			return nil, 0, fmt.Errorf("%s: map %s has %d/%d-byte keys/values, unlike the others: the ranks run different policies",
+				r.Name(), from, ms.KeySize, ms.ValueSize)
 		}
+		if err := part.Add(resp.Entries); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", r.Name(), err)
+		}
+		st, err := r.Call(&control.Request{Op: control.OpStats}, 10*time.Second)
+		if err != nil || st.Stats == nil {
+			return nil, 0, fmt.Errorf("%s: stats: %v", r.Name(), err)
+		}
+		hi = max(hi, st.Stats.Tuner.SeqMax)
 	}
-	if failed > 0 {
-		return errSilentFailure
-	}
-	return nil
+	return part, hi, nil
 }
 
 // gather reads map from of every pid and reduces it.

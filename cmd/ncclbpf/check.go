@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/spf13/pflag"
@@ -12,21 +16,26 @@ import (
 func init() {
 	register(&command{
 		Use:     "check [--dir DIR] [--json] [--comm ID] [PID...]",
-		Summary: "compare the tuner decisions of every process of each communicator on this host",
+		Summary: "compare the tuner decisions of every process of each communicator, and name the first divergent call",
 		Help: `Every communicator folds each tuner decision (call sequence, collective,
-bytes, algorithm, protocol, channels, chunk size) into a rolling digest and
-keeps its last 256 decisions. check reads them from every process (or the
-PIDs given), groups them by communicator id, and compares the processes of
-each communicator over the calls all of them still keep (the last call of
-each is left out: its chunk size may still come). Equal decisions and equal
-digests there mean the processes decided alike on every call so far.
+bytes, algorithm, protocol, channels, chunk size) into a digest that is a
+sum of one term per call. The plugin's control plane drains them, off
+NCCL's threads, into a ledger: the sum of every 64-call window (about a
+million calls back), the last 16384 decisions, and the epochs: the calls
+at which an at-seq reload, an agreed update or a two-phase switch made the
+process run new code or new agreed values.
 
-On a difference it prints the first sequence number where two processes
-decided differently and both decisions; when the kept decisions agree but
-the digests do not, the first difference is older than what was kept, and it
-says so. Communicators seen in a single process are listed, not compared.
+check reads the ledgers of every process (or the PIDs given), groups them
+by communicator id, and compares the processes of each communicator from
+the latest epoch they all share (the same switch, at the same call)
+through the last call every one has drained. It names the first divergent
+call, window by window, whatever came after it: the communicator, the call
+and what each rank decided there (grouped by decision); a difference whose
+decisions are no longer kept is named as its 64-call window. Once every
+rank switched again at one call (reload --all --at-seq, agree), check
+compares from there and says AGREE again.
 
-Exit status: 0 all compared communicators consistent, 1 a divergence (or
+Exit status: 0 all compared communicators agree, 1 a divergence (or
 nothing could be compared), 2 usage.
 
 Communicator ids are NCCL's (tuner ABI v5 and later); with older ABIs every
@@ -37,21 +46,41 @@ compare them only when each process has one communicator.`,
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			dir, asJSON := controlFlags(fs)
 			comm := fs.String("comm", "", "only this communicator `ID` (hex, as ncclbpf stats prints it)")
-			return func(e *env, args []string) error { return runCheck(e, args, *dir, *asJSON, *comm) }
+			var store, job string
+			storeFlags(fs, &store, &job)
+			return func(e *env, args []string) error {
+				if store != "" {
+					if len(args) > 0 {
+						return usageErrorf("--store checks every rank of the job: no PIDs")
+					}
+					var only *uint64
+					if *comm != "" {
+						v, err := parseCommID(*comm)
+						if err != nil {
+							return err
+						}
+						only = &v
+					}
+					kv, ranks, err := openStoreRanks(store, job)
+					if err != nil {
+						return err
+					}
+					defer kv.Close()
+					return checkRanks(e, ranks, only, *asJSON)
+				}
+				return runCheck(e, args, *dir, *asJSON, *comm)
+			}
 		},
 	})
 }
 
 // checkResult is one communicator's outcome, for --json.
 type checkResult struct {
-	CommID      string               `json:"comm_id"`
-	PIDs        []int                `json:"pids"`
-	Compared    bool                 `json:"compared"`
-	Consistent  bool                 `json:"consistent"`
-	From        uint64               `json:"from,omitempty"`
-	Through     uint64               `json:"through,omitempty"`
-	Divergences []control.Divergence `json:"divergences,omitempty"`
-	Note        string               `json:"note,omitempty"`
+	CommID   string                 `json:"comm_id"`
+	Ranks    []string               `json:"ranks"`
+	Compared bool                   `json:"compared"`
+	Verdict  *control.LedgerVerdict `json:"verdict,omitempty"`
+	Note     string                 `json:"note,omitempty"`
 }
 
 func parseCommID(s string) (uint64, error) {
@@ -110,41 +139,111 @@ func runCheck(e *env, args []string, dir string, asJSON bool, comm string) error
 	if err != nil {
 		return err
 	}
-	byPID := map[int][]control.CommDecisions{}
-	for _, pid := range pids {
-		resp, err := call(dir, pidTarget(pid), &control.Request{Op: control.OpDecisions})
-		if err != nil {
-			fmt.Fprintf(e.Stderr, "ncclbpf check: %v (left out)\n", err)
+	names := make([]string, len(pids))
+	for i, pid := range pids {
+		names[i] = strconv.Itoa(pid)
+	}
+	ranks, err := socketRanks(dir, names, 0)
+	if err != nil {
+		return err
+	}
+	return checkRanks(e, ranks, only, asJSON)
+}
+
+// checkTimeout bounds each rank's answer to check.
+const checkTimeout = 10 * time.Second
+
+// checkRanks compares the decision ledgers of ranks, communicator by
+// communicator, and prints the verdicts.
+func checkRanks(e *env, ranks []control.Rank, only *uint64, asJSON bool) error {
+	req := &control.Request{Op: control.OpLedger}
+	if only != nil {
+		req.Comm = control.CommKey(*only)
+	}
+	views := make([][]control.LedgerView, len(ranks))
+	errs := make([]error, len(ranks))
+	var wg sync.WaitGroup
+	for i, r := range ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := r.Call(req, checkTimeout)
+			if err == nil {
+				views[i] = resp.Ledger
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	type member struct {
+		rank int
+		view control.LedgerView
+	}
+	groups := map[uint64][]member{}
+	answered := 0
+	for i, r := range ranks {
+		if errs[i] != nil {
+			fmt.Fprintf(e.Stderr, "ncclbpf check: %s: %v (left out)\n", r.Name(), errs[i])
 			continue
 		}
-		byPID[pid] = resp.Decisions
+		answered++
+		for _, v := range views[i] {
+			groups[v.CommID] = append(groups[v.CommID], member{i, v})
+		}
 	}
-	ids, groups := control.GroupByComm(byPID)
+	ids := make([]uint64, 0, len(groups))
+	for id := range groups {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	var results []checkResult
 	bad := false
 	for _, id := range ids {
-		if only != nil && id != *only {
-			continue
+		ms := groups[id]
+		r := checkResult{CommID: control.CommKey(id)}
+		members := make([]control.Member, len(ms))
+		for i, m := range ms {
+			r.Ranks = append(r.Ranks, ranks[m.rank].Name())
+			members[i] = control.Member{Name: ranks[m.rank].Name(), LedgerView: m.view}
 		}
-		ps := groups[id]
-		r := checkResult{CommID: fmt.Sprintf("%#x", id)}
-		for _, p := range ps {
-			r.PIDs = append(r.PIDs, p.PID)
-		}
-		if len(ps) < 2 {
+		if len(ms) < 2 {
 			r.Note = "only one process has this communicator: nothing to compare"
 			results = append(results, r)
 			continue
 		}
-		v, err := control.Compare(ps)
+		if n := ms[0].view.NRanks; n > 0 && uint32(len(ms)) < n {
+			r.Note = fmt.Sprintf("%d of its %d ranks answered: the others are not compared", len(ms), n)
+		}
+		fetch := func(a, b uint64) ([][]control.Decision, error) {
+			out := make([][]control.Decision, len(ms))
+			fe := make([]error, len(ms))
+			var wg sync.WaitGroup
+			for i, m := range ms {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, err := ranks[m.rank].Call(&control.Request{Op: control.OpLedger, Comm: control.CommKey(id),
+						RecordsFrom: a, RecordsTo: b}, checkTimeout)
+					if err == nil && len(resp.Ledger) == 1 {
+						out[i] = resp.Ledger[0].Records
+					} else if err == nil {
+						err = fmt.Errorf("communicator %s is gone", control.CommKey(id))
+					}
+					if err != nil {
+						fe[i] = fmt.Errorf("%s: %w", ranks[m.rank].Name(), err)
+					}
+				}()
+			}
+			wg.Wait()
+			return out, errors.Join(fe...)
+		}
+		v, err := control.CheckLedgers(members, fetch)
 		if err != nil {
 			return err
 		}
-		r.Compared, r.Consistent, r.From, r.Through, r.Divergences = v.Comparable, v.Consistent, v.From, v.Through, v.Divergences
-		if !v.Comparable {
-			r.Note = "the processes keep no common settled call (too far apart, or too few calls yet)"
-			bad = true
-		} else if !v.Consistent {
+		r.Verdict = &v
+		r.Compared = v.Through >= v.From && v.Note == ""
+		if !r.Compared || !v.Agree {
 			bad = true
 		}
 		results = append(results, r)
@@ -153,7 +252,7 @@ func runCheck(e *env, args []string, dir string, asJSON bool, comm string) error
 		return fmt.Errorf("communicator %#x: no process has it", *only)
 	}
 	if len(results) == 0 {
-		return fmt.Errorf("no live communicator in %d processes", len(byPID))
+		return fmt.Errorf("no live communicator in %d processes", answered)
 	}
 	if asJSON {
 		if err := writeJSON(e, results); err != nil {
@@ -161,20 +260,24 @@ func runCheck(e *env, args []string, dir string, asJSON bool, comm string) error
 		}
 	} else {
 		for _, r := range results {
-			pidList := strings.Trim(fmt.Sprint(r.PIDs), "[]")
+			who := strings.Join(r.Ranks, ", ")
+			v := r.Verdict
 			switch {
-			case r.Note != "" && !r.Compared && len(r.PIDs) < 2:
-				fmt.Fprintf(e.Stdout, "comm %s: pid %s: %s\n", r.CommID, pidList, r.Note)
+			case v == nil:
+				fmt.Fprintf(e.Stdout, "comm %s: %s: %s\n", r.CommID, who, r.Note)
+				continue
 			case !r.Compared:
-				fmt.Fprintf(e.Stdout, "comm %s: pids %s: NOT COMPARED: %s\n", r.CommID, pidList, r.Note)
-			case r.Consistent:
-				fmt.Fprintf(e.Stdout, "comm %s: pids %s: consistent (calls %d..%d compared, digests equal)\n",
-					r.CommID, pidList, r.From, r.Through)
+				fmt.Fprintf(e.Stdout, "comm %s: %s: NOT COMPARED: %s\n", r.CommID, who, v.Note)
+			case v.Agree:
+				fmt.Fprintf(e.Stdout, "comm %s: %s: AGREE (calls %d..%d compared, epoch %q from call %d)\n",
+					r.CommID, who, v.From, v.Through, v.Epoch.ID, v.Epoch.Start)
 			default:
-				fmt.Fprintf(e.Stdout, "comm %s: pids %s: DIVERGED (calls %d..%d compared)\n", r.CommID, pidList, r.From, r.Through)
-				for _, dv := range r.Divergences {
-					fmt.Fprintf(e.Stdout, "  %s\n", strings.ReplaceAll(control.FormatDivergence(dv), "\n", "\n  "))
-				}
+				fmt.Fprintf(e.Stdout, "comm %s: %s: DIVERGED (epoch %q from call %d; calls %d..%d compared)\n  %s\n",
+					r.CommID, who, v.Epoch.ID, v.Epoch.Start, v.From, v.Through,
+					strings.ReplaceAll(control.FormatFirstDivergence(v.Divergence), "\n", "\n  "))
+			}
+			if r.Note != "" {
+				fmt.Fprintf(e.Stdout, "  note: %s\n", r.Note)
 			}
 		}
 	}

@@ -67,6 +67,12 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 		return resp
 	case control.OpDecisions:
 		return &control.Response{Decisions: []control.CommDecisions{{CommDigest: control.CommDigest{CommID: 0x5e5e, NRanks: 2}}}}
+	case control.OpLedger:
+		return &control.Response{Ledger: []control.LedgerView{{CommID: 0x5e5e, NRanks: 2, Through: -1}}}
+	case control.OpPrepare:
+		return &control.Response{Tx: &control.TxResult{Tx: req.Tx, State: control.TxPrepared, AtSeq: deref(req.AtSeq)}}
+	case control.OpCommit:
+		return &control.Response{Tx: &control.TxResult{Tx: req.Tx, State: control.TxCommitted}}
 	case control.OpReload, control.OpRollback:
 		return &control.Response{Reload: &control.ReloadResult{Policy: req.Name, SHA256: strings.Repeat("cd", 32),
 			Attached: "tuner=reload_b", Reused: []string{"hits"}, Pending: req.AtSeq != nil, AtSeq: deref(req.AtSeq)}}
@@ -235,9 +241,11 @@ func TestReloadVerifiesLocallyFirst(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "armed: communicators switch at call 150") {
 		t.Fatalf("reload --all --at-seq +50: %d %q %q", code, out, errs)
 	}
-	last := f.reqs[len(f.reqs)-1]
-	if last.Op != control.OpReload || len(last.Object) == 0 || last.AtSeq == nil || *last.AtSeq != 150 {
-		t.Fatalf("sent %+v", last)
+	// Two-phase: a prepare with the object, then the commit of the same switch.
+	prep, last := f.reqs[len(f.reqs)-2], f.reqs[len(f.reqs)-1]
+	if prep.Op != control.OpPrepare || len(prep.Object) == 0 || prep.AtSeq == nil || *prep.AtSeq != 150 ||
+		last.Op != control.OpCommit || last.Tx != prep.Tx || prep.Tx == "" {
+		t.Fatalf("sent %+v then %+v", prep, last)
 	}
 	code, out, _ = ctlCLI("reload", "--dir", dir, "--rollback", pid)
 	if code != 0 || f.reqs[len(f.reqs)-1].Op != control.OpRollback || !strings.Contains(out, "tuner=reload_b") {

@@ -46,7 +46,10 @@ passed its N refuses the reload (nothing changes there). --no-manifest
 ignores the file.
 
 --all targets every process of the control directory; all are asked at
-once, each with a bounded wait. Nothing is sent unless every one answered
+once, each with a bounded wait. With --at-seq the switch is two-phase:
+every process prepares (loads, verifies, compiles and checks that its
+communicators are before N), and only when every one said yes is it
+committed; otherwise every process aborts and none switches (exit 1). Nothing is sent unless every one answered
 and, for each single-node communicator the processes report, all of its
 ranks are among them (a rank whose socket is missing would keep the old
 policy); --expect N also requires exactly N processes.
@@ -199,6 +202,21 @@ func runReload(e *env, args []string, o *reloadOptions) error {
 			return err
 		}
 		req.AtSeq = &n
+	}
+	if *all && req.AtSeq != nil && req.Op == control.OpReload {
+		// Every process switches at N or none does (two-phase).
+		names := make([]string, len(pids))
+		for i, p := range pids {
+			names[i] = string(p)
+		}
+		ranks, err := socketRanks(*dir, names, 30*time.Second)
+		if err != nil {
+			return err
+		}
+		res := control.TwoPhase(ranks, req, control.SwitchOptions{})
+		return reportSwitch(e, "reload", res, func(string) string {
+			return fmt.Sprintf("%s: armed: communicators switch at call %d", req.Name, *req.AtSeq)
+		}, *asJSON)
 	}
 	return sendAll(e, *dir, pids, req, *asJSON)
 }

@@ -134,15 +134,16 @@ var armedRe = regexp.MustCompile(`switch at call (\d+)`)
 // says consistent. One of them alone is reloaded with another policy at
 // call N: check exits 1 and names N as the first divergent call, with both
 // decisions. Mutations caught: a fold that skips the ring write (nothing to
-// compare: not "consistent"), a compare that skips the chunk or channel
+// compare: not "AGREE"), a compare that skips the chunk or channel
 // field, or an off-by-one in the seq of the records (the named call is not N).
+// Once every rank switched again at one call, check says AGREE from there.
 func TestCheckFindsInjectedDivergence(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
 	pids := startRanks(t, 3, dir, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/reload_a.bpf.o")}, 2000, 60)
 	waitSeq(t, dir, pids, 20)
 	out, code := cli(t, "check", "--dir", dir)
-	if code != 0 || !strings.Contains(out, "comm 0xc0ffee: pids") || !strings.Contains(out, ": consistent") {
+	if code != 0 || !strings.Contains(out, "comm 0xc0ffee: pid ") || !strings.Contains(out, ": AGREE") {
 		t.Fatalf("check on identical ranks: exit %d\n%s", code, out)
 	}
 	out, code = cli(t, "stats", "--dir", dir, strconv.Itoa(pids[0]))
@@ -158,13 +159,32 @@ func TestCheckFindsInjectedDivergence(t *testing.T) {
 	n, _ := strconv.ParseUint(m[1], 10, 64)
 	waitSeq(t, dir, pids, n+20)
 	out, code = cli(t, "check", "--dir", dir)
-	want := fmt.Sprintf("pid %d diverged from pid %d first at seq %d", pids[1], pids[0], n)
+	want := fmt.Sprintf("first divergent call: seq %d\n", n)
 	if code != 1 || !strings.Contains(out, "DIVERGED") || !strings.Contains(out, want) ||
 		!strings.Contains(out, "algorithm 0, protocol 0, 3 channels") || !strings.Contains(out, "algorithm 1, protocol 2, 7 channels") {
 		t.Fatalf("check after a lone reload at %d: exit %d, want 1 and %q with both decisions\n%s", n, code, want, out)
 	}
-	if strings.Contains(out, fmt.Sprintf("pid %d diverged", pids[2])) {
-		t.Fatalf("rank 2 (not reloaded) reported divergent:\n%s", out)
+	if !strings.Contains(out, fmt.Sprintf("pid %d, pid %d: seq %d:", pids[0], pids[2], n)) ||
+		!strings.Contains(out, fmt.Sprintf("\n    pid %d: seq %d:", pids[1], n)) {
+		t.Fatalf("the ranks are not grouped by decision:\n%s", out)
+	}
+	// Recovery: every rank switches to one policy at one call (a new epoch):
+	// check compares from there and agrees again; the divergence before is
+	// still the first one named until then.
+	waitSeq(t, dir, pids, n+300) // the divergent call has left the 256 calls of the shared record
+	if out, code := cli(t, "check", "--dir", dir); code != 1 || !strings.Contains(out, want) {
+		t.Fatalf("check 300 calls after the divergence: exit %d, want %q\n%s", code, want, out)
+	}
+	out, code = cli(t, "reload", "--dir", dir, "--all", "--at-seq", "+100", filepath.Join(root, "testhost/reload_a.bpf.o"))
+	m = armedRe.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("reload --all: exit %d\n%s", code, out)
+	}
+	n2, _ := strconv.ParseUint(m[1], 10, 64)
+	waitSeq(t, dir, pids, n2+20)
+	out, code = cli(t, "check", "--dir", dir)
+	if code != 0 || !strings.Contains(out, "AGREE") || !strings.Contains(out, fmt.Sprintf("from call %d)", n2)) {
+		t.Fatalf("check after every rank switched at %d: exit %d\n%s", n2, code, out)
 	}
 	t.Log(out)
 }
