@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,10 @@ func ParsePolicyMap(raw []byte) (*PolicyMap, error) {
 			for f, v := range k {
 				switch v := v.(type) {
 				case json.Number:
+					if f == UserTagField {
+						pe.Labels["tag"] = TagLabel(v)
+						continue
+					}
 					pe.Labels[labelName(f)] = v.String()
 				case string:
 					pe.Labels[labelName(f)] = v
@@ -69,6 +74,27 @@ func ParsePolicyMap(raw []byte) (*PolicyMap, error) {
 		pm.Entries = append(pm.Entries, pe)
 	}
 	return pm, nil
+}
+
+// UserTagField is the key field that becomes the label "tag": the profiler
+// context's user_tag (profiler ABI v7, ncclCollConfig_t's userProfilerTag),
+// which a policy copies into a metrics map's key to split its series by the
+// application's tag (a training phase, a layer).
+const UserTagField = "user_tag"
+
+// TagLabel is how a user tag is written as the "tag" label: hexadecimal
+// ("0x2a"), and empty for 0, NCCL's "untagged" (Prometheus treats an empty
+// label as absent: untagged series carry no tag), as for NCCL releases
+// before 2.31, which give none.
+func TagLabel(v json.Number) string {
+	u, err := strconv.ParseUint(v.String(), 10, 64)
+	if err != nil {
+		return v.String()
+	}
+	if u == 0 {
+		return ""
+	}
+	return "0x" + strconv.FormatUint(u, 16)
 }
 
 // PolicyMetric is one series of a policy map.

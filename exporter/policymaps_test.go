@@ -65,3 +65,47 @@ func TestPolicyMapOddNames(t *testing.T) {
 		t.Errorf("a duplicate label name gave %v", err)
 	}
 }
+
+// TestPolicyMapTagLabel: a key field user_tag becomes the label "tag", in
+// hexadecimal, empty (absent for Prometheus) for 0 = untagged; a field named
+// otherwise keeps its name.
+func TestPolicyMapTagLabel(t *testing.T) {
+	raw := `{"name":"metrics_phase","entries":[
+		{"key":{"user_tag":42,"coll":4},"value":{"calls_total":3}},
+		{"key":{"user_tag":0,"coll":4},"value":{"calls_total":5}},
+		{"key":{"user_tag":18446744073709551615,"coll":4},"value":{"calls_total":1}}]}`
+	pm, err := ParsePolicyMap([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := map[string]float64{}
+	for _, m := range pm.Metrics() {
+		if _, ok := m.Labels["user_tag"]; ok {
+			t.Errorf("user_tag kept as a label: %v", m.Labels)
+		}
+		if m.Labels["coll"] != "4" {
+			t.Errorf("labels %v", m.Labels)
+		}
+		tags[m.Labels["tag"]] = m.Value
+		var out dto.Metric
+		if err := m.constMetric("h", "1").Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		if m.Labels["tag"] == "" {
+			for _, l := range out.GetLabel() {
+				if l.GetName() == "tag" && l.GetValue() != "" {
+					t.Errorf("untagged series has tag %q", l.GetValue())
+				}
+			}
+		}
+	}
+	want := map[string]float64{"0x2a": 3, "": 5, "0xffffffffffffffff": 1}
+	if len(tags) != len(want) {
+		t.Fatalf("tags %v, want %v", tags, want)
+	}
+	for k, v := range want {
+		if tags[k] != v {
+			t.Errorf("tag %q: %v, want %v", k, tags[k], v)
+		}
+	}
+}

@@ -9,11 +9,15 @@ const (
 	ProfilerP2pEnd      = "profiler/p2p_end"
 	ProfilerKernelChEnd = "profiler/kernel_ch_end"
 	ProfilerProxyOpEnd  = "profiler/proxy_op_end"
+	// ProfilerKernelPhaseEnd runs per barrier phase of a kernel channel
+	// (profiler ABI v7, symmetric-memory kernels).
+	ProfilerKernelPhaseEnd = "profiler/kernel_phase_end"
 )
 
 // ProfilerHookNames lists the profiler hooks in the order of their numeric
 // ids in the C shim (NCCLBPF_PROF_COLL_END = 1, ...).
-var ProfilerHookNames = []string{ProfilerCollEnd, ProfilerP2pEnd, ProfilerKernelChEnd, ProfilerProxyOpEnd}
+var ProfilerHookNames = []string{ProfilerCollEnd, ProfilerP2pEnd, ProfilerKernelChEnd, ProfilerProxyOpEnd,
+	ProfilerKernelPhaseEnd}
 
 // ProfilerContext is the layout of struct ncclbpf_prof_ctx, shared by all
 // profiler hooks. Every field is read-only: profiler programs observe, they
@@ -21,7 +25,7 @@ var ProfilerHookNames = []string{ProfilerCollEnd, ProfilerP2pEnd, ProfilerKernel
 // of a communicator are RankUniform; measurements are RankLocal.
 var ProfilerContext = Context{
 	Name: "ncclbpf_prof_ctx",
-	Size: 144,
+	Size: 152,
 	Fields: []Field{
 		{Name: "comm_id", Offset: 0, Size: 8, Access: Read, Scope: RankUniform},
 		{Name: "seq", Offset: 8, Size: 8, Access: Read, Scope: RankUniform},
@@ -52,6 +56,10 @@ var ProfilerContext = Context{
 		{Name: "user_tag", Offset: 128, Size: 8, Access: Read, Scope: RankLocal},
 		{Name: "kernel_variant", Offset: 136, Size: 4, Access: Read, Scope: RankUniform},
 		{Name: "is_sym_coll", Offset: 140, Size: 4, Access: Read, Scope: RankUniform},
+		// Profiler ABI v7's kernel phases: which phase (initial sync, compute, final sync), the
+		// same on every rank for the same collective, as the hook id is.
+		{Name: "phase_id", Offset: 144, Size: 4, Access: Read, Scope: RankUniform},
+		{Name: "reserved2", Offset: 148, Size: 4, Access: Read, Scope: RankUniform},
 	},
 }
 
@@ -72,6 +80,9 @@ var profilerDocs = map[string]string{
 		"(at its task stop for a program that reads no completion time, GPU span or n_children)",
 	ProfilerKernelChEnd: "runs once per kernel channel of a collective or p2p when NCCL stops it",
 	ProfilerProxyOpEnd:  "runs once per proxy operation (network send/receive on one channel) when it stops, with its step count and bytes",
+	ProfilerKernelPhaseEnd: "runs once per barrier phase (phase_id: 0 initial sync, 1 compute, 2 final sync) of a kernel channel " +
+		"of a symmetric-memory collective when NCCL stops it (profiler ABI v7, NCCL 2.31+; never under v1-v6); " +
+		"gpu_duration_ns is the phase's GPU-timer span, the identity fields its collective's",
 }
 
 func init() {

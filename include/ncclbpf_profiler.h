@@ -8,6 +8,9 @@
  *     SEC("profiler/p2p_end")       a send or receive completed
  *     SEC("profiler/kernel_ch_end") one channel of a collective/p2p kernel stopped
  *     SEC("profiler/proxy_op_end")  a proxy (network) operation completed, with its steps
+ *     SEC("profiler/kernel_phase_end") one barrier phase of a kernel channel stopped (profiler ABI
+ *                                   v7, NCCL 2.31+; symmetric-memory kernels only): phase_id says
+ *                                   which, gpu_duration_ns its GPU-timer span
  *
  * Each receives a read-only struct ncclbpf_prof_ctx (r1), must return 0, and may call the map
  * helpers, bpf_ktime_get_ns, bpf_get_prandom_u32, the ring buffer helpers and bpf_printk. Maps
@@ -22,6 +25,10 @@
  * proxy_op_end program is loaded, whose events need their task). A program that reads none of
  * those (a counter) gets its task events only, each completing at its task stop with
  * NCCLBPF_PROF_F_HOST_ONLY; the shim reads no clock for a program that reads no time field.
+ * Kernel phases (ncclProfileKernelPhase) are asked for only when a kernel_phase_end program is loaded
+ * and NCCL speaks profiler ABI v7: then with collectives and their kernel channels, whose children
+ * the phases are (the phase's identity fields are its collective's). Under v1-v6 such a program
+ * never runs and changes nothing in the mask.
  * Fields a program does not read may be left 0. A reload changes the mask NCCL reads at its next
  * collective or p2p call (NCCL keeps the mask's address).
  *
@@ -58,7 +65,13 @@ typedef unsigned long long __u64;
 #define NCCLBPF_PROF_P2P_END       2
 #define NCCLBPF_PROF_KERNEL_CH_END 3
 #define NCCLBPF_PROF_PROXY_OP_END  4
-#define NCCLBPF_PROF_NUM_HOOKS     5 /* hook ids are 1..4 */
+#define NCCLBPF_PROF_KERNEL_PHASE_END 5
+#define NCCLBPF_PROF_NUM_HOOKS     6 /* hook ids are 1..5 */
+
+/* ctx->phase_id (kernel_phase_end): NCCL's phase numbers; -1 in the other hooks. */
+#define NCCLBPF_PROF_PHASE_INITIAL_SYNC 0
+#define NCCLBPF_PROF_PHASE_COMPUTE      1
+#define NCCLBPF_PROF_PHASE_FINAL_SYNC   2
 
 /* ctx->func: NCCL's ncclFunc_t numbering (0..4 are NCCLBPF_COLL_* of ncclbpf.h). */
 #define NCCLBPF_PROF_FUNC_BROADCAST     0
@@ -120,6 +133,9 @@ struct ncclbpf_prof_ctx {
 	__u32 kernel_variant;  /* 136 [uniform] ncclbpf_prof_variant_hash of the name of the kernel
 	                        *      variant NCCL ran for the collective; 0 = not given */
 	__u32 is_sym_coll;     /* 140 [uniform] 1: the collective ran as a symmetric-memory kernel */
+	__s32 phase_id;        /* 144 [uniform] kernel_phase_end: NCCLBPF_PROF_PHASE_*, which phase of the
+	                        *      kernel (every rank runs the same phases); -1 in other hooks */
+	__u32 reserved2;       /* 148 [uniform] always 0 */
 };
 
 /* ncclbpf_prof_variant_hash is the kernel_variant value of a variant name: FNV-1a, 32 bits (0 is

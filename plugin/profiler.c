@@ -76,7 +76,7 @@ struct thr;
 
 typedef uint64_t (*nbp_prog_fn)(void *ctx);
 
-enum { K_FREE = 0, K_TASK, K_KCH, K_PROXY_OP, K_STEP };
+enum { K_FREE = 0, K_TASK, K_KCH, K_PROXY_OP, K_STEP, K_PHASE };
 /* The state word's low half: the pending count, and the top bit set once NCCL stopped the task (set
  * by the stop's own release: one compare-and-swap). */
 #define ST_STOPPED 0x80000000u
@@ -87,6 +87,7 @@ struct ident {
 	int32_t func, algo, proto, nchannels, peer, channel, rank, is_send;
 	uint32_t hook;
 	uint32_t variant, sym; /* v7: kernel variant (hash of its name), symmetric kernel */
+	int32_t phase;         /* v7 kernel phase: NCCL's phaseId; -1 for other events */
 	uint64_t user_tag;     /* v7 */
 };
 
@@ -229,7 +230,7 @@ static void logmsg(struct pctx *pc, int level, const char *msg) {
 
 int ncclbpf_prof_hook_id(const char *name) {
 	static const char *names[] = {NULL, "profiler/coll_end", "profiler/p2p_end", "profiler/kernel_ch_end",
-	                              "profiler/proxy_op_end"};
+	                              "profiler/proxy_op_end", "profiler/kernel_phase_end"};
 	if (!name) return -1;
 	for (int i = NCCLBPF_PROF_FIRST_HOOK; i <= NCCLBPF_PROF_LAST_HOOK; i++)
 		if (strcmp(name, names[i]) == 0) return i;
@@ -340,10 +341,15 @@ int ncclbpf_metrics_latency(struct ncclbpf_latency_hist *out, int max, uint64_t 
 	return n;
 }
 
+/* phases_wanted: whether NCCL, speaking profiler ABI version, is to send kernel phases: under v7, for a
+ * kernel_phase_end program. */
+static inline int phases_wanted(int version) { return version >= 7 && slot_set(NCCLBPF_PROF_KERNEL_PHASE_END); }
+
 /* children_need_parents: whether new tasks wait for their kernel channels (and so stay alive for their proxy
- * operations): when a kernel_ch_end or proxy_op_end program needs them as parents. */
-static inline int children_need_parents(void) {
-	return slot_set(NCCLBPF_PROF_KERNEL_CH_END) || slot_set(NCCLBPF_PROF_PROXY_OP_END);
+ * operations and kernel phases): when a kernel_ch_end, proxy_op_end or (v7) kernel_phase_end program needs
+ * them as parents. */
+static inline int children_need_parents(int version) {
+	return slot_set(NCCLBPF_PROF_KERNEL_CH_END) || slot_set(NCCLBPF_PROF_PROXY_OP_END) || phases_wanted(version);
 }
 
 /* task_needs is what a task of hook needs when it starts now: its program's needs, and for
@@ -359,7 +365,8 @@ static inline uint32_t task_needs(int hook) {
  * its hook has a program; kernel channels (v3+) only when a task program reads what depends on them
  * (completion time, GPU span, children), or the kernel_ch_end/proxy_op_end programs need their tasks
  * as parents; proxy steps only when the proxy_op_end program reads its completion time, bytes or
- * steps. A p2p-counting program that reads no time gets P2p events only. NCCL copies the mask into
+ * steps; kernel phases (v7) only for a kernel_phase_end program, with the collectives and kernel channels
+ * that are their parents. A p2p-counting program that reads no time gets P2p events only. NCCL copies the mask into
  * each task at its API call; one store changes all bits at once. */
 int ncclbpf_prof_wanted_mask(int version) {
 	int m = 0, kch = 0;
@@ -379,7 +386,8 @@ int ncclbpf_prof_wanted_mask(int version) {
 		m |= NBP_EV_COLL;
 		kch = 1;
 	}
-	if (children_need_parents()) kch = 1;
+	if (phases_wanted(version)) m |= NBP_EV_KERNEL_PHASE | NBP_EV_COLL;
+	if (children_need_parents(version)) kch = 1;
 	if (version >= 3 && kch) m |= NBP_EV_KERNEL_CH;
 	return m;
 }
@@ -705,8 +713,10 @@ static inline __attribute__((always_inline)) void fill_ctx(struct pctx *pc, stru
 	c->user_tag = e->id.user_tag;
 	c->kernel_variant = e->id.variant;
 	c->is_sym_coll = e->id.sym;
+	c->phase_id = e->id.phase;
+	c->reserved2 = 0;
 }
-_Static_assert(sizeof(struct ncclbpf_prof_ctx) == 144, "fill_ctx writes all 26 fields of the 144 bytes");
+_Static_assert(sizeof(struct ncclbpf_prof_ctx) == 152, "fill_ctx writes all 28 fields of the 152 bytes");
 
 static inline __attribute__((always_inline)) void maybe_run(struct pctx *pc, struct pev *e, int hook) {
 	if (hook <= 0 || !slot_set(hook)) return;
@@ -794,6 +804,10 @@ static void complete(struct pctx *pc, struct pev *e, uint32_t gen, uint64_t t) {
 		child_done(pc, e, 1, t);
 		break;
 	case K_STEP:
+		child_done(pc, e, 1, t);
+		break;
+	case K_PHASE:
+		maybe_run(pc, e, NCCLBPF_PROF_KERNEL_PHASE_END);
 		child_done(pc, e, 1, t);
 		break;
 	default:
@@ -943,6 +957,7 @@ static inline void dview_init(struct dview *v, uint64_t type, void *parent, int 
 	v->id.func = v->id.algo = v->id.proto = v->id.nchannels = v->id.peer = v->id.channel = v->id.rank = v->id.is_send = 0;
 	v->id.hook = 0;
 	v->id.variant = v->id.sym = 0;
+	v->id.phase = -1;
 	v->id.user_tag = 0;
 	v->nch = 0;
 	v->ptimer = 0;
@@ -996,7 +1011,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		int *mp = atomic_load_explicit(&g_mask_ptr, memory_order_relaxed);
 		if (mp) mask = __atomic_load_n(mp, __ATOMIC_RELAXED);
 		int absent = atomic_load_explicit(&pc->kch_absent, memory_order_relaxed);
-		int deps = (needs & NBP_NEED_COMPLETION) || children_need_parents();
+		int deps = (needs & NBP_NEED_COMPLETION) || children_need_parents(pc->version);
 		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent && deps;
 		e->expected = wait ? v->nch : 0;
 		if (e->expected) {
@@ -1070,7 +1085,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 			if (kch) e->within = atomic_fetch_add(&p->kch_started, 1) < p->expected;
 		} else {
 			memset(&e->id, 0, sizeof(e->id));
-			e->id.func = e->id.algo = e->id.proto = -1;
+			e->id.func = e->id.algo = e->id.proto = e->id.phase = -1;
 			e->id.rank = v->rank;
 			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_ORPHAN, memory_order_relaxed);
 			atomic_fetch_add_explicit(&pc->orphans, 1, memory_order_relaxed);
@@ -1085,6 +1100,49 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 			e->id.is_send = v->id.is_send;
 			if (v->rank) e->id.rank = v->rank;
 		}
+		publish_live(e, gen, 1);
+		*eHandle = handle_of(e, gen);
+		return;
+	}
+	case NBP_EV_KERNEL_PHASE: {
+		/* Only for a kernel_phase_end program (the mask asks for none otherwise). The parent is a
+		 * kernel channel: its own event (a kernel_ch_end program is loaded) or, kept in its task,
+		 * the task's handle marked light. The phase holds one reference on that parent until its
+		 * stop; its identity is the collective's, with its channel and phase. */
+		if (!slot_set(NCCLBPF_PROF_KERNEL_PHASE_END)) return;
+		p = NULL;
+		uintptr_t u = (uintptr_t)v->parent;
+		struct pev *q = (struct pev *)(u & ~NBP_H_BITS);
+		if (u && q >= pc->pool && q < pc->pool + pc->n && acquire(q, (uint32_t)(u & NBP_TAG_MASK), &pgen)) {
+			if (q->kind == ((u & NBP_H_LIGHT) ? K_TASK : K_KCH))
+				p = q;
+			else if (release(q, pgen, 1))
+				complete(pc, q, pgen, 0);
+		}
+		e = ev_alloc(pc, K_PHASE, &gen);
+		if (!e) {
+			if (p && release(p, pgen, 1)) complete(pc, p, pgen, 0);
+			return;
+		}
+		uint32_t needs = hook_needs(NCCLBPF_PROF_KERNEL_PHASE_END);
+		e->needs = (uint8_t)needs;
+		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? now_ns() : 0;
+		if (p) {
+			e->parent = p;
+			e->parent_gen = pgen;
+			e->id = p->id;
+		} else {
+			memset(&e->id, 0, sizeof(e->id));
+			e->id.func = e->id.algo = e->id.proto = -1;
+			e->id.rank = v->rank;
+			atomic_store_explicit(&e->flags, NCCLBPF_PROF_F_ORPHAN, memory_order_relaxed);
+			atomic_fetch_add_explicit(&pc->orphans, 1, memory_order_relaxed);
+		}
+		e->id.channel = v->id.channel;
+		e->id.phase = v->id.phase;
+		e->id.peer = -1;
+		e->id.is_send = -1;
+		if (v->ptimer) atomic_store_explicit(&e->gpu_start, v->ptimer, memory_order_relaxed);
 		publish_live(e, gen, 1);
 		*eHandle = handle_of(e, gen);
 		return;
@@ -1170,7 +1228,8 @@ static void record_common(void *handle, nbp_state_t st, uint64_t arg, int has_ar
 		if (st == NBP_ST_KERNEL_CH_STOP && has_arg && arg) amax(&e->gpu_end, arg);
 		return;
 	}
-	if (st == NBP_ST_KERNEL_CH_STOP && e->kind == K_KCH && has_arg && arg) {
+	if (((st == NBP_ST_KERNEL_CH_STOP && e->kind == K_KCH) || (st == NBP_ST_KERNEL_PHASE_STOP && e->kind == K_PHASE)) &&
+	    has_arg && arg) {
 		atomic_store_explicit(&e->gpu_end, arg, memory_order_relaxed);
 	} else if (e->kind == K_STEP && has_arg && st >= NBP_ST_STEP_SEND_GPU_WAIT && st <= NBP_ST_STEP_RECV_GPU_WAIT) {
 		atomic_store_explicit(&e->xfer, arg, memory_order_relaxed);
@@ -1286,7 +1345,7 @@ static nbp_result_t finalize_common(void *context) {
 		TRACE("start type %#llx parent %p rank %d\n", (unsigned long long)d->type, d->parentObj, d->rank); \
 		struct dview v;                                                                                 \
 		dview_init(&v, d->type, d->parentObj, d->rank);                                                 \
-		switch (d->type) {                                                                              \
+		switch ((uint64_t)d->type) { /* v2..v4 have an 8-bit type */                                  \
 		case NBP_EV_COLL:                                                                               \
 			v.id.hook = NCCLBPF_PROF_COLL_END;                                                          \
 			v.id.seq = d->coll.seqNumber;                                                               \
@@ -1310,6 +1369,9 @@ static nbp_result_t finalize_common(void *context) {
 			break;                                                                                      \
 		case NBP_EV_KERNEL_CH:                                                                          \
 			if (!kch_view_##NAME(&v, d)) return NBP_SUCCESS;                                            \
+			break;                                                                                      \
+		case NBP_EV_KERNEL_PHASE:                                                                       \
+			if (!phase_view_##NAME(&v, d)) return NBP_SUCCESS;                                          \
 			break;                                                                                      \
 		case NBP_EV_PROXY_OP:                                                                           \
 			v.id.channel = d->proxyOp.channelId;                                                        \
@@ -1351,9 +1413,22 @@ static inline int kch_view_start_v7(struct dview *v, nbp_descr_v7_t *d) {
 	v->ptimer = d->kernelCh.pTimer;
 	return 1;
 }
+/* A kernel-phase event's view (v7 only; earlier versions have none: 0). */
+static inline int phase_view_start_v7(struct dview *v, nbp_descr_v7_t *d) {
+	v->id.channel = d->kernelPhase.channelId;
+	v->id.phase = d->kernelPhase.phaseId;
+	v->ptimer = d->kernelPhase.pTimer;
+	return 1;
+}
+#define NO_PHASES(NAME, DESCR) \
+	static inline int phase_view_##NAME(struct dview *v, DESCR *d) { return (void)v, (void)d, 0; }
+NO_PHASES(start_v56, nbp_descr_v6_t)
+NO_PHASES(start_v4, nbp_descr_v4_t)
+NO_PHASES(start_v3, nbp_descr_v3_t)
+NO_PHASES(start_v2, nbp_descr_v2_t)
 /* v7's coll and p2p: the user tag, kernel variant and symmetric-kernel flag. A kernel-phase event
- * (NBP_EV_KERNEL_PHASE) is never asked for (no hook consumes it): one that comes anyway is dropped
- * by the default case, with a NULL handle. */
+ * (NBP_EV_KERNEL_PHASE) is asked for only for a kernel_phase_end program; one that comes without it
+ * gets a NULL handle. */
 #define V7_COLL(v, d)                                                                                   \
 	do {                                                                                            \
 		(v).id.user_tag = (d)->coll.userTag;                                                            \
@@ -1414,7 +1489,8 @@ static nbp_result_t record_v46(void *h, nbp_state_t st, nbp_state_args_v6_t *a) 
 		record_common(h, st, 0, 0);
 		return NBP_SUCCESS;
 	}
-	uint64_t arg = st == NBP_ST_KERNEL_CH_STOP ? a->kernelCh.pTimer : (uint64_t)a->proxyStep.transSize;
+	uint64_t arg = st == NBP_ST_KERNEL_CH_STOP || st == NBP_ST_KERNEL_PHASE_STOP ? a->kernelCh.pTimer
+	                                                                          : (uint64_t)a->proxyStep.transSize;
 	record_common(h, st, arg, 1);
 	return NBP_SUCCESS;
 }

@@ -18,9 +18,9 @@
 
 #include <stdint.h>
 
-/* Hook ids: NCCLBPF_PROF_COLL_END (1) .. NCCLBPF_PROF_PROXY_OP_END (4) of include/ncclbpf_profiler.h. */
+/* Hook ids: NCCLBPF_PROF_COLL_END (1) .. NCCLBPF_PROF_KERNEL_PHASE_END (5) of include/ncclbpf_profiler.h. */
 #define NCCLBPF_PROF_FIRST_HOOK 1
-#define NCCLBPF_PROF_LAST_HOOK 4
+#define NCCLBPF_PROF_LAST_HOOK 5
 
 /* ncclbpf_prof_hook_id returns the id of a hook name ("profiler/coll_end", ...) or -1. */
 int ncclbpf_prof_hook_id(const char *name);
@@ -55,7 +55,8 @@ uint32_t ncclbpf_prof_needs(int hook);
 int ncclbpf_prof_synchronize(void);
 
 /* ncclbpf_prof_wanted_mask is the activation mask the programs now published need under profiler
- * ABI version (1..6): 0 when no profiler program is published. */
+ * ABI version (1..7): 0 when no profiler program is published. Kernel phases only under v7, and only
+ * for a kernel_phase_end program. */
 int ncclbpf_prof_wanted_mask(int version);
 
 /* ncclbpf_prof_refresh_mask stores ncclbpf_prof_wanted_mask into NCCL's activation mask (when an

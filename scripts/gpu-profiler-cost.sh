@@ -46,7 +46,7 @@ for r in $(seq "$ROUNDS"); do
 			awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
 		echo "$r $c $v"
 	done
-done >"$W/rounds.txt"
+done | tee "$W/rounds.txt" # each round as it completes: a run cut short keeps its rounds
 echo "µs per 4 KiB send + recv-to-self group (median block of each round), $ROUNDS rounds:"
 for c in "${cfgs[@]}"; do
 	printf '  %-9s %s\n' "$c" "$(awk -v c="$c" '$2 == c {printf "%s ", $3}' "$W/rounds.txt")"

@@ -202,6 +202,7 @@ static void d_task(int v, union descr *d, const struct task *t, void *parent, vo
 	const char *fn = func_names[t->func];
 	if (!t->is_p2p) {
 		switch (v) {
+		case 7: /* v7 keeps v6's members at v6's offsets */
 		case 6:
 		case 5:
 			d->v6.coll.seqNumber = t->seq, d->v6.coll.func = fn, d->v6.coll.count = t->count;
@@ -232,6 +233,7 @@ static void d_task(int v, union descr *d, const struct task *t, void *parent, vo
 		}
 	} else {
 		switch (v) {
+		case 7: /* v7 keeps v6's members at v6's offsets */
 		case 6:
 		case 5:
 			d->v6.p2p.func = fn, d->v6.p2p.count = t->count, d->v6.p2p.datatype = "ncclFloat32";
@@ -776,6 +778,124 @@ static int run_v7(const char *lib) {
 		       (unsigned long long)v7_tag[1], v7_variant, v7_sym, mask);
 	}
 	if (!failures) printf("v7 fields: ok\n");
+	return failures ? 1 : 0;
+}
+
+/* phase: the kernel_phase_end hook (profiler ABI v7). Without a kernel_phase_end program the mask
+ * is what the other programs ask for, under v7 as under v6; with one, v7 also asks for kernel phases
+ * and the collectives and kernel channels that are their parents, and each phase reaches the program
+ * with its collective's identity, its channel, its phase id and its GPU span; v6 (no phases) keeps
+ * the mask it had. Unpublishing the program restores the mask. Both parent shapes: channels kept in
+ * their task (no kernel_ch_end program) and channels with events of their own. */
+#define PH_CH 2
+#define PH_N 3
+static struct ncclbpf_prof_ctx ph_rec[2 * PH_CH * PH_N + 4];
+static _Atomic int ph_n, ph_colls;
+static uint64_t ph_prog(void *ctx) {
+	const struct ncclbpf_prof_ctx *c = ctx;
+	if (c->event == NCCLBPF_PROF_KERNEL_PHASE_END) {
+		int i = atomic_fetch_add(&ph_n, 1);
+		if (i < (int)(sizeof ph_rec / sizeof ph_rec[0])) ph_rec[i] = *c;
+	} else if (c->event == NCCLBPF_PROF_COLL_END) {
+		atomic_fetch_add(&ph_colls, 1);
+	}
+	return 0;
+}
+
+static int run_phase(const char *lib) {
+	for (int v = 7; v >= 6; v--) {
+		struct plug p;
+		if (plug_open(&p, lib, v) != 0) return 2;
+		uintptr_t (*publish_needs)(int, uintptr_t, uint32_t) =
+		    (uintptr_t(*)(int, uintptr_t, uint32_t))dlsym(p.lib, "ncclbpf_prof_publish_needs");
+		CHECK(publish_needs != NULL, "no ncclbpf_prof_publish_needs");
+		if (!publish_needs) return 1;
+		int mask = 0;
+		void *ctx = NULL;
+		CHECK(plug_init(&p, &ctx, 0x7100, &mask, 2, 0) == 0 && ctx != NULL, "v%d: init failed", v);
+		/* a counter of collectives: its mask, without and with the phase program */
+		publish_needs(NCCLBPF_PROF_COLL_END, (uintptr_t)ph_prog, 0);
+		int base = p.refresh();
+		CHECK(base == NBP_EV_COLL, "v%d: mask %#x for a collective counter, want Coll only", v, base);
+		publish_needs(NCCLBPF_PROF_KERNEL_PHASE_END, (uintptr_t)ph_prog, 0);
+		mask = p.refresh();
+		int want = v >= 7 ? NBP_EV_COLL | NBP_EV_KERNEL_CH | NBP_EV_KERNEL_PHASE : base;
+		CHECK(mask == want, "v%d: mask %#x with a kernel_phase_end program, want %#x", v, mask, want);
+		for (int full = 0; full <= 1; full++) {
+			/* full: a kernel_ch_end program, so channels are events of their own */
+			publish_needs(NCCLBPF_PROF_KERNEL_CH_END, full ? (uintptr_t)ph_prog : 0, 0);
+			mask = p.refresh();
+			atomic_store(&ph_n, 0);
+			atomic_store(&ph_colls, 0);
+			union descr d;
+			struct task coll = {.func = 4, .algo = 1, .proto = 2, .nch = PH_CH, .count = 4096, .seq = 9};
+			d_task(v, &d, &coll, NULL, NULL, 0);
+			void *t = NULL;
+			p.start(ctx, &t, &d);
+			CHECK(t != NULL, "v%d: no handle for the collective", v);
+			p.stop(t); /* enqueued: NCCL stops the task before its kernel runs */
+			int got = 0;
+			for (int ch = 0; ch < PH_CH; ch++) {
+				void *k = NULL;
+				d_kch(v, &d, t, ch, 1000000);
+				p.start(ctx, &k, &d);
+				if (v >= 7) CHECK(k != NULL, "v7 full=%d: channel %d got no handle", full, ch);
+				for (int ph = 0; ph < PH_N; ph++) {
+					d_head(v, &d, NBP_EV_KERNEL_PHASE, k, 0);
+					d.v7.kernelPhase.channelId = (uint8_t)ch;
+					d.v7.kernelPhase.phaseId = (uint8_t)ph;
+					d.v7.kernelPhase.phaseName = ph == 0 ? "initial_sync" : ph == 1 ? "compute" : "final_sync";
+					d.v7.kernelPhase.pTimer = 1000000 + (uint64_t)ph * 1000;
+					void *h = NULL;
+					p.start(ctx, &h, &d);
+					if (h) {
+						got++;
+						nbp_state_args_v6_t a = {0};
+						a.kernelCh.pTimer = 1000000 + (uint64_t)ph * 1000 + 100 * (uint64_t)(ph + 1);
+						p.record(h, NBP_ST_KERNEL_PHASE_STOP, &a);
+						p.stop(h);
+					}
+				}
+				if (k) {
+					nbp_state_args_v6_t a = {0};
+					a.kernelCh.pTimer = 1005000;
+					p.record(k, NBP_ST_KERNEL_CH_STOP, &a);
+					p.stop(k);
+				}
+			}
+			int n = atomic_load(&ph_n);
+			if (v >= 7) {
+				CHECK(got == PH_CH * PH_N && n == PH_CH * PH_N, "v7 full=%d: %d phase handles, %d runs, want %d", full,
+				      got, n, PH_CH * PH_N);
+				for (int i = 0; i < n && i < PH_CH * PH_N; i++) {
+					const struct ncclbpf_prof_ctx *c = &ph_rec[i];
+					int ph = i % PH_N, ch = i / PH_N;
+					CHECK(c->phase_id == ph && c->channel_id == ch, "v7 full=%d: run %d phase %d channel %d", full, i,
+					      c->phase_id, c->channel_id);
+					CHECK(c->gpu_duration_ns == 100 * (uint64_t)(ph + 1) && (c->flags & NCCLBPF_PROF_F_GPU_TIMED),
+					      "v7 full=%d: phase %d gpu span %llu flags %#x", full, ph, (unsigned long long)c->gpu_duration_ns,
+					      c->flags);
+					CHECK(c->func == 4 && c->seq == 9 && c->bytes == 4096 * 4 && c->algorithm == 1 && c->protocol == 2 &&
+					          !(c->flags & NCCLBPF_PROF_F_ORPHAN),
+					      "v7 full=%d: phase identity func %d seq %llu bytes %llu algo %d proto %d flags %#x", full,
+					      c->func, (unsigned long long)c->seq, (unsigned long long)c->bytes, c->algorithm, c->protocol,
+					      c->flags);
+				}
+				/* the collective completes after its channels and their phases */
+				CHECK(atomic_load(&ph_colls) == 1, "v7 full=%d: coll_end ran %d times", full, atomic_load(&ph_colls));
+			} else {
+				CHECK(got == 0 && n == 0, "v6: %d phase handles, %d runs", got, n);
+			}
+		}
+		publish_needs(NCCLBPF_PROF_KERNEL_CH_END, 0, 0);
+		publish_needs(NCCLBPF_PROF_KERNEL_PHASE_END, 0, 0);
+		mask = p.refresh();
+		CHECK(mask == base, "v%d: mask %#x after the phase program left, want %#x", v, mask, base);
+		p.publish(NCCLBPF_PROF_COLL_END, 0);
+		p.finalize(ctx);
+		printf("v%d: mask %#x without a kernel_phase_end program, %#x with one\n", v, base, want);
+	}
+	if (!failures) printf("kernel phases: ok\n");
 	return failures ? 1 : 0;
 }
 
@@ -1860,7 +1980,7 @@ static int run_metrics(const char *lib, int n) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s events|mask|v7|nokch|loop|bench LIB [native|ebpf]\n"
+		fprintf(stderr, "usage: %s events|mask|v7|phase|nokch|loop|bench LIB [native|ebpf]\n"
 		                "       %s ranks LIB native|ebpf NRANKS SKEW_PCT NOISE_PCT\n", argv[0], argv[0]);
 		return 2;
 	}
@@ -1876,6 +1996,8 @@ int main(int argc, char **argv) {
 		rc = run_maskon(argv[2]);
 	else if (!strcmp(argv[1], "v7"))
 		rc = run_v7(argv[2]);
+	else if (!strcmp(argv[1], "phase"))
+		rc = run_phase(argv[2]);
 	else if (!strcmp(argv[1], "threadexit"))
 		rc = run_threadexit(argv[2]);
 	else if (!strcmp(argv[1], "solo"))

@@ -26,10 +26,12 @@ var hookDefaults = map[string][]string{
 		"algorithm=ring", "protocol=simple", "n_channels=1", "n_ranks=8", "n_nodes=1", "new_chunk_size=0"},
 	"profiler/*": {"comm_id=0x1", "bytes=1MiB", "rank=0", "n_ranks=8", "func=allreduce", "algorithm=ring",
 		"protocol=simple", "n_channels=4", "peer=-1", "channel_id=-1", "start_ns=1000000000", "duration_ns=100000",
-		"n_children=1", "is_send=-1", "abi_version=5"},
+		"n_children=1", "is_send=-1", "abi_version=5", "phase_id=-1"},
 	hook.ProfilerP2pEnd:      {"func=send", "peer=1", "algorithm=-1", "protocol=-1", "n_channels=1"},
 	hook.ProfilerKernelChEnd: {"channel_id=0"},
 	hook.ProfilerProxyOpEnd:  {"channel_id=0", "peer=1", "is_send=1", "xfer_bytes=1MiB"},
+	hook.ProfilerKernelPhaseEnd: {"channel_id=0", "phase_id=1", "abi_version=7", "gpu_duration_ns=20000",
+		"n_children=0"},
 }
 
 func defaultsFor(h *hook.Hook) []string {

@@ -112,6 +112,21 @@ func TestProfilerV7Fields(t *testing.T) {
 	t.Log(out)
 }
 
+// TestProfilerKernelPhases: a kernel_phase_end program gets each barrier
+// phase of a kernel channel under ncclProfiler_v7, with its collective's
+// identity, phase id and GPU span, whether the channel is kept in its task
+// or has an event of its own; NCCL is asked for kernel phases (and their
+// parents) only while such a program is loaded and only under v7: the mask
+// is unchanged without it, and under v6.
+func TestProfilerKernelPhases(t *testing.T) {
+	profArtifacts(t)
+	out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "phase", profArt.lib)
+	if !strings.Contains(out, "kernel phases: ok") {
+		t.Errorf("profiler host phase:\n%s", out)
+	}
+	t.Log(out)
+}
+
 // TestProfilerMaskEmptyWithoutProgram: a library with no profiler program (no
 // policy, or a tuner-only bundle) leaves NCCL's activation mask at 0, for
 // every version.

@@ -11,7 +11,8 @@
 #   profiler-host                            for scripts/bench-profiler.sh
 #   libncclbpf-testing.so                    the plugin with its test entry points (-tags ncclbpf_testing),
 #                                            for scripts/bench-net.sh
-#   tuner-host, rules100.conf                the C tuner host and 100 generated rules
+#   tuner-host, rules100.conf                the C tuner host and 100 generated rules (and, with
+#                                            libnative.so, what scripts/gpu-tuner-cost.sh runs)
 #   jit-amd64.test, loop-clang-19/           the JIT's loop benchmark and its clang-built native loops
 #   tunerbench, libharness-native.so         the independent harness of ../shared/bench (when it is
 #                                            beside the checkout), for scripts/bench-harness.sh

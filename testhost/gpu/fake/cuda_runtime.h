@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* cuda_runtime.h (fake): the few CUDA runtime declarations testhost/gpu/nccl_p2p.c uses, for the dry
+/* cuda_runtime.h (fake): the few CUDA runtime declarations testhost/gpu/nccl_p2p.c and nccl_allreduce.c use, for the dry
  * run without a GPU (testhost/gpu/dry-run.sh). Written for this test; not NVIDIA's header. */
 #pragma once
 #include <stddef.h>
 typedef int cudaError_t;
 typedef void *cudaStream_t;
 enum { cudaSuccess = 0 };
-enum cudaMemcpyKind { cudaMemcpyDeviceToHost = 2 };
+enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
 cudaError_t cudaSetDevice(int);
+cudaError_t cudaGetDeviceCount(int *);
 cudaError_t cudaStreamCreate(cudaStream_t *);
 cudaError_t cudaMalloc(void **, size_t);
 cudaError_t cudaMallocHost(void **, size_t);

@@ -9,8 +9,13 @@
  * finalize is called for both at ncclCommDestroy. Its logger prints NCCL's line format
  * ("host:pid:tid [0] NCCL INFO ...") at the level NCCL_DEBUG asks for.
  *
- * It is no model of NCCL beyond that: no tuner calls (a 1-rank collective is a copy), no kernels.
- * For testhost/gpu/dry-run.sh only. FAKE_CORRUPT=N corrupts the N-th group's received bytes.
+ * With FAKE_GPUS=N (default 1) it also has N "GPUs" for ncclCommInitAll: a communicator of N ranks,
+ * whose all-reduces (float sum, within a group) ask the tuner's getCollInfo once per rank with a cost
+ * table as NCCL fills it (Tree and Ring costs, the other algorithms NCCL_ALGO_PROTO_IGNORE) and apply
+ * the cheapest cell, as NCCL's enqueue path does; a 1-rank all-reduce is a copy without the tuner.
+ *
+ * It is no model of NCCL beyond that: no kernels, no transport. For testhost/gpu/dry-run.sh and
+ * testhost/gpu/tuner-cost-dry.sh only. FAKE_CORRUPT=N corrupts the N-th group's received bytes.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -27,7 +32,16 @@
 /* ---- the CUDA runtime, on host memory ---- */
 typedef int cudaError_t;
 typedef void *cudaStream_t;
-cudaError_t cudaSetDevice(int d) { return d == 0 ? 0 : 1; }
+static int fake_gpus(void) {
+	const char *s = getenv("FAKE_GPUS");
+	int n = s ? atoi(s) : 1;
+	return n < 1 ? 1 : n > 16 ? 16 : n;
+}
+cudaError_t cudaSetDevice(int d) { return d >= 0 && d < fake_gpus() ? 0 : 1; }
+cudaError_t cudaGetDeviceCount(int *n) {
+	*n = fake_gpus();
+	return 0;
+}
 cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = NULL; return 0; }
 cudaError_t cudaMalloc(void **p, size_t n) { return (*p = malloc(n)) ? 0 : 2; }
 cudaError_t cudaMallocHost(void **p, size_t n) { return (*p = malloc(n)) ? 0 : 2; }
@@ -97,15 +111,19 @@ static void load_plugins(void) {
 typedef struct { char internal[128]; } ncclUniqueId;
 struct ncclComm {
 	uint64_t id;
+	int nranks, rank;
 	void *pctx, *tctx;
 	volatile int mask;
 };
 typedef struct ncclComm *ncclComm_t;
 
 static uint64_t next_id = 0x5eed0001;
-static struct op { const void *send; void *recv; size_t n; } ops[64];
+static struct op { const void *send; void *recv; size_t n; ncclComm_t comm; int allreduce; } ops[64];
 static int nops, depth;
 static ncclComm_t group_comm;
+static long tuned[21]; /* all-reduces per cell chosen (FAKE_TUNED prints them) */
+typedef enum { ncclFloat = 7 } ncclDataType_t; /* the types and operations the fake serves */
+typedef enum { ncclSum = 0 } ncclRedOp_t;
 static long groups_done, corrupt_at = -2;
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *u) {
@@ -126,8 +144,29 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int 
 		c->pctx = NULL;
 	}
 	if (tuner && tuner->init(&c->tctx, c->id, 1, 1, logger, NULL, NULL) != 0) c->tctx = NULL;
+	c->nranks = 1;
 	logger(3, 0, __FILE__, __LINE__, "comm %p rank 0 nRanks 1 - Init COMPLETE (fake)", (void *)c);
 	*out = c;
+	return ncclSuccess;
+}
+
+/* ncclCommInitAll: one communicator of n ranks over the fake GPUs 0..n-1 (devs ignored but checked). */
+ncclResult_t ncclCommInitAll(ncclComm_t *out, int n, const int *devs) {
+	if (n < 1 || n > fake_gpus()) return ncclInvalidArgument;
+	uint64_t id = next_id++ * 0x9e3779b97f4a7c15ull;
+	load_plugins();
+	for (int r = 0; r < n; r++) {
+		if (devs && (devs[r] < 0 || devs[r] >= fake_gpus())) return ncclInvalidArgument;
+		struct ncclComm *c = calloc(1, sizeof *c);
+		if (!c) return ncclInternalError;
+		c->id = id;
+		c->nranks = n;
+		c->rank = r;
+		if (prof && prof->init(&c->pctx, c->id, (int *)&c->mask, "fake", 1, n, r, logger) != 0) c->pctx = NULL;
+		if (tuner && tuner->init(&c->tctx, c->id, (size_t)n, 1, logger, NULL, NULL) != 0) c->tctx = NULL;
+		logger(3, 0, __FILE__, __LINE__, "comm %p rank %d nRanks %d - Init COMPLETE (fake)", (void *)c, r, n);
+		out[r] = c;
+	}
 	return ncclSuccess;
 }
 
@@ -135,6 +174,12 @@ ncclResult_t ncclCommFinalize(ncclComm_t c) { return c ? ncclSuccess : ncclInval
 
 ncclResult_t ncclCommDestroy(ncclComm_t c) {
 	if (!c) return ncclInvalidArgument;
+	if (c->rank == 0 && c->nranks > 1 && getenv("FAKE_TUNED")) { /* the cells chosen, for the dry run */
+		printf("FAKE_TUNED");
+		for (int i = 0; i < 21; i++)
+			if (tuned[i]) printf(" %d:%ld", i, tuned[i]);
+		printf("\n");
+	}
 	if (tuner && c->tctx) tuner->finalize(c->tctx);
 	if (prof && c->pctx) prof->finalize(c->pctx);
 	free(c);
@@ -166,7 +211,44 @@ static void p2p_event(ncclComm_t c, const char *func, size_t n) {
 static ncclResult_t add(ncclComm_t c, const void *send, void *recv, size_t n) {
 	if (!c || !depth || nops == 64) return ncclInvalidArgument;
 	group_comm = c;
-	ops[nops++] = (struct op){send, recv, n};
+	ops[nops++] = (struct op){send, recv, n, c, 0};
+	return ncclSuccess;
+}
+
+/* tune asks c's tuner for an all-reduce of n bytes as NCCL's enqueue path does: a 7x3 cost table
+ * (Tree and Ring costs from a simple latency + size/bandwidth model, the other algorithms ignored),
+ * then the cheapest cell left is the choice. Returns the cell (algorithm * 3 + protocol) or -1. */
+static int tune(ncclComm_t c, size_t n) {
+	if (!tuner || !c->tctx || c->nranks < 2) return -1;
+	float cost[7][3]; /* contiguous, passed as float ** as NCCL does */
+	static const float lat[3] = {5.0f, 8.0f, 20.0f}, bw[3] = {20.0f, 60.0f, 100.0f};
+	for (int a = 0; a < 7; a++) {
+		for (int p = 0; p < 3; p++) cost[a][p] = a <= 1 ? lat[p] * (a ? 2.0f : 1.0f) + (float)n / (bw[p] * 1e3f) : -1.0f;
+	}
+	int nch = 0;
+	if (tuner->getCollInfo(c->tctx, 4 /* AllReduce */, n, 1, (float **)cost, 7, 3, 0, &nch) != 0) return -1;
+	int best = -1;
+	for (int i = 0; i < 21; i++) {
+		float v = cost[i / 3][i % 3];
+		if (v >= 0 && (best < 0 || v < cost[best / 3][best % 3])) best = i;
+	}
+	return best;
+}
+
+ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c,
+                           cudaStream_t st) {
+	(void)st;
+	if (!c || t != ncclFloat || op != ncclSum) return ncclInvalidArgument;
+	size_t n = count * sizeof(float);
+	int cell = tune(c, n);
+	if (cell >= 0) tuned[cell]++;
+	if (!depth) {
+		if (c->nranks != 1) return ncclInvalidArgument; /* would wait for the other ranks */
+		memmove(r, s, n);
+		return ncclSuccess;
+	}
+	if (nops == 64) return ncclInvalidArgument;
+	ops[nops++] = (struct op){s, r, n, c, 1};
 	return ncclSuccess;
 }
 
@@ -186,10 +268,27 @@ ncclResult_t ncclGroupEnd(void) {
 	if (depth == 0) return ncclInvalidArgument;
 	if (--depth) return ncclSuccess;
 	if (corrupt_at == -2) corrupt_at = getenv("FAKE_CORRUPT") ? atol(getenv("FAKE_CORRUPT")) : -1;
+	/* all-reduces: each rank's result is the sum over the group's all-reduces (one per rank) */
+	int nar = 0;
+	size_t arn = 0;
+	for (int i = 0; i < nops; i++)
+		if (ops[i].allreduce) nar++, arn = ops[i].n;
+	if (nar) {
+		static float acc[1 << 20];
+		size_t k = arn / sizeof(float);
+		if (k > sizeof acc / sizeof acc[0]) return ncclInvalidArgument;
+		memset(acc, 0, k * sizeof(float));
+		for (int i = 0; i < nops; i++)
+			if (ops[i].allreduce)
+				for (size_t j = 0; j < k; j++) acc[j] += ((const float *)ops[i].send)[j];
+		for (int i = 0; i < nops; i++)
+			if (ops[i].allreduce) memcpy(ops[i].recv, acc, k * sizeof(float));
+	}
 	const void *src = NULL;
 	for (int i = 0; i < nops; i++)
-		if (ops[i].send) src = ops[i].send;
+		if (ops[i].send && !ops[i].allreduce) src = ops[i].send;
 	for (int i = 0; i < nops; i++) {
+		if (ops[i].allreduce) continue;
 		if (ops[i].recv && src) {
 			memcpy(ops[i].recv, src, ops[i].n);
 			if (groups_done == corrupt_at && ops[i].n) ((unsigned char *)ops[i].recv)[0] ^= 1;

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* nccl.h (fake): the few NCCL declarations testhost/gpu/nccl_p2p.c uses, for the dry run without a
+/* nccl.h (fake): the few NCCL declarations testhost/gpu/nccl_p2p.c and nccl_allreduce.c use, for the dry run without a
  * GPU (testhost/gpu/dry-run.sh). Written for this test; not NVIDIA's header. */
 #pragma once
 #include <cuda_runtime.h>
 typedef struct { char internal[128]; } ncclUniqueId;
 typedef struct ncclComm *ncclComm_t;
 typedef enum { ncclSuccess = 0 } ncclResult_t;
-typedef enum { ncclInt8 = 0 } ncclDataType_t;
+typedef enum { ncclInt8 = 0, ncclFloat = 7 } ncclDataType_t;
+typedef enum { ncclSum = 0 } ncclRedOp_t;
 ncclResult_t ncclGetUniqueId(ncclUniqueId *);
 ncclResult_t ncclCommInitRank(ncclComm_t *, int, ncclUniqueId, int);
+ncclResult_t ncclCommInitAll(ncclComm_t *, int, const int *);
+ncclResult_t ncclAllReduce(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
 ncclResult_t ncclCommFinalize(ncclComm_t);
 ncclResult_t ncclCommDestroy(ncclComm_t);
 ncclResult_t ncclGroupStart(void);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# gpu-tuner-cost.sh ART [ROUNDS] [NGPUS]: the tuner's cost on NCCL's launch path (BENCHMARKS.md, "The
+# tuner on NCCL's launch path"), on a machine with NGPUS (2) GPUs or more. ROUNDS (15) rounds alternate
+# four configurations, one process each running `nccl_allreduce bench NGPUS 2000 7 4096` (7 blocks of
+# 2,000 groups of one 4 KiB float all-reduce per rank; the calling thread's CPU time from
+# ncclGroupStart to the return of ncclGroupEnd, per all-reduce call; the median block): no tuner
+# plugin; the size_aware policy as a native C tuner (ART/libnative.so); libncclbpf.so with
+# NCCLBPF_POLICY=builtin:size_aware; libncclbpf.so with builtin:rules and 100 rules (ART/rules100.conf).
+# No profiler plugin in any. Prints each configuration's rounds, the medians, and the median over
+# rounds of each round's ratios. Builds testhost/gpu/nccl_allreduce.c against the system's NCCL (gcc,
+# CUDA_HOME=/usr/local/cuda) or NCCL_HOME (include/nccl.h, lib/libnccl.so[.2]); ART comes from
+# testhost/gpu/build-art.sh. A 1-rank all-reduce is a copy that never asks the tuner: NGPUS < 2 is
+# refused. testhost/gpu/tuner-cost-dry.sh runs this script on the fake NCCL, without a GPU.
+set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: $0 ART [ROUNDS] [NGPUS]" >&2; exit 2; }
+ART=$(cd "$1" && pwd)
+ROUNDS=${2:-15}
+NGPUS=${3:-2}
+ITERS=${ITERS:-2000}
+[ "$NGPUS" -ge 2 ] || { echo "gpu-tuner-cost: NGPUS must be 2 or more (NCCL never asks the tuner for 1 rank)" >&2; exit 2; }
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+for f in libncclbpf.so libnative.so rules100.conf; do
+	[ -e "$ART/$f" ] || { echo "gpu-tuner-cost: $ART/$f is missing (testhost/gpu/build-art.sh ART)" >&2; exit 2; }
+done
+export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN
+unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY NCCLBPF_RULES_FILE
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+if [ -n "${NCCL_HOME:-}" ]; then
+	nl=-lnccl
+	[ -e "$NCCL_HOME/lib/libnccl.so" ] || nl=-l:libnccl.so.2
+	gcc -O2 -I"$NCCL_HOME/include" -I"$CUDA_HOME/include" -o "$W/nccl_allreduce" "$ROOT/testhost/gpu/nccl_allreduce.c" \
+		-L"$NCCL_HOME/lib" -L"$CUDA_HOME/lib64" -Wl,-rpath,"$NCCL_HOME/lib" -Wl,-rpath,"$CUDA_HOME/lib64" $nl -lcudart
+else
+	gcc -O2 -I"$CUDA_HOME/include" -o "$W/nccl_allreduce" "$ROOT/testhost/gpu/nccl_allreduce.c" -L"$CUDA_HOME/lib64" \
+		-Wl,-rpath,"$CUDA_HOME/lib64" -lnccl -lcudart
+fi
+L=$ART/libncclbpf.so
+cfgs=(noplugin native size_aware rules100)
+for r in $(seq "$ROUNDS"); do
+	for c in "${cfgs[@]}"; do
+		case $c in
+		noplugin) e=() ;;
+		native) e=(NCCL_TUNER_PLUGIN="$ART/libnative.so") ;;
+		size_aware) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:size_aware) ;;
+		rules100) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$ART/rules100.conf") ;;
+		esac
+		out=$(env "${e[@]}" timeout 120 "$W/nccl_allreduce" bench "$NGPUS" "$ITERS" 7 4096) ||
+			{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
+		v=$(grep -o '"median_cpu_us_per_call":[0-9.]*' <<<"$out" | cut -d: -f2)
+		echo "$r $c $v"
+	done
+done >"$W/rounds.txt"
+echo "CPU µs per 4 KiB all-reduce call (enqueue + group end, $NGPUS ranks; median block of each round), $ROUNDS rounds:"
+for c in "${cfgs[@]}"; do
+	printf '  %-10s %s\n' "$c" "$(awk -v c="$c" '$2 == c {printf "%s ", $3}' "$W/rounds.txt")"
+done
+med() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+for c in "${cfgs[@]}"; do
+	printf '  median %-10s %s\n' "$c" "$(awk -v c="$c" '$2 == c {print $3}' "$W/rounds.txt" | med)"
+done
+for p in "native noplugin" "size_aware native" "rules100 native" "size_aware noplugin"; do
+	set -- $p
+	printf '  %s / %s: median of the rounds'"'"' ratios %s\n' "$1" "$2" "$(awk -v a="$1" -v b="$2" \
+		'{v[$1 " " $2] = $3; n = $1} END {for (r = 1; r <= n; r++) printf "%.4f\n", v[r " " a] / v[r " " b]}' \
+		"$W/rounds.txt" | med)"
+done
