@@ -64,6 +64,10 @@ type LedgerView struct {
 	// Term set; KeptFrom is the first call the ledger still keeps decisions of.
 	Records  []Decision `json:"records,omitempty"`
 	KeptFrom uint64     `json:"kept_from"`
+	// EnvDigest is the digest of every NCCL parameter the env plugin
+	// served the process (0: NCCL did not use it as its env plugin).
+	// Ranks given different environments are a known cause of hangs.
+	EnvDigest uint64 `json:"env_digest,omitempty"`
 }
 
 // commLedger is a Ledger's state of one communicator.

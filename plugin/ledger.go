@@ -5,6 +5,7 @@ package main
 #include <stdlib.h>
 #include "decisions.h"
 #include "reload.h"
+uint64_t ncclbpf_env_digest(void);
 */
 import "C"
 
@@ -87,5 +88,9 @@ func ledgerView(req *control.Request) *control.Response {
 	ledgerMu.Lock()
 	v := theLedger().View(id, req.RecordsFrom, req.RecordsTo)
 	ledgerMu.Unlock()
+	env := uint64(C.ncclbpf_env_digest())
+	for i := range v {
+		v[i].EnvDigest = env
+	}
 	return &control.Response{Ledger: v}
 }

@@ -81,6 +81,34 @@ type checkResult struct {
 	Compared bool                   `json:"compared"`
 	Verdict  *control.LedgerVerdict `json:"verdict,omitempty"`
 	Note     string                 `json:"note,omitempty"`
+	// EnvDiffers names the ranks that NCCL's env plugin served different
+	// NCCL_* values (their digests), when it did.
+	EnvDiffers string `json:"environment_differs,omitempty"`
+}
+
+// envDiffers returns, when the ranks were served different NCCL
+// environments by the env plugin, which rank got which (by digest), else "".
+func envDiffers(names []string, digests []uint64) string {
+	byDigest := map[uint64][]string{}
+	var order []uint64
+	for i, d := range digests {
+		if _, ok := byDigest[d]; !ok {
+			order = append(order, d)
+		}
+		byDigest[d] = append(byDigest[d], names[i])
+	}
+	if len(order) < 2 {
+		return ""
+	}
+	parts := make([]string, len(order))
+	for i, d := range order {
+		what := fmt.Sprintf("environment %016x", d)
+		if d == 0 {
+			what = "no env plugin"
+		}
+		parts[i] = fmt.Sprintf("%s (%s)", strings.Join(byDigest[d], ", "), what)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func parseCommID(s string) (uint64, error) {
@@ -211,6 +239,13 @@ func checkRanks(e *env, ranks []control.Rank, only *uint64, asJSON bool) error {
 			results = append(results, r)
 			continue
 		}
+		digests := make([]uint64, len(ms))
+		for i, m := range ms {
+			digests[i] = m.view.EnvDigest
+		}
+		if r.EnvDiffers = envDiffers(r.Ranks, digests); r.EnvDiffers != "" {
+			bad = true
+		}
 		if n := ms[0].view.NRanks; n > 0 && uint32(len(ms)) < n {
 			r.Note = fmt.Sprintf("%d of its %d ranks answered: the others are not compared", len(ms), n)
 		}
@@ -275,6 +310,10 @@ func checkRanks(e *env, ranks []control.Rank, only *uint64, asJSON bool) error {
 				fmt.Fprintf(e.Stdout, "comm %s: %s: DIVERGED (epoch %q from call %d; calls %d..%d compared)\n  %s\n",
 					r.CommID, who, v.Epoch.ID, v.Epoch.Start, v.From, v.Through,
 					strings.ReplaceAll(control.FormatFirstDivergence(v.Divergence), "\n", "\n  "))
+			}
+			if r.EnvDiffers != "" {
+				fmt.Fprintf(e.Stdout, "  ENVIRONMENT DIFFERS: NCCL's env plugin served these ranks different NCCL_* values "+
+					"(NCCLBPF_ENV_FILE or the process environment), a known cause of hangs: %s\n", r.EnvDiffers)
 			}
 			if r.Note != "" {
 				fmt.Fprintf(e.Stdout, "  note: %s\n", r.Note)

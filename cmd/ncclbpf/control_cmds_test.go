@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,12 +25,13 @@ type fakeProcess struct {
 	mu    sync.Mutex
 	reqs  []control.Request
 	comms []control.CommInfo // what info reports
+	env   uint64             // the env plugin's digest the ledger reports
 }
 
 func (f *fakeProcess) handle(req *control.Request) *control.Response {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, *req)
-	comms := f.comms
+	comms, env := f.comms, f.env
 	f.mu.Unlock()
 	info := control.Info{PID: os.Getpid(), Started: time.Now().Add(-time.Minute), Running: true, Policy: "/p/a.bpf.o",
 		SHA256: strings.Repeat("ab", 32), LoadedAt: time.Now(), Attached: "tuner=a", Comms: comms}
@@ -68,7 +70,7 @@ func (f *fakeProcess) handle(req *control.Request) *control.Response {
 	case control.OpDecisions:
 		return &control.Response{Decisions: []control.CommDecisions{{CommDigest: control.CommDigest{CommID: 0x5e5e, NRanks: 2}}}}
 	case control.OpLedger:
-		return &control.Response{Ledger: []control.LedgerView{{CommID: 0x5e5e, NRanks: 2, Through: -1}}}
+		return &control.Response{Ledger: []control.LedgerView{{CommID: 0x5e5e, NRanks: 2, Through: -1, EnvDigest: env}}}
 	case control.OpPrepare:
 		return &control.Response{Tx: &control.TxResult{Tx: req.Tx, State: control.TxPrepared, AtSeq: deref(req.AtSeq)}}
 	case control.OpCommit:
@@ -356,5 +358,42 @@ func TestPsWrongDir(t *testing.T) {
 	code, out, errs = ctlCLI("ps", "--dir", empty)
 	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(errs, "no control socket in "+empty) {
 		t.Errorf("ps --dir empty: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestCheckNamesEnvironmentDifference: two processes of one communicator
+// that NCCL's env plugin served different NCCL_* values are named, with
+// their digests, and check fails; alike, nothing is said of it.
+func TestCheckNamesEnvironmentDifference(t *testing.T) {
+	dir := t.TempDir()
+	pids := []int{os.Getpid(), os.Getppid()}
+	fakes := make([]*fakeProcess, 2)
+	for i, pid := range pids {
+		fakes[i] = &fakeProcess{env: 0x1111}
+		s, err := control.Listen(dir, pid, fakes[i].handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Serve()
+		t.Cleanup(func() { s.Close() })
+	}
+	code, out, errs := ctlCLI("check", "--dir", dir)
+	if strings.Contains(out, "ENVIRONMENT DIFFERS") {
+		t.Fatalf("same environments reported as different: %d %q %q", code, out, errs)
+	}
+	fakes[1].mu.Lock()
+	fakes[1].env = 0x2222
+	fakes[1].mu.Unlock()
+	code, out, errs = ctlCLI("check", "--dir", dir)
+	want := fmt.Sprintf("pid %d (environment 0000000000001111); pid %d (environment 0000000000002222)", pids[0], pids[1])
+	if pids[1] < pids[0] {
+		want = fmt.Sprintf("pid %d (environment 0000000000002222); pid %d (environment 0000000000001111)", pids[1], pids[0])
+	}
+	if code != 1 || !strings.Contains(out, "ENVIRONMENT DIFFERS") || !strings.Contains(out, want) {
+		t.Fatalf("check with two environments: exit %d, want 1 naming %q\n%s%s", code, want, out, errs)
+	}
+	code, out, _ = ctlCLI("check", "--json", "--dir", dir)
+	if code != 1 || !strings.Contains(out, `"environment_differs"`) {
+		t.Fatalf("check --json: exit %d\n%s", code, out)
 	}
 }
