@@ -58,7 +58,7 @@ type checker struct {
 	ipdom     []int
 	ipdomDone []bool // per function: its ipdom entries are computed
 	srcs      []taintSrc
-	srcIDs map[taintSrc]uint32
+	srcIDs    map[taintSrc]uint32
 	// facts are gathered for the uniformity analysis (flow.go)
 	facts *flowFacts
 	// written marks the maps the program may write
@@ -357,7 +357,7 @@ func (ck *checker) clean(st *state, pc int) *state {
 		}
 		return false // (not reached: each and update visit the same values)
 	}
-	n.update(single, func(v *value) { v.id = 0 })
+	n.update(single, func(v *value) { v.id, v.rel, v.delta = 0, relCopy, 0 })
 	return n
 }
 
