@@ -146,3 +146,42 @@ func (o *objectFile) instructions(name string) ([]asm.Instruction, error) {
 	}
 	return asm.Decode(b)
 }
+
+// Incomplete reports whether b looks like the first part of an ELF object
+// still being written: empty, a prefix of an ELF header, or shorter than
+// the end of the section header table its 64-bit little-endian header
+// places (clang writes that table last). want is the size the header
+// implies, 0 when the header itself is not complete. A damaged object
+// whose header is whole and consistent with its size is not incomplete.
+func Incomplete(b []byte) (want int64, incomplete bool) {
+	const ehdrSize = 64
+	magic := []byte(elf.ELFMAG)
+	if len(b) < len(magic) {
+		return 0, string(b) == string(magic[:len(b)])
+	}
+	if string(b[:len(magic)]) != elf.ELFMAG {
+		return 0, false
+	}
+	if len(b) < ehdrSize {
+		return 0, true
+	}
+	if elf.Class(b[elf.EI_CLASS]) != elf.ELFCLASS64 || elf.Data(b[elf.EI_DATA]) != elf.ELFDATA2LSB {
+		return 0, false
+	}
+	le := func(off, n int) uint64 {
+		var v uint64
+		for i := n - 1; i >= 0; i-- {
+			v = v<<8 | uint64(b[off+i])
+		}
+		return v
+	}
+	shoff, shentsize, shnum := le(0x28, 8), le(0x3a, 2), le(0x3c, 2)
+	if shoff == 0 || shoff > 1<<40 {
+		return 0, false
+	}
+	end := shoff + shentsize*shnum
+	if end > uint64(len(b)) {
+		return int64(end), true
+	}
+	return 0, false
+}

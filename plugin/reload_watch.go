@@ -24,7 +24,9 @@ import (
 // running object, it is reloaded with the configuration of the first load
 // (NCCLBPF_POLICY_CONFIG, NCCLBPF_RULES_FILE). A failing object changes
 // nothing; the failure is counted in the stats and printed on stderr once
-// per version of the file.
+// per version of the file. A file shorter than its ELF header says (a
+// writer that paused longer than an interval) is not loaded: one warning
+// says it is incomplete, and it is read again when it changes.
 //
 // An activation manifest next to the file (NCCLBPF_POLICY + ".activate",
 // package config's Manifest; in a ConfigMap, one more key of the same map)
@@ -56,6 +58,14 @@ func stampOf(path string) (fileStamp, bool) {
 		return fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}, true
 	}
 	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}, true
+}
+
+// incompleteSize says how much of an incomplete object is there.
+func incompleteSize(have int, want int64) string {
+	if want > 0 {
+		return fmt.Sprintf("%d of the %d bytes its ELF header names", have, want)
+	}
+	return fmt.Sprintf("%d bytes, not a whole ELF header", have)
 }
 
 func init() {
@@ -90,6 +100,7 @@ func watchPolicy() {
 	last, _ := stampOf(cfg.Policy)
 	var seen fileStamp // a changed stamp waiting to settle
 	var failed fileStamp
+	partial := false // a warning for an incomplete file was given since the last whole one
 	for {
 		time.Sleep(interval)
 		cur, ok := stampOf(cfg.Policy)
@@ -103,6 +114,17 @@ func watchPolicy() {
 		}
 		obj, err := config.ReadRegularFile(cfg.Policy, config.MaxPolicyBytes)
 		if err == nil {
+			if want, inc := loader.Incomplete(obj); inc {
+				// caught mid-write (a writer that pauses longer than the
+				// interval): say so once, and read it again when it changes
+				last = cur
+				if !partial {
+					fmt.Fprintf(os.Stderr, "ncclbpf: policy watch: %s is incomplete (%s): still being written? It is read again when it changes; the running policy is unchanged\n", cfg.Policy, incompleteSize(len(obj), want))
+					partial = true
+				}
+				continue
+			}
+			partial = false
 			err = checkAllowed(obj)
 		}
 		if err != nil {

@@ -86,7 +86,8 @@ func (ck *checker) branch(st *state, pc int, ins asm.Instruction) (int, *state, 
 	return ck.take(st, pc, a, b, target, fall, t, f, okT, okF, apply)
 }
 
-// setScalar gives register r (and every copy linked to it) the range s.
+// setScalar gives register r (and every copy linked to it) the range s,
+// and bounds the values linked to it in 32 bits (see value.rel).
 func (ck *checker) setScalar(st *state, r asm.Register, s Scalar) {
 	v := &st.top().regs[r]
 	if v.k != kScalar {
@@ -96,8 +97,41 @@ func (ck *checker) setScalar(st *state, r asm.Register, s Scalar) {
 	if v.id == 0 {
 		return
 	}
-	id := v.id
-	st.update(func(x value) bool { return x.k == kScalar && x.id == id }, func(x *value) { x.s = s })
+	id, rel, delta := v.id, v.rel, v.delta
+	st.update(func(x value) bool { return x.k == kScalar && x.id == id && x.rel == rel && x.delta == delta },
+		func(x *value) { x.s = s })
+	// the low 32 bits of the id's number B lie in [lo, lo+span]
+	// (modulo 2^32, without wrapping)
+	t := s.trunc32()
+	lo, span := t.umin, t.umax-t.umin
+	if rel == rel32 {
+		if !s.fits32() {
+			return // (not reached: a rel32 value is zero-extended)
+		}
+		lo = uint64(uint32(lo) - delta)
+	}
+	if lo+span > math.MaxUint32 {
+		return // the values wrap around 2^32: no interval
+	}
+	st.update(func(x value) bool { return x.k == kScalar && x.id == id && (x.rel != rel || x.delta != delta) },
+		func(x *value) {
+			var in Scalar
+			switch {
+			case x.rel == relCopy && x.s.fits32():
+				in = uRange(lo, lo+span) // B is its own low half
+			case x.rel == rel32:
+				l := uint64(uint32(lo) + x.delta)
+				if l+span > math.MaxUint32 {
+					return
+				}
+				in = uRange(l, l+span)
+			default:
+				return
+			}
+			if m, ok := x.s.meet(in); ok {
+				x.s = m
+			}
+		})
 }
 
 func cmp32(op asm.JumpOp, a, b uint32) bool {

@@ -201,11 +201,13 @@ func (ck *checker) printkValues(st *state, f *frame) (int, string) {
 			if b < 0 || b >= asm.StackSize || !stk.isInit(b) || !stk.spilled(b/8) {
 				return 3, unknown
 			}
+			// each byte must be known; the rest of its slot may not be
 			v := stk.slot(b / 8)
-			if (v.k != kScalar && v.k != kHalves) || !v.s.isConst() {
+			sh := 8 * uint(b%8)
+			if (v.k != kScalar && v.k != kHalves) || v.s.t.m>>sh&0xff != 0 {
 				return 3, unknown
 			}
-			format = append(format, byte(v.s.constVal()>>(8*(b%8))))
+			format = append(format, byte(v.s.t.v>>sh))
 		}
 	default:
 		return 3, unknown

@@ -357,7 +357,7 @@ func (ck *checker) clean(st *state, pc int) *state {
 		}
 		return false // (not reached: each and update visit the same values)
 	}
-	n.update(single, func(v *value) { v.id = 0 })
+	n.update(single, func(v *value) { v.id, v.rel, v.delta = 0, relCopy, 0 })
 	return n
 }
 

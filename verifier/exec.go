@@ -102,9 +102,18 @@ func (ck *checker) alu(st *state, pc int, ins asm.Instruction) *Error {
 	}
 	if is64 {
 		f.regs[ins.Dst] = value{k: kScalar, s: scalarOp(op, dst.s, src.s, signed)}
-	} else {
-		f.regs[ins.Dst] = value{k: kScalar, s: scalarOp32(op, dst.s, src.s, signed)}
+		return nil
 	}
+	v := value{k: kScalar, s: scalarOp32(op, dst.s, src.s, signed)}
+	if (op == asm.ALUAdd || op == asm.ALUSub) && src.s.isConst() && dst.id != 0 && !v.s.isConst() {
+		// w3 += k on a linked value keeps the link: (B + delta + k) mod 2^32
+		k := uint32(src.s.constVal())
+		if op == asm.ALUSub {
+			k = -k
+		}
+		v.id, v.rel, v.delta = dst.id, rel32, dst.delta+k
+	}
+	f.regs[ins.Dst] = v
 	return nil
 }
 
@@ -153,17 +162,33 @@ func (ck *checker) mov(st *state, pc int, ins asm.Instruction, src value, is64 b
 		}
 		f.regs[ins.Dst] = value{k: kScalar, s: s}
 	case !is64:
-		f.regs[ins.Dst] = value{k: kScalar, s: src.s.trunc32()}
+		v := value{k: kScalar, s: src.s.trunc32()}
+		if src.k == kScalar && !src.s.isConst() {
+			// w3 = w2 links the copy to r2: the same number when r2
+			// fits in 32 bits, its low half otherwise
+			v.id, v.rel, v.delta = ck.linkID(f, ins.Src), src.rel, src.delta
+			if !src.s.fits32() {
+				v.rel, v.delta = rel32, 0
+			}
+		}
+		f.regs[ins.Dst] = v
 	default:
 		if src.k == kScalar && !src.s.isConst() {
-			if src.id == 0 {
-				src.id = ck.newID()
-				f.regs[ins.Src].id = src.id
-			}
+			src.id = ck.linkID(f, ins.Src)
 		}
 		f.regs[ins.Dst] = src
 	}
 	return nil
+}
+
+// linkID returns the copy id of the scalar in register r, giving it a new
+// one if it has none.
+func (ck *checker) linkID(f *frame, r asm.Register) uint32 {
+	if f.regs[r].id == 0 {
+		f.regs[r].id = ck.newID()
+		f.regs[r].rel, f.regs[r].delta = relCopy, 0
+	}
+	return f.regs[r].id
 }
 
 // unaryOp computes neg and byte swaps.
@@ -261,6 +286,21 @@ func (ck *checker) ldImm64(st *state, pc int, ins asm.Instruction) *Error {
 	return nil
 }
 
+// returnTo pops the callee's frame and continues the caller after its
+// call instruction, with r0 holding the callee's result and r1-r5
+// clobbered. It returns the pc after the call.
+func returnTo(st *state, r0 value) int {
+	n := len(st.frames)
+	callsite := st.frames[n-1].callsite
+	st.frames = st.frames[:n-1]
+	caller := st.top()
+	caller.regs[asm.R0] = r0
+	for r := asm.R1; r <= asm.R5; r++ {
+		caller.regs[r] = value{}
+	}
+	return callsite + 1
+}
+
 // globalID | map index is the id of pointers into a map's single value
 // (global data): every such pointer points into the same object.
 const globalID = 1 << 31
@@ -291,23 +331,23 @@ func (ck *checker) callSub(st *state, pc int, ins asm.Instruction) int {
 
 // exit returns from a subprogram, or ends the program: r0 must then be a
 // number in the hook's return range and no ringbuf record may be pending.
+// A subprogram's r0 may be uninitialized (a C function returning void):
+// the caller's r0 is then uninitialized too, and reading it is refused
+// there.
 func (ck *checker) exit(st *state, pc int) (int, *Error) {
+	n := len(st.frames)
+	if n > 1 && st.top().regs[asm.R0].k == kUninit {
+		return returnTo(st, value{}), nil
+	}
 	r0, e := ck.read(st, pc, asm.R0)
 	if e != nil {
 		return -1, e
 	}
-	if n := len(st.frames); n > 1 {
+	if n > 1 {
 		if r0.k == kStack && int(r0.frame) == n-1 {
 			return -1, ck.errorf(PointerLeak, pc, "the function returns a pointer to its own stack (%s), which ends with it", r0.describe(ck))
 		}
-		callsite := st.top().callsite
-		st.frames = st.frames[:n-1]
-		caller := st.top()
-		caller.regs[asm.R0] = r0
-		for r := asm.R1; r <= asm.R5; r++ {
-			caller.regs[r] = value{}
-		}
-		return callsite + 1, nil
+		return returnTo(st, r0), nil
 	}
 	if r0.k != kScalar {
 		return -1, ck.errorf(PointerLeak, pc, "r0 holds a %s at exit; a program must return a number", r0.describe(ck))

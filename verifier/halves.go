@@ -65,3 +65,44 @@ func joinHalves(a, b value, widen bool) value {
 	}
 	return halvesVal(joinScalar(alo, blo), joinScalar(ahi, bhi))
 }
+
+// storeBytes returns the slot after a store of the low size bytes of s at
+// byte at of the slot (a 1- or 2-byte store, or a 4-byte one that is not
+// a whole half), given the slot's previous value prev (a spilled scalar
+// or halves; anything else counts as unknown bytes). The bytes the store
+// does not touch keep what prev knew of them; the touched half keeps the
+// bits the store and prev make known (clang builds char arrays on the
+// stack, format strings among them, with such stores).
+func storeBytes(prev value, at, size int, s Scalar) value {
+	lo, hi := widthScalar(4), widthScalar(4)
+	if prev.k == kScalar || prev.k == kHalves {
+		lo, hi = prev.halves()
+	}
+	mask := uint64(1)<<(8*size) - 1
+	put := func(half Scalar, base int) Scalar {
+		// the bytes of [at, at+size) that fall in this half, in its
+		// 32-bit coordinates
+		first, last := max(at, base), min(at+size, base+4)
+		if first >= last {
+			return half
+		}
+		sh := 8 * (at - base) // may be negative: the store starts in the low half
+		stored := tnum{s.t.v & mask, s.t.m & mask}
+		var m uint64
+		if sh >= 0 {
+			stored = stored.lsh(uint(sh))
+			m = mask << uint(sh)
+		} else {
+			stored = stored.rsh(uint(-sh))
+			m = mask >> uint(-sh)
+		}
+		m &= math.MaxUint32
+		t := tnum{(half.t.v&^m | stored.v&m) & math.MaxUint32, (half.t.m&^m | stored.m&m) & math.MaxUint32}
+		r, ok := Scalar{math.MinInt64, math.MaxInt64, 0, math.MaxUint64, t}.sync()
+		if !ok {
+			return widthScalar(4) // (not reached: a tnum always has a value)
+		}
+		return r
+	}
+	return halvesVal(put(lo, 0), put(hi, 4))
+}

@@ -119,14 +119,14 @@ func (j *joiner) joinValue(a, b value) value {
 	case (a.k == kHalves || b.k == kHalves) && (a.k == kScalar || a.k == kHalves) && (b.k == kScalar || b.k == kHalves):
 		return joinHalves(a, b, j.widen)
 	case a.k == kScalar && b.k == kScalar:
-		id := uint32(0)
-		if a.id != 0 && b.id != 0 {
-			id = j.id(a.id, b.id)
-		}
+		r := value{k: kScalar, s: joinScalar(a.s, b.s)}
 		if j.widen {
-			return value{k: kScalar, id: id, s: widenScalar(a.s, b.s)}
+			r.s = widenScalar(a.s, b.s)
 		}
-		return value{k: kScalar, id: id, s: joinScalar(a.s, b.s)}
+		if a.id != 0 && b.id != 0 && a.rel == b.rel && a.delta == b.delta {
+			r.id, r.rel, r.delta = j.id(a.id, b.id), a.rel, a.delta
+		}
+		return r
 	}
 	// a map value pointer or null on one side, a null or a map value
 	// pointer on the other

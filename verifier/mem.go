@@ -248,8 +248,7 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 			}
 		}
 		if mode == accRead {
-			if exact && lo/8 == (hi-1)/8 && fr.stk.spilled(lo/8) && fr.stk.slot(lo/8).s.isConst() {
-				c := fr.stk.slot(lo/8).s.constVal() >> (8 * (lo % 8))
+			if c, ok := knownBytes(&fr.stk, lo, size); exact && ok {
 				if size < 8 {
 					c &= uint64(1)<<(8*size) - 1
 					if signed && c&(uint64(1)<<(8*size-1)) != 0 {
@@ -287,8 +286,8 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 			return value{}, ck.errorf(PointerLeak, pc, "stores a pointer to a callee's stack (%s) into a caller's frame, where it would outlive the callee", val.describe(ck))
 		}
 	}
-	var prev value // what a 4-byte store leaves in the other half
-	if exact && size == 4 && lo%4 == 0 && fr.stk.spilled(lo/8) {
+	var prev value // what a store of part of a slot leaves in the rest
+	if exact && size < 8 && lo/8 == (hi-1)/8 && fr.stk.spilled(lo/8) {
 		prev = fr.stk.slot(lo / 8)
 	}
 	for i := lo / 8; i <= (hi-1)/8; i++ {
@@ -319,8 +318,32 @@ func (ck *checker) accessStack(st *state, pc int, reg asm.Register, ptr value, o
 			hv = halvesVal(val.s, other)
 		}
 		fr.stk.putSpill(lo/8, hv)
+	case size < 8 && lo/8 == (hi-1)/8 && val.k == kScalar:
+		// a byte or two (char arrays): keep what is known of each byte
+		fr.stk.putSpill(lo/8, storeBytes(prev, lo%8, size, val.s))
 	}
 	return value{}, nil
+}
+
+// knownBytes returns the size bytes at stack byte lo, zero-extended, when
+// they lie in one spilled slot whose value knows every bit of them.
+func knownBytes(stk *stack, lo, size int) (uint64, bool) {
+	if lo/8 != (lo+size-1)/8 || !stk.spilled(lo/8) {
+		return 0, false
+	}
+	v := stk.slot(lo / 8)
+	if v.k != kScalar && v.k != kHalves {
+		return 0, false
+	}
+	sh := 8 * uint(lo%8)
+	mask := uint64(math.MaxUint64)
+	if size < 8 {
+		mask = uint64(1)<<(8*size) - 1
+	}
+	if v.s.t.m>>sh&mask != 0 {
+		return 0, false
+	}
+	return v.s.t.v >> sh & mask, true
 }
 
 func stackRange(o Scalar) string {

@@ -44,6 +44,7 @@ const (
 	tagSext        = "bound_sext"
 	tagBoundSigned = "bound_signed"
 	tagBound32     = "bound_alu32"
+	tagBoundSub32  = "bound_sub32_copy"
 	tagPtrSub      = "ptr_minus_ptr"
 	tagCmpPtrPtr   = "cmp_ptr_ptr"
 	tagCmpPtrK     = "cmp_ptr_scalar"
@@ -72,7 +73,7 @@ const (
 // programs.
 var allPtrTags = []string{tagLookupArr, tagLookupHash, tagLookupRO, tagGlobal, tagRing, tagRingJoin,
 	tagJoin, tagJoinSub, tagArithConst, tagArithVar, tagBoundAnd, tagBoundCmp, tagBoundCmp32, tagSext,
-	tagBoundSigned, tagBound32, tagPtrSub, tagCmpPtrPtr, tagSpillPtr, tagSpillScal, tagPartial, tagNarrowFill,
+	tagBoundSigned, tagBound32, tagBoundSub32, tagPtrSub, tagCmpPtrPtr, tagSpillPtr, tagSpillScal, tagPartial, tagNarrowFill,
 	tagLoop, tagLoopStack, tagLoopPtr, tagSub, tagSubRet, tagHelperMem, tagPrintk, tagLinks, tagLoad, tagStore, tagAtomic}
 
 // object kinds a register may point to
@@ -433,7 +434,7 @@ func (g *pgen) bound(r int, room, w int, skip string) {
 	if g.chance(1, 8) {
 		off1 = 1 // off by one
 	}
-	switch g.rng.IntN(9) {
+	switch g.rng.IntN(10) {
 	case 0, 1:
 		g.tag(tagBoundAnd)
 		m := 1
@@ -489,6 +490,22 @@ func (g *pgen) bound(r int, room, w int, skip string) {
 	case 7:
 		g.tag(tagBoundAnd)
 		g.emit("mod %%r%d, %d", r, lim+1+off1)
+	case 9:
+		// (unsigned)(i - lo) <= lim - lo as clang emits it: a 32-bit
+		// copy of i - lo is compared, i itself is used (bounded only
+		// when it fits in 32 bits)
+		g.tag(tagBoundSub32)
+		lo := g.rng.IntN(lim + 1)
+		g.emit("mov32 %%r4, %%r2")
+		if g.chance(1, 2) {
+			g.emit("add32 %%r4, %d", -lo)
+		} else {
+			g.emit("sub32 %%r4, %d", lo)
+		}
+		if g.chance(1, 8) {
+			g.emit("add %%r2, %d", pick(g.rng, 1, -1)) // the index moves after the copy
+		}
+		g.emit("jgt32 %%r4, %d, %s", lim-lo+off1, skip)
 	default:
 		// 32-bit arithmetic on a bounded offset: wraps at 2^32
 		g.tag(tagBound32)

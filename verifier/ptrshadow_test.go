@@ -72,7 +72,8 @@ type sframe struct {
 	init   [asm.StackSize]bool
 	saved  [4]int // r6-r9 tags of the caller
 	savedI [4]bool
-	r0     int // r0 tag at the callee's exit
+	r0     int  // r0 tag at the callee's exit
+	r0I    bool // whether r0 was set at the callee's exit (a void function leaves it unset)
 }
 
 func newShadow(insns []asm.Instruction, refs []vm.MapRef, protos vm.HelperTable) *shadow {
@@ -182,7 +183,7 @@ func (s *shadow) settle(ts *vm.TraceState) {
 		for i := 1; i <= 5; i++ {
 			s.reg[i], s.init[i] = 0, false
 		}
-		s.reg[0], s.init[0] = callee.r0, true
+		s.reg[0], s.init[0] = callee.r0, callee.r0I
 		s.reg[10] = f.obj
 		s.depth = ts.Depth
 		// spills in the dead frame are gone
@@ -364,14 +365,17 @@ func (s *shadow) jump(pc int, ins asm.Instruction, r *[asm.NumRegisters]uint64) 
 	case asm.JumpA:
 		return
 	case asm.JumpExit:
-		s.read(pc, asm.R0)
 		if s.depth > 0 {
+			// only the program's own exit reads r0: a function's
+			// result is read, if ever, by its caller
 			s.frames[len(s.frames)-1].r0 = s.reg[0]
+			s.frames[len(s.frames)-1].r0I = s.init[0]
 			if t := s.reg[0]; t == s.frames[len(s.frames)-1].obj {
 				s.failf(pc, "returns a pointer to its own stack frame")
 			}
 			return
 		}
+		s.read(pc, asm.R0)
 		if t := s.reg[0]; t != 0 {
 			s.failf(pc, "the program returns a pointer (to %s)", s.objs[t-1].name)
 		}

@@ -219,6 +219,9 @@ func valueLeq(o, c value, m *idMap) bool {
 	if !o.s.contains(c.s) {
 		return false
 	}
+	if o.id != 0 && (o.rel != c.rel || o.delta != c.delta) {
+		return false
+	}
 	return m.match(o.id, c.id)
 }
 

@@ -24,10 +24,28 @@ const (
 type value struct {
 	k     kind
 	frame uint8  // kStack: index of the frame in the call chain
+	rel   uint8  // kScalar with an id: how the value relates to the id's number (relCopy, rel32)
 	idx   int32  // kMapHandle, kMapValue*: map index; kAlloc*: record size
 	id    uint32 // kMapValueOrNull/kAlloc*: null-check and reference id; kScalar: copy id (0: none)
+	delta uint32 // rel32: the constant added in 32 bits
 	s     Scalar
 }
+
+// Linked scalars: the scalars that share an id (non-zero) are functions
+// of one unknown number B, so that bounding one bounds the others:
+//
+//   - relCopy: the value is B (a copy made by a 64-bit move, or by a
+//     32-bit move of a value that fits in 32 bits);
+//   - rel32: the value is (B + delta) mod 2^32, zero-extended: a 32-bit
+//     move (w3 = w2) followed by 32-bit additions or subtractions of
+//     constants (w3 += -2), as clang emits for (unsigned)(i - lo) < n.
+//
+// Every relCopy member of an id has the same bounds, and so has every
+// rel32 member with the same delta.
+const (
+	relCopy uint8 = iota
+	rel32
+)
 
 // isPtr reports a pointer the program may still use.
 func (v value) isPtr() bool { return v.k >= kCtx && v.k <= kAllocOrNull }

@@ -437,6 +437,300 @@ call 6
 mov %r0, 0
 exit
 
+# A format built byte by byte on the stack is read as constant bytes;
+# one byte not known makes the whole format unknown.
+-- ok_printk_format_on_stack_bytes
+stb [%r10-8], 0x25
+stb [%r10-7], 0x64
+stb [%r10-6], 0
+mov %r1, %r10
+add %r1, -8
+mov %r2, 3
+mov %r3, 1
+call 6
+mov %r0, 0
+exit
+
+-- ok_printk_format_on_stack_halfwords
+mov %r3, 0x6425
+stxh [%r10-8], %r3
+sth [%r10-6], 0
+mov %r1, %r10
+add %r1, -8
+mov %r2, 3
+mov %r3, 1
+call 6
+mov %r0, 0
+exit
+
+-- bad_printk_format_on_stack_bytes_two_values
+stb [%r10-8], 0x25
+stb [%r10-7], 0x64
+stb [%r10-6], 0x25
+stb [%r10-5], 0x64
+stb [%r10-4], 0
+mov %r1, %r10
+add %r1, -8
+mov %r2, 5
+mov %r3, 1
+call 6 # ERROR E010
+mov %r0, 0
+exit
+
+-- bad_printk_format_on_stack_byte_unknown
+ldxw %r4, [%r1+0]
+stb [%r10-8], 0x25
+stxb [%r10-7], %r4
+stb [%r10-6], 0
+mov %r1, %r10
+add %r1, -8
+mov %r2, 3
+mov %r3, 1
+call 6 # ERROR E010
+mov %r0, 0
+exit
+
+-- bad_printk_format_on_stack_byte_overwritten
+stw [%r10-8], 0x6425
+ldxw %r4, [%r1+0]
+stxb [%r10-8], %r4
+mov %r1, %r10
+add %r1, -8
+mov %r2, 3
+mov %r3, 1
+call 6 # ERROR E010
+mov %r0, 0
+exit
+
+# A byte stored into a slot of known value replaces that byte only.
+-- ok_stack_byte_store_keeps_rest
+mov %r9, %r1
+stdw [%r10-16], 0
+stb [%r10-16], 5
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxdw %r2, [%r10-16]
+add %r0, %r2
+ldxb %r0, [%r0+0]
+out:
+mov %r0, 0
+exit
+
+-- bad_stack_byte_store_forgets_constant
+mov %r9, %r1
+stdw [%r10-16], 0
+ldxw %r3, [%r9+0]
+stxb [%r10-15], %r3
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxdw %r2, [%r10-16]
+add %r0, %r2
+ldxb %r0, [%r0+0] # ERROR E014
+out:
+mov %r0, 0
+exit
+
+-- bad_stack_byte_read_of_unknown_byte
+mov %r9, %r1
+stdw [%r10-16], 0
+ldxw %r3, [%r9+0]
+stxh [%r10-14], %r3
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxb %r2, [%r10-13]
+add %r0, %r2
+ldxb %r0, [%r0+0] # ERROR E014
+out:
+mov %r0, 0
+exit
+
+# (unsigned)(i - lo) < n: clang compares a 32-bit copy of i - lo and
+# indexes with i. The copy bounds i only where i fits in 32 bits and the
+# bounds do not wrap around 2^32.
+-- ok_range_check_sub32
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxw %r2, [%r9+0]
+mov32 %r3, %r2
+add32 %r3, -2
+jgt32 %r3, 5, out
+add %r0, %r2
+ldxb %r0, [%r0+40]
+out:
+mov %r0, 0
+exit
+
+-- ok_range_check_sub32_second_copy
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxdw %r2, [%r9+8]
+mov32 %r4, %r2
+mov32 %r3, %r2
+sub32 %r3, 2
+jgt32 %r3, 5, out
+add %r0, %r4
+ldxb %r0, [%r0+40]
+out:
+mov %r0, 0
+exit
+
+-- ok_range_check_copy_then_offset
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxw %r2, [%r9+0]
+mov32 %r3, %r2
+add32 %r3, -2
+mov32 %r4, %r2
+add32 %r4, 10
+jgt %r2, 7, out
+jlt %r2, 2, out
+add %r0, %r3
+ldxb %r0, [%r0+42]
+out:
+mov %r0, 0
+exit
+
+-- bad_range_check_sub32_one_too_many
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxw %r2, [%r9+0]
+mov32 %r3, %r2
+add32 %r3, -2
+jgt32 %r3, 6, out
+add %r0, %r2
+ldxb %r0, [%r0+40] # ERROR E014
+out:
+mov %r0, 0
+exit
+
+-- bad_range_check_add32_wraps
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxw %r2, [%r9+0]
+mov32 %r3, %r2
+add32 %r3, 3
+jgt32 %r3, 7, out
+add %r0, %r2
+ldxb %r0, [%r0+0] # ERROR E014
+out:
+mov %r0, 0
+exit
+
+-- bad_range_check_64bit_index
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxdw %r2, [%r9+8]
+mov32 %r3, %r2
+add32 %r3, -2
+jgt32 %r3, 5, out
+add %r0, %r2
+ldxb %r0, [%r0+0] # ERROR E014
+out:
+mov %r0, 0
+exit
+
+-- bad_range_check_index_changed
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxw %r2, [%r9+0]
+mov32 %r3, %r2
+add32 %r3, -2
+add %r2, 1
+jgt32 %r3, 5, out
+add %r0, %r2
+ldxb %r0, [%r0+40] # ERROR E014
+out:
+mov %r0, 0
+exit
+
+-- bad_range_check_multiplied_copy
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxw %r2, [%r9+0]
+mov32 %r3, %r2
+mul32 %r3, 2
+add32 %r3, -2
+jgt32 %r3, 5, out
+add %r0, %r2
+ldxb %r0, [%r0+40] # ERROR E014
+out:
+mov %r0, 0
+exit
+
+-- bad_range_check_two_offsets_joined
+mov %r9, %r1
+stw [%r10-4], 0
+lddw %r1, map(0)
+mov %r2, %r10
+add %r2, -4
+call 1
+jeq %r0, 0, out
+ldxw %r2, [%r9+0]
+ldxw %r4, [%r9+4]
+mov32 %r3, %r2
+jeq %r4, 0, +2
+add32 %r3, -2
+ja +1
+add32 %r3, 30
+jgt32 %r3, 5, out
+add %r0, %r2
+ldxb %r0, [%r0+40] # ERROR E014
+out:
+mov %r0, 0
+exit
+
 # A state with more linked copies than a fixed table could hold: the
 # copies of fp-8 and fp-16 are one value on the first path explored and
 # two on the second; bounding one copy bounds the other only on the first.

@@ -276,6 +276,61 @@ f:
 mov %r0, 0
 exit
 
+# A function that returns nothing (C void) leaves r0 unset: only the
+# program's own exit has a return value, and the caller may not read r0.
+-- ok_void_subprogram
+mov %r6, 3
+call local f
+mov %r0, %r6
+exit
+f:
+mov %r1, 1
+exit
+
+-- ok_void_subprogram_nested
+call local f
+mov %r0, 0
+exit
+f:
+call local g
+exit
+g:
+exit
+
+-- bad_void_subprogram_result_returned
+call local f
+exit # ERROR E010
+f:
+mov %r1, 1
+exit
+
+-- bad_void_subprogram_result_read
+mov %r0, 7
+call local f
+mov %r6, %r0 # ERROR E010
+mov %r0, 0
+exit
+f:
+exit
+
+-- bad_subprogram_result_set_on_one_path
+ldxw %r1, [%r1+0]
+call local f
+exit # ERROR E010
+f:
+jeq %r1, 0, +1
+mov %r0, 1
+exit
+
+-- bad_void_subprogram_result_passed_through
+call local f
+exit # ERROR E010
+f:
+call local g
+exit
+g:
+exit
+
 -- ok_callee_saved
 mov %r6, 3
 call local f

@@ -81,11 +81,11 @@ exit
 
 -- bad_callee_r0_unset
 call local f
-and %r0, 1
+and %r0, 1 # ERROR E010
 exit
 f:
 mov %r1, 0
-exit # ERROR E010
+exit
 
 -- bad_callee_argument_clobbered_by_helper
 mov %r1, 1
