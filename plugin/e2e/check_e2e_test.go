@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 var (
@@ -56,7 +57,7 @@ func startRanks(t *testing.T, n int, dir string, env []string, periodUS int, sec
 	var pids []int
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(host, art.lib, strconv.Itoa(seconds), strconv.Itoa(periodUS), epoch)
-		cmd.Env = append(append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir, "LOCKSTEP_RANKS="+strconv.Itoa(n)), env...)
+		cmd.Env = append(append(cleanEnv(), envconfig.ControlDir+"="+dir, "LOCKSTEP_RANKS="+strconv.Itoa(n)), env...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +140,7 @@ var armedRe = regexp.MustCompile(`switch at call (\d+)`)
 func TestCheckFindsInjectedDivergence(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
-	pids := startRanks(t, 3, dir, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/reload_a.bpf.o")}, 2000, 60)
+	pids := startRanks(t, 3, dir, []string{envconfig.Policy + "=" + filepath.Join(root, "testhost/reload_a.bpf.o")}, 2000, 60)
 	waitSeq(t, dir, pids, 20)
 	out, code := cli(t, "check", "--dir", dir)
 	if code != 0 || !strings.Contains(out, "comm 0xc0ffee: pids") || !strings.Contains(out, ": consistent") {

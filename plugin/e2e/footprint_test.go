@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // footprint runs testhost/footprint.c on lib and returns its figures.
@@ -45,7 +47,7 @@ func TestFootprint(t *testing.T) {
 	}
 	n := footprint(t, art.native, "CALLS=20000")
 	e := footprint(t, empty, "CALLS=20000")
-	b := footprint(t, art.lib, "CALLS=20000", "NCCLBPF_CONTROL_DIR="+filepath.Join(dir, "ctl"))
+	b := footprint(t, art.lib, "CALLS=20000", envconfig.ControlDir+"="+filepath.Join(dir, "ctl"))
 	t.Logf("native: dlopen %.2f ms, init %.3f ms, +%.0f threads, +%.1f MB", n["dlopen_us"]/1000, n["init_us"]/1000,
 		n["threads_rest"]-n["threads_before"], (n["rss_kb_rest"]-n["rss_kb_before"])/1024)
 	t.Logf("empty Go library: dlopen %.2f ms, init %.3f ms, +%.0f threads, +%.1f MB", e["dlopen_us"]/1000, e["init_us"]/1000,

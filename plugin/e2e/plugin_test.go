@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/tuner"
 )
@@ -61,7 +62,7 @@ func artifacts(t *testing.T) {
 				"-o", art.host, "testhost/host.c", "-ldl"},
 			{"gcc", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", art.native, "testhost/native_size_aware.c"},
 		}
-		if lib := os.Getenv("NCCLBPF_TEST_LIB"); lib != "" {
+		if lib := os.Getenv(envconfig.TestLib); lib != "" {
 			// A library built beforehand (to compare builds, or to save the build).
 			art.lib, steps = lib, steps[1:]
 		}
@@ -246,14 +247,14 @@ func TestPluginBadPolicy(t *testing.T) {
 	}
 	script.WriteString("warns\nstats\n")
 	for name, env := range map[string][]string{
-		"missing file":    {"NCCLBPF_POLICY=" + filepath.Join(dir, "nope.bpf.o")},
-		"not ELF":         {"NCCLBPF_POLICY=" + garbage},
-		"unknown builtin": {"NCCLBPF_POLICY=builtin:nope"},
-		"bad config":      {"NCCLBPF_POLICY_CONFIG=size_lo"},
-		"bad rules":       {"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + rules},
-		"writes an input": {"NCCLBPF_POLICY=" + testdata(t, "unsafe_write.bpf.o")},
-		"unbounded index": {"NCCLBPF_POLICY=" + testdata(t, "unsafe_oob.bpf.o")},
-		"unknown section": {"NCCLBPF_POLICY=" + testdata(t, "wrong_hook.bpf.o")},
+		"missing file":    {envconfig.Policy + "=" + filepath.Join(dir, "nope.bpf.o")},
+		"not ELF":         {envconfig.Policy + "=" + garbage},
+		"unknown builtin": {envconfig.Policy + "=builtin:nope"},
+		"bad config":      {envconfig.PolicyConfig + "=size_lo"},
+		"bad rules":       {envconfig.Policy + "=builtin:rules", envconfig.RulesFile + "=" + rules},
+		"writes an input": {envconfig.Policy + "=" + testdata(t, "unsafe_write.bpf.o")},
+		"unbounded index": {envconfig.Policy + "=" + testdata(t, "unsafe_oob.bpf.o")},
+		"unknown section": {envconfig.Policy + "=" + testdata(t, "wrong_hook.bpf.o")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, v := range []string{"5", "6", "4", "3"} {
@@ -294,11 +295,11 @@ func testdata(t *testing.T, name string) string {
 // TestPluginNoPolicy: NCCLBPF_POLICY=none runs nothing and logs no warning.
 func TestPluginNoPolicy(t *testing.T) {
 	artifacts(t)
-	out := host(t, []string{"NCCLBPF_POLICY=none"}, "", "policy", art.lib, "5", "noop")
+	out := host(t, []string{envconfig.Policy + "=none"}, "", "policy", art.lib, "5", "noop")
 	if !strings.Contains(out, "policy noop v5: ok") {
 		t.Errorf("output:\n%s", out)
 	}
-	out = host(t, []string{"NCCLBPF_POLICY=none"}, "init 0 1 2 1 1 2 2\nwarns\nstats\n", "run", art.lib, "6")
+	out = host(t, []string{envconfig.Policy + "=none"}, "init 0 1 2 1 1 2 2\nwarns\nstats\n", "run", art.lib, "6")
 	if w := lineWith(out, "warns"); len(w) != 1 || w[0] != "0" {
 		t.Errorf("warnings %v, want none", w)
 	}
@@ -328,7 +329,7 @@ func TestPolicyGrids(t *testing.T) {
 	artifacts(t)
 	for _, pol := range []string{"noop", "size_aware"} {
 		for v := 2; v <= 6; v++ {
-			out := host(t, []string{"NCCLBPF_POLICY=builtin:" + pol}, "", "policy", art.lib, strconv.Itoa(v), pol)
+			out := host(t, []string{envconfig.Policy + "=builtin:" + pol}, "", "policy", art.lib, strconv.Itoa(v), pol)
 			if !strings.Contains(out, fmt.Sprintf("policy %s v%d: ok", pol, v)) {
 				t.Errorf("%s v%d:\n%s", pol, v, out)
 			}
@@ -338,7 +339,7 @@ func TestPolicyGrids(t *testing.T) {
 	// and size_hi at the top, size_aware never fires, which the grid
 	// reports as a mismatch against the default thresholds.
 	cmd := hostCommand(art.host, "policy", art.lib, "5", "size_aware")
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_POLICY_CONFIG=size_lo=1G")
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"=builtin:size_aware", envconfig.PolicyConfig+"=size_lo=1G")
 	if out, err := cmd.Output(); err == nil {
 		t.Errorf("size_lo=1G did not change size_aware's decisions:\n%s", out)
 	}
@@ -439,7 +440,7 @@ broadcast,0,18446744073709551615,-1,-1,3,-1,-1
 	}
 	script.WriteString("stats\n")
 	for _, v := range []string{"5", "6", "4"} {
-		out := host(t, []string{"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + path}, script.String(), "run", art.lib, v)
+		out := host(t, []string{envconfig.Policy + "=builtin:rules", envconfig.RulesFile + "=" + path}, script.String(), "run", art.lib, v)
 		got := parseResults(t, out)
 		if len(got) != len(wants) {
 			t.Fatalf("v%s: %d results for %d calls", v, len(got), len(wants))
