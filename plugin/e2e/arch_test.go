@@ -31,12 +31,12 @@ func targetCC() string {
 	return "gcc"
 }
 
-// goTargetEnv is the extra environment of `go build` for the library.
-func goTargetEnv() []string {
+// targetEnv is the extra environment of scripts/build.sh for the target.
+func targetEnv() []string {
 	if crossArm64() {
 		return []string{"GOOS=linux", "GOARCH=arm64", "CC=" + targetCC()}
 	}
-	return nil
+	return []string{"CC=" + targetCC()}
 }
 
 // hostCommand runs a host built by targetCC: directly, or under

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 var (
@@ -34,10 +35,9 @@ func lockstepTools(t *testing.T) (host, cli string) {
 	lockstepOnce.Do(func() {
 		lockstepBin = filepath.Join(art.dir, "lockstep_host")
 		cliBin = filepath.Join(art.dir, "ncclbpf")
-		lockstepErr = buildSteps(repoRoot(t), [][]string{
-			{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-I", "include", "-o", lockstepBin,
-				"testhost/lockstep_host.c", "-ldl"},
-			{"go", "build", "-o", cliBin, "./cmd/ncclbpf"},
+		lockstepErr = buildSteps(repoRoot(t), []buildrecipe.Step{
+			{Target: "lockstep-host", Out: lockstepBin},
+			{Target: "cli", Out: cliBin},
 		})
 	})
 	if lockstepErr != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // envHost builds testhost/env_host.c once per test and runs it on the
@@ -19,8 +20,7 @@ func envHost(t *testing.T, env []string, ver string, names ...string) string {
 	artifacts(t)
 	root := repoRoot(t)
 	host := filepath.Join(t.TempDir(), "env_host")
-	if err := buildSteps(root, [][]string{{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-o", host,
-		"testhost/env_host.c", "-ldl"}}); err != nil {
+	if err := buildSteps(root, []buildrecipe.Step{{Target: "env-host", Out: host}}); err != nil {
 		t.Fatalf("building env_host: %v", err)
 	}
 	cmd := hostCommand(host, append([]string{art.lib, ver}, names...)...)

@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // footprint runs testhost/footprint.c on lib and returns its figures.
 func footprint(t *testing.T, lib string, env ...string) map[string]float64 {
 	t.Helper()
 	bin := filepath.Join(art.dir, "footprint")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
-		"-I", filepath.Join(repoRoot(t), "include"), "-o", bin, filepath.Join(repoRoot(t), "testhost/footprint.c"), "-ldl").CombinedOutput(); err != nil {
-		t.Fatalf("building footprint: %v\n%s", err, out)
+	if err := buildSteps(repoRoot(t), []buildrecipe.Step{{Target: "footprint", Out: bin}}); err != nil {
+		t.Fatalf("building footprint: %v", err)
 	}
 	cmd := exec.Command(bin, lib)
 	cmd.Env = append(cleanEnv(), env...)
@@ -42,7 +42,7 @@ func TestFootprint(t *testing.T) {
 	artifacts(t)
 	dir := t.TempDir()
 	empty := filepath.Join(art.dir, "libemptygo.so")
-	if err := buildSteps(repoRoot(t), [][]string{{"go", "build", "-buildmode=c-shared", "-o", empty, "./testhost/emptygo"}}); err != nil {
+	if err := buildSteps(repoRoot(t), []buildrecipe.Step{{Target: "emptygo", Out: empty}}); err != nil {
 		t.Fatalf("building testhost/emptygo: %v", err)
 	}
 	n := footprint(t, art.native, "CALLS=20000")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // The net wrapper is tested the way NCCL's proxy thread drives it:
@@ -39,21 +40,18 @@ func netArtifacts(t *testing.T) {
 		netArt.host = filepath.Join(art.dir, "net_host")
 		netArt.tcp11 = filepath.Join(art.dir, "libnccl-net-tcpnet.so")
 		netArt.tcp10 = filepath.Join(art.dir, "libtcpnet10.so")
-		cflags := []string{"-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"}
-		steps := [][]string{
-			append(append([]string{"gcc"}, cflags...), "-pthread", "-o", netArt.host, "testhost/net_host.c", "-ldl"),
-			append(append([]string{"gcc"}, cflags...), "-shared", "-fPIC", "-o", netArt.tcp11, "testhost/tcpnet.c"),
-			append(append([]string{"gcc"}, cflags...), "-DTCPNET_V10", "-shared", "-fPIC", "-o", netArt.tcp10, "testhost/tcpnet.c"),
+		steps := []buildrecipe.Step{
+			{Target: "net-host", Out: netArt.host},
+			{Target: "tcpnet", Out: netArt.tcp11},
+			{Target: "tcpnet", Out: netArt.tcp10, Flags: []string{"-DTCPNET_V10"}},
 		}
 		netArt.old = map[int]string{}
 		for _, v := range []int{6, 7, 8, 9, 12} {
 			netArt.old[v] = filepath.Join(art.dir, fmt.Sprintf("libtcpnet%d.so", v))
-			steps = append(steps, append(append([]string{"gcc"}, cflags...), fmt.Sprintf("-DTCPNET_ABI=%d", v), "-shared", "-fPIC",
-				"-o", netArt.old[v], "testhost/tcpnet.c"))
+			steps = append(steps, buildrecipe.Step{Target: "tcpnet", Out: netArt.old[v], Flags: []string{fmt.Sprintf("-DTCPNET_ABI=%d", v)}})
 		}
 		netArt.broken = filepath.Join(art.dir, "libtcpnet6-notest.so")
-		steps = append(steps, append(append([]string{"gcc"}, cflags...), "-DTCPNET_ABI=6", "-DTCPNET_NO_TEST", "-shared", "-fPIC",
-			"-o", netArt.broken, "testhost/tcpnet.c"))
+		steps = append(steps, buildrecipe.Step{Target: "tcpnet", Out: netArt.broken, Flags: []string{"-DTCPNET_ABI=6", "-DTCPNET_NO_TEST"}})
 		netErr = buildSteps(repoRoot(t), steps)
 	})
 	if netErr != nil {

@@ -15,11 +15,12 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
-// The plugin is tested the way NCCL uses it: libncclbpf.so is built with
-// `go build -buildmode=c-shared` and loaded by a C host process
+// The plugin is tested the way NCCL uses it: libncclbpf.so is built by
+// the one recipe (scripts/build.sh) and loaded by a C host process
 // (testhost/host.c), never into this Go test binary (two Go runtimes in one
 // process do not work).
 
@@ -55,12 +56,11 @@ func artifacts(t *testing.T) {
 		art.lib = filepath.Join(dir, "libncclbpf.so")
 		art.host = filepath.Join(dir, "host")
 		art.native = filepath.Join(dir, "libnative-size-aware.so")
-		steps := [][]string{
+		steps := []buildrecipe.Step{
 			// The test build: the production library lacks the entry points the hosts drive reloads with.
-			{"go", "build", "-tags", "ncclbpf_testing", "-buildmode=c-shared", "-o", art.lib, "./plugin"},
-			{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread", "-I", "include",
-				"-o", art.host, "testhost/host.c", "-ldl"},
-			{"gcc", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", art.native, "testhost/native_size_aware.c"},
+			{Target: "lib-testing", Out: art.lib},
+			{Target: "host", Out: art.host},
+			{Target: "native", Out: art.native},
 		}
 		if lib := os.Getenv(envconfig.TestLib); lib != "" {
 			// A library built beforehand (to compare builds, or to save the build).
@@ -73,25 +73,10 @@ func artifacts(t *testing.T) {
 	}
 }
 
-// buildSteps runs each command in the source tree root, stopping at the
-// first failure with its output.
-func buildSteps(root string, steps [][]string) error {
-	for _, s := range steps {
-		name := s[0]
-		if name == "gcc" {
-			name = targetCC()
-		}
-		cmd := exec.Command(name, s[1:]...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if name == "go" {
-			cmd.Env = append(cmd.Env, goTargetEnv()...)
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
-		}
-	}
-	return nil
+// buildSteps builds each artefact with the one recipe (scripts/build.sh),
+// for the target architecture, stopping at the first failure.
+func buildSteps(root string, steps []buildrecipe.Step) error {
+	return buildrecipe.Build(root, targetEnv(), steps...)
 }
 
 // host runs the test host with args, the extra environment and stdin, and

@@ -13,12 +13,13 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // The profiler side of libncclbpf.so (plugin/profiler.c) is tested like the
 // tuner: from a C host process (testhost/profiler_host.c) that emits NCCL's
 // profiler event sequence, never inside this Go test binary. The shim is
-// tested twice: built alone with gcc (no Go, no tuner; the host publishes
+// tested twice: built alone in C (no Go, no tuner; the host publishes
 // native programs into its slots) and inside the c-shared library.
 
 var (
@@ -43,11 +44,9 @@ func profArtifacts(t *testing.T) {
 		profArt.standalone = filepath.Join(dir, "libprofiler-standalone.so")
 		profArt.lib = art.lib
 		profArt.host = filepath.Join(dir, "profiler_host")
-		steps := [][]string{
-			{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-pthread", "-I", "include",
-				"-o", profArt.standalone, "plugin/profiler.c"},
-			{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
-				"-o", profArt.host, "testhost/profiler_host.c", "testhost/profiler_native.c", "-ldl"},
+		steps := []buildrecipe.Step{
+			{Target: "profiler-standalone", Out: profArt.standalone},
+			{Target: "profiler-host", Out: profArt.host},
 		}
 		profErr = buildSteps(root, steps)
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // Hot reload through the NCCL-like C host (testhost/reload_hammer.c): tuner
@@ -35,12 +36,7 @@ func reloadHammer(t *testing.T) string {
 	artifacts(t)
 	hammerOnce.Do(func() {
 		hammerBin = filepath.Join(art.dir, "reload_hammer")
-		cmd := exec.Command(targetCC(), "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
-			"-I", "include", "-o", hammerBin, "testhost/reload_hammer.c", "-ldl")
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			hammerErr = fmt.Errorf("building the reload hammer: %v\n%s", err, out)
-		}
+		hammerErr = buildSteps(repoRoot(t), []buildrecipe.Step{{Target: "reload-hammer", Out: hammerBin}})
 	})
 	if hammerErr != nil {
 		t.Fatal(hammerErr)
@@ -127,12 +123,8 @@ func TestReloadAtSeqSwitchesAllRanksTogether(t *testing.T) {
 func TestReloadHammerSanitized(t *testing.T) {
 	reloadHammer(t)
 	bin := filepath.Join(art.dir, "reload_hammer_asan")
-	cmd := exec.Command("gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-Wall",
-		"-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread", "-I", "include", "-o", bin,
-		"testhost/reload_hammer.c", "-ldl")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("no sanitizer build here: %v\n%s", err, out)
+	if err := buildrecipe.Build(repoRoot(t), []string{"SANITIZE=1"}, buildrecipe.Step{Target: "reload-hammer", Out: bin}); err != nil {
+		t.Skipf("no sanitizer build here: %v", err)
 	}
 	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
 	run := exec.Command(bin, "hammer", art.lib, a, b, bad)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // serveProc is a running host (reload_hammer serve: two communicators
@@ -264,8 +265,8 @@ func TestReloadAllExpectEndToEnd(t *testing.T) {
 	bin := reloadHammer(t)
 	root := repoRoot(t)
 	cli := filepath.Join(art.dir, "ncclbpf")
-	if out, err := exec.Command("go", "build", "-o", cli, filepath.Join(root, "cmd", "ncclbpf")).CombinedOutput(); err != nil {
-		t.Fatalf("building the CLI: %v\n%s", err, out)
+	if err := buildrecipe.Build(root, nil, buildrecipe.Step{Target: "cli", Out: cli}); err != nil {
+		t.Fatalf("building the CLI: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "ctl")
 	for i := 0; i < 3; i++ {
