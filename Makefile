@@ -14,9 +14,10 @@ export CGO_ENABLED := 1
 # `git describe`, REVISION to the commit (+modified for a changed tree).
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || r=$$r+modified; echo $$r; })
-CLI_LDFLAGS = -X main.version=$(VERSION) -X main.revision=$(REVISION)
-# The production libncclbpf.so exports NCCL's plugin symbols only.
-LIB_LDFLAGS = -extldflags=-Wl,--version-script=$(CURDIR)/plugin/exports.map
+# libncclbpf.so, the CLI and the C test hosts are built by one recipe,
+# scripts/build.sh, which holds every flag (internal/buildrecipe's test
+# checks that nothing else builds them).
+RECIPE   = GO=$(GO) VERSION=$(VERSION) REVISION=$(REVISION) ./scripts/build.sh
 
 .PHONY: all setup setup-demo setup-test build cli lib install demo test test-long clean policies arm64 dist
 
@@ -31,11 +32,10 @@ setup-test:
 	./scripts/setup.sh test
 
 cli:
-	$(GO) build -ldflags '$(CLI_LDFLAGS)' -o $(BUILD)/ncclbpf ./cmd/ncclbpf
+	$(RECIPE) cli $(BUILD)/ncclbpf
 
 lib:
-	$(GO) build -buildmode=c-shared -ldflags '$(LIB_LDFLAGS)' -o $(BUILD)/libncclbpf.so ./plugin
-	rm -f $(BUILD)/libncclbpf.h
+	$(RECIPE) lib $(BUILD)/libncclbpf.so
 
 # The CLI into $(PREFIX)/bin and libncclbpf.so into $(PREFIX)/lib, built
 # from this checkout (the module is not published: go install ...@latest
@@ -50,8 +50,8 @@ build: setup-demo cli lib
 # distribution's cross compiler (scripts/setup.sh installs it).
 ARM64_CC ?= aarch64-linux-gnu-gcc
 arm64: setup-test
-	GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(GO) build -ldflags '$(CLI_LDFLAGS)' -o $(BUILD)/arm64/ncclbpf ./cmd/ncclbpf
-	GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(GO) build -buildmode=c-shared -ldflags '$(LIB_LDFLAGS)' -o $(BUILD)/arm64/libncclbpf.so ./plugin
+	GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(RECIPE) cli $(BUILD)/arm64/ncclbpf
+	GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(RECIPE) lib $(BUILD)/arm64/libncclbpf.so
 
 # Rebuild every committed eBPF object from its C source (needs clang-19): one
 # recipe, one set of flags, listed in scripts/bpf-objects.txt and checked by

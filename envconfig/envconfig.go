@@ -4,9 +4,13 @@
 // its value is parsed; the parsers of the values the Go side reads are
 // here too, so that every package reads a variable the same way.
 //
-// docs/environment.md is generated from Vars (TestDocs keeps it in step),
-// and TestEveryVariableListed fails when a source file reads an
-// NCCLBPF_* variable that Vars does not list.
+// Two lists keep what a job sets apart from the tests' knobs: Vars (the
+// plugin's, its C shim's and the CLI's variables) and TestVars (read by
+// tests, test hosts and long runs only). docs/environment.md is generated
+// from both (TestDocs keeps it in step); TestEveryVariableListed fails when
+// a source file reads an NCCLBPF_* variable that neither lists, and
+// TestConstantsNotLiterals when Go code spells a variable's name instead of
+// using its constant.
 package envconfig
 
 import (
@@ -16,27 +20,40 @@ import (
 	"time"
 )
 
-// The variables' names.
+// The names of the variables a job or a user sets (Vars).
 const (
-	Policy             = "NCCLBPF_POLICY"
-	PolicyConfig       = "NCCLBPF_POLICY_CONFIG"
-	RulesFile          = "NCCLBPF_RULES_FILE"
-	Strict             = "NCCLBPF_STRICT"
-	RulesLog           = "NCCLBPF_RULES_LOG"
-	Control            = "NCCLBPF_CONTROL"
-	ControlDir         = "NCCLBPF_CONTROL_DIR"
-	ReloadAllow        = "NCCLBPF_RELOAD_ALLOW"
-	Watch              = "NCCLBPF_WATCH"
-	WatchInterval      = "NCCLBPF_WATCH_INTERVAL"
-	GoMaxProcs         = "NCCLBPF_GOMAXPROCS"
-	ProfPool           = "NCCLBPF_PROF_POOL"
-	ProfReclaimMS      = "NCCLBPF_PROF_RECLAIM_MS"
-	ProfKchWaitMS      = "NCCLBPF_PROF_KCH_WAIT_MS"
+	Policy        = "NCCLBPF_POLICY"
+	PolicyConfig  = "NCCLBPF_POLICY_CONFIG"
+	RulesFile     = "NCCLBPF_RULES_FILE"
+	Strict        = "NCCLBPF_STRICT"
+	RulesLog      = "NCCLBPF_RULES_LOG"
+	Control       = "NCCLBPF_CONTROL"
+	ControlDir    = "NCCLBPF_CONTROL_DIR"
+	ReloadAllow   = "NCCLBPF_RELOAD_ALLOW"
+	Watch         = "NCCLBPF_WATCH"
+	WatchInterval = "NCCLBPF_WATCH_INTERVAL"
+	GoMaxProcs    = "NCCLBPF_GOMAXPROCS"
+	ProfPool      = "NCCLBPF_PROF_POOL"
+	ProfReclaimMS = "NCCLBPF_PROF_RECLAIM_MS"
+	ProfKchWaitMS = "NCCLBPF_PROF_KCH_WAIT_MS"
+	EnvFile       = "NCCLBPF_ENV_FILE"
+	NetPlugin     = "NCCLBPF_NET_PLUGIN"
+	NetRequests   = "NCCLBPF_NET_REQUESTS"
+	DecisionLog   = "NCCLBPF_DECISION_LOG"
+	Latency       = "NCCLBPF_LATENCY"
+
+	// TunerConfigFile is NCCL's example CSV tuner's variable, read by the
+	// plugin in place of RulesFile when that is unset.
+	TunerConfigFile = "NCCL_TUNER_CONFIG_FILE"
+)
+
+// The names of the tests' knobs (TestVars): read by the test suite, the C
+// test hosts and the long runs, never by the plugin or the CLI.
+const (
 	ConformanceDir     = "NCCLBPF_CONFORMANCE_DIR"
 	RequireConformance = "NCCLBPF_REQUIRE_CONFORMANCE"
 	NCCLHeaders        = "NCCLBPF_NCCL_HEADERS"
 	RequireNCCLHeaders = "NCCLBPF_REQUIRE_NCCL_HEADERS"
-	EnvFile            = "NCCLBPF_ENV_FILE"
 	KernelVerifier     = "NCCLBPF_KERNEL_VERIFIER"
 	PtrgenWorker       = "NCCLBPF_PTRGEN_WORKER"
 	AgreeCmd           = "NCCLBPF_AGREE_CMD"
@@ -50,8 +67,6 @@ const (
 	HammerEmptyUS      = "NCCLBPF_HAMMER_EMPTY_US"
 	HammerSeconds      = "NCCLBPF_HAMMER_SECONDS"
 	TestArch           = "NCCLBPF_TEST_ARCH"
-	NetPlugin          = "NCCLBPF_NET_PLUGIN"
-	NetRequests        = "NCCLBPF_NET_REQUESTS"
 	NetBenchN          = "NCCLBPF_NET_BENCH_N"
 	Aarch64CC          = "NCCLBPF_AARCH64_CC"
 	Aarch64Sysroot     = "NCCLBPF_AARCH64_SYSROOT"
@@ -73,11 +88,6 @@ const (
 	PtrgenCrashTest    = "NCCLBPF_PTRGEN_CRASHTEST"
 	TwinPrograms       = "NCCLBPF_TWIN_PROGRAMS"
 	TwinSeed           = "NCCLBPF_TWIN_SEED"
-	// TunerConfigFile is NCCL's example CSV tuner's variable, read by the
-	// plugin in place of RulesFile when that is unset.
-	TunerConfigFile = "NCCL_TUNER_CONFIG_FILE"
-	DecisionLog     = "NCCLBPF_DECISION_LOG"
-	Latency         = "NCCLBPF_LATENCY"
 )
 
 // Reader says which part of ncclbpf reads a variable.
@@ -109,7 +119,8 @@ type Var struct {
 	Doc string
 }
 
-// Vars lists every variable, those a job sets first.
+// Vars lists the variables a job or a user sets: the plugin's, its C
+// shim's and the CLI's. docs/environment.md documents them for users.
 var Vars = []Var{
 	{Policy, Plugin, "`builtin:noop`",
 		"a path to a `.bpf.o`, `builtin:NAME` (noop, size_aware, rules) or `none`",
@@ -171,6 +182,11 @@ var Vars = []Var{
 	{ProfKchWaitMS, Shim, "`5000`",
 		"milliseconds, clamped to 1..3600000",
 		"how long a profiler context waits for kernel-channel events before it stops waiting for them"},
+}
+
+// TestVars lists the tests' knobs (Reader Tests): they change what a test
+// or a long run does and have no effect on a job.
+var TestVars = []Var{
 	{ConformanceDir, Tests, "`../shared/conformance/bpf_conformance`",
 		"a directory of `.data` files; when set, a missing corpus fails the tests",
 		"the bpf_conformance corpus (outside the repository; without it the corpus tests skip, one line each)"},
@@ -225,11 +241,14 @@ var Vars = []Var{
 	{PtrgenCrashTest, Tests, "unset", "any value, set by the test itself", "makes a worker crash, to test that crashes are reported"},
 }
 
-// Lookup returns the description of the variable name, or nil.
+// Lookup returns the description of the variable name, from Vars or
+// TestVars, or nil.
 func Lookup(name string) *Var {
-	for i := range Vars {
-		if Vars[i].Name == name {
-			return &Vars[i]
+	for _, list := range [][]Var{Vars, TestVars} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
 		}
 	}
 	return nil
@@ -241,18 +260,16 @@ func Markdown() string {
 	b.WriteString("# Environment variables\n\n")
 	b.WriteString("Generated from `envconfig/envconfig.go` (`go test ./envconfig -run TestDocs -update`); edit that file, not this one.\n\n")
 	b.WriteString("The variables a job or a user sets: the plugin's (in the job's environment) and the CLI's.\n\n")
-	table := func(tests bool) {
+	table := func(vars []Var) {
 		b.WriteString("| variable | read by | default | values | what it does |\n|---|---|---|---|---|\n")
-		for _, v := range Vars {
-			if (v.Reader == Tests) == tests {
-				fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", v.Name, v.Reader, v.Default, v.Values, v.Doc)
-			}
+		for _, v := range vars {
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", v.Name, v.Reader, v.Default, v.Values, v.Doc)
 		}
 	}
-	table(false)
+	table(Vars)
 	b.WriteString("\n## For the project's tests only\n\n")
 	b.WriteString("Read by the test suite and the long runs (scripts/test-long.sh), never by the plugin or the CLI.\n\n")
-	table(true)
+	table(TestVars)
 	return b.String()
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,11 +36,36 @@ func TestDocs(t *testing.T) {
 	if !ok {
 		t.Fatal("docs/environment.md has no section for the tests' variables")
 	}
-	for _, v := range Vars {
+	for _, v := range all() {
 		row := "| `" + v.Name + "` |"
 		if inUsers := strings.Contains(users, row); inUsers == (v.Reader == Tests) || strings.Contains(tests, row) != (v.Reader == Tests) {
 			t.Errorf("%s (read by %s) is in the wrong list of docs/environment.md", v.Name, v.Reader)
 		}
+	}
+}
+
+// all is Vars then TestVars.
+func all() []Var { return append(append([]Var(nil), Vars...), TestVars...) }
+
+// TestScopes: Vars holds what a job or a user sets, TestVars the tests'
+// knobs only, and no name is in both.
+func TestScopes(t *testing.T) {
+	for _, v := range Vars {
+		if v.Reader == Tests {
+			t.Errorf("%s is read by the tests only: it belongs in TestVars", v.Name)
+		}
+	}
+	for _, v := range TestVars {
+		if v.Reader != Tests {
+			t.Errorf("%s is read by the %s: it belongs in Vars", v.Name, v.Reader)
+		}
+	}
+	seen := map[string]bool{}
+	for _, v := range all() {
+		if seen[v.Name] {
+			t.Errorf("%s is listed twice", v.Name)
+		}
+		seen[v.Name] = true
 	}
 }
 
@@ -49,7 +75,7 @@ func TestDocs(t *testing.T) {
 var reads = regexp.MustCompile(`"(NCCLBPF_[A-Z0-9_]+)[="]|\$\{?(NCCLBPF_[A-Z0-9_]+)`)
 
 // TestEveryVariableListed: every variable a tracked source file reads is
-// in Vars, and every variable of Vars is read somewhere.
+// in Vars or TestVars, and every variable listed is read somewhere.
 func TestEveryVariableListed(t *testing.T) {
 	out, err := exec.Command("git", "-C", "..", "ls-files", "*.go", "*.c", "*.h", "*.sh").Output()
 	if err != nil {
@@ -76,7 +102,7 @@ func TestEveryVariableListed(t *testing.T) {
 			name := m[1] + m[2]
 			seen[name] = true
 			if Lookup(name) == nil {
-				t.Errorf("%s reads %s, which envconfig.Vars does not list", f, name)
+				t.Errorf("%s reads %s, which neither envconfig.Vars nor TestVars lists", f, name)
 			}
 		}
 		for _, m := range regexp.MustCompile(`envconfig\.(\w+)`).FindAllStringSubmatch(string(src), -1) {
@@ -85,7 +111,7 @@ func TestEveryVariableListed(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range Vars {
+	for _, v := range all() {
 		if !seen[v.Name] {
 			t.Errorf("%s is listed but no source file reads it", v.Name)
 		}
@@ -161,5 +187,40 @@ func TestDefaultsMatchReaders(t *testing.T) {
 	}
 	if m, _ := ParseControl(""); Lookup(Control).Default != "`"+m.String()+"`" {
 		t.Errorf("%s: documented default %s, the parser gives %v", Control, Lookup(Control).Default, m)
+	}
+}
+
+// literal is a Go string literal that spells a variable's name, alone or
+// before "=" (a getenv argument, an entry of a child's environment).
+var literal = regexp.MustCompile(`"(NCCLBPF_[A-Z0-9_]+)(=[^"%]*)?"`)
+
+// literalsLeft are the folders whose Go files still spell names.
+var literalsLeft = []string{"control/", "verifier/"}
+
+// TestConstantsNotLiterals: Go code outside this package names a variable
+// through its constant (envconfig.Policy, not "NCCLBPF_POLICY"), so that
+// a renamed or removed variable fails to compile rather than goes unread.
+// Messages that quote a variable with a format verb are left alone.
+func TestConstantsNotLiterals(t *testing.T) {
+	out, err := exec.Command("git", "-C", "..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v (the check needs a git checkout)", err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "envconfig/") || slices.ContainsFunc(literalsLeft, func(p string) bool { return strings.HasPrefix(f, p) }) {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(src), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "//") {
+				continue
+			}
+			if m := literal.FindStringSubmatch(l); m != nil {
+				t.Errorf("%s:%d spells %s: use its envconfig constant", f, i+1, m[1])
+			}
+		}
 	}
 }

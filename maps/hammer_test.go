@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/maps/internal/ctest"
@@ -19,7 +20,7 @@ func hammerDuration(t *testing.T) time.Duration {
 	if *hammerFlag > 0 {
 		return *hammerFlag
 	}
-	if s := os.Getenv("NCCLBPF_HAMMER_SECONDS"); s != "" {
+	if s := os.Getenv(envconfig.HammerSeconds); s != "" {
 		var sec float64
 		if _, err := fmt.Sscan(s, &sec); err != nil || sec <= 0 {
 			t.Fatalf("NCCLBPF_HAMMER_SECONDS=%q: want a positive number", s)

@@ -1,6 +1,6 @@
 // Command plugin is libncclbpf.so, NCCL's tuner plugin:
 //
-//	go build -buildmode=c-shared -o build/libncclbpf.so ./plugin
+//	scripts/build.sh lib build/libncclbpf.so    (make lib)
 //	NCCL_TUNER_PLUGIN=$PWD/build/libncclbpf.so NCCLBPF_POLICY=policy.bpf.o ./my_job
 //
 // The C shim (tuner.c, slot.c) exports ncclTunerPlugin_v2..v6 and runs on

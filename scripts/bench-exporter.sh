@@ -12,10 +12,10 @@ B=${1:-build}
 mkdir -p "$B"
 B=$(cd "$B" && pwd -P)
 if [ -z "${SKIP_BUILD:-}" ]; then
-	CGO_ENABLED=1 go build -buildmode=c-shared -o "$B/libncclbpf.so" ./plugin
-	go build -o "$B/ncclbpf" ./cmd/ncclbpf
-	gcc -O2 -Wall -pthread -I include -o "$B/tuner-host" testhost/host.c -ldl
-	gcc -O2 -Wall -shared -fPIC -o "$B/libnative-size-aware.so" testhost/native_size_aware.c
+	scripts/build.sh lib-testing "$B/libncclbpf.so" # the host reads the shim's own counters
+	scripts/build.sh cli "$B/ncclbpf"
+	scripts/build.sh host "$B/tuner-host"
+	scripts/build.sh native "$B/libnative-size-aware.so"
 fi
 command -v curl >/dev/null || { echo "bench-exporter: curl is needed to scrape" >&2; exit 1; }
 L="$B/libncclbpf.so"

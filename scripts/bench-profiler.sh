@@ -8,8 +8,9 @@
 #
 #   scripts/bench-profiler.sh [BUILD_DIR [BASELINE [RUNS]]]
 #
-# BUILD_DIR (default: build in the checkout) holds libncclbpf.so and profiler-host; a missing one is built (the library
-# with Go, the host with gcc); BUILD=1 rebuilds both. BASELINE: another libncclbpf.so, or a git
+# BUILD_DIR (default: build in the checkout) holds libncclbpf-testing.so (the library with every symbol
+# exported: the host publishes programs through the shim's own entry points) and profiler-host; a
+# missing one is built (scripts/build.sh); BUILD=1 rebuilds both. BASELINE: another libncclbpf.so, or a git
 # revision whose library is then built into BUILD_DIR/base (Go, from `git archive`). With a baseline,
 # RUNS (3) runs of each library alternate, and the medians are printed side by side. Builds nothing
 # that needs the network when both libraries and the host are there. Run from anywhere; reads the
@@ -23,12 +24,11 @@ mkdir -p "$B"
 B=$(cd "$B" && pwd)                                          # paths as given, from the caller's folder
 if [ -f "$BASE" ]; then BASE=$(cd "$(dirname "$BASE")" && pwd)/$(basename "$BASE"); fi
 cd "$ROOT"
-if [ -n "${BUILD:-}" ] || [ ! -e "$B/libncclbpf.so" ]; then
-	CGO_ENABLED=1 go build -buildmode=c-shared -o "$B/libncclbpf.so" ./plugin
-	rm -f "$B/libncclbpf.h"
+if [ -n "${BUILD:-}" ] || [ ! -e "$B/libncclbpf-testing.so" ]; then
+	scripts/build.sh lib-testing "$B/libncclbpf-testing.so"
 fi
 if [ -n "${BUILD:-}" ] || [ ! -x "$B/profiler-host" ]; then
-	gcc -O2 -std=gnu11 -Wall -pthread -o "$B/profiler-host" testhost/profiler_host.c testhost/profiler_native.c -ldl
+	scripts/build.sh profiler-host "$B/profiler-host"
 fi
 if [ -n "$BASE" ] && [ ! -f "$BASE" ]; then
 	rev=$BASE
@@ -37,8 +37,10 @@ if [ -n "$BASE" ] && [ ! -f "$BASE" ]; then
 		src=$(mktemp -d)
 		git archive "$rev" | tar -x -C "$src"
 		mkdir -p "$B/base"
-		(cd "$src" && CGO_ENABLED=1 go build -buildmode=c-shared -o "$BASE" ./plugin)
-		rm -rf "$src" "${BASE%.so}.h"
+		# the baseline's sources with this tree's recipe: the two libraries differ in code only
+		cp scripts/build.sh "$src/scripts/build.sh"
+		"$src/scripts/build.sh" lib-testing "$BASE"
+		rm -rf "$src"
 		echo "baseline: $rev ($(git rev-parse --short "$rev")) built into $BASE"
 	fi
 fi
@@ -51,7 +53,7 @@ run() { # run LIB: one bench into $LOG
 	NCCLBPF_CONTROL=0 NCCLBPF_POLICY="$PWD/policies/latency_stats/latency_stats.bpf.o" \
 		"${PIN[@]}" "$B/profiler-host" bench "$1" >"$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }
 }
-libs=("$B/libncclbpf.so")
+libs=("$B/libncclbpf-testing.so")
 names=(this)
 if [ -n "$BASE" ]; then libs+=("$BASE"); names+=(baseline); else RUNS=1; fi
 ALL=$(mktemp)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # rules with 100 rules against NCCL's example CSV tuner (BENCHMARKS.md), side by side in one run:
 #   none, noop (NEW_LIB), rules with OLD_LIB (a build to compare with; optional) and NEW_LIB, and the
-#   example tuner, in an independent getCollInfo harness (TUNERBENCH: its C source, built here with
-#   gcc; both TB_FILL modes; ROUNDS alternating rounds of 201 short batches each; per configuration
+#   example tuner, in an independent getCollInfo harness (TUNERBENCH: its C source, built here by
+#   scripts/build.sh; both TB_FILL modes; ROUNDS alternating rounds of 201 short batches each; per configuration
 #   the median of the rounds' medians and the smallest batch) and in the C test host's bench.
 # Usage: TUNERBENCH=tunerbench.c EXAMPLE_TUNER=libnccl-tuner-example.so [OLD_LIB=...] [NEW_LIB=...]
 #        [ROUNDS=7] [OUT=build/bench] scripts/bench-rules.sh
-# NEW_LIB defaults to build/libncclbpf.so (go build -tags ncclbpf_testing -buildmode=c-shared).
+# NEW_LIB defaults to build/libncclbpf.so (scripts/build.sh lib-testing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${TUNERBENCH:?set TUNERBENCH to the harness source}" "${EXAMPLE_TUNER:?set EXAMPLE_TUNER to the example tuner library}"
@@ -18,8 +18,8 @@ R=$W/rules100.conf
 mkdir -p "$W"
 PIN="taskset -c $(($(nproc) - 1))"
 $PIN true 2>/dev/null || PIN=""
-gcc -O2 -o "$W/tunerbench" "$TUNERBENCH" -ldl
-gcc -O2 -Wall -pthread -I include -o "$W/tuner-host" testhost/host.c -ldl
+SHARED_BENCH=$(dirname "$TUNERBENCH") scripts/build.sh tunerbench "$W/tunerbench"
+scripts/build.sh host "$W/tuner-host"
 "$W/tuner-host" genrules 100 "$R"
 cfgs=("none|none|" "noop|$NEW_LIB|NCCLBPF_POLICY=builtin:noop")
 hcfgs=(none "noop=$NEW_LIB:NCCLBPF_POLICY=builtin:noop")

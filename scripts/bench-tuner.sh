@@ -12,9 +12,9 @@ cd "$(dirname "$0")/.."
 B=${1:-build}
 mkdir -p "$B"
 if [ -z "${SKIP_BUILD:-}" ]; then
-	CGO_ENABLED=1 go build -tags ncclbpf_testing -buildmode=c-shared -o "$B/libncclbpf.so" ./plugin  # test build: the shim-only rows put a C function in the slot (HOST_BENCH_NATIVE_PROGRAM)
-	gcc -O2 -Wall -pthread -I include -o "$B/tuner-host" testhost/host.c -ldl
-	gcc -O2 -Wall -shared -fPIC -o "$B/libnative-size-aware.so" testhost/native_size_aware.c
+	scripts/build.sh lib-testing "$B/libncclbpf.so" # the shim-only rows put a C function in the slot (HOST_BENCH_NATIVE_PROGRAM)
+	scripts/build.sh host "$B/tuner-host"
+	scripts/build.sh native "$B/libnative-size-aware.so"
 fi
 "$B/tuner-host" genrules 10 "$B/rules10.conf"
 "$B/tuner-host" genrules 100 "$B/rules100.conf"

@@ -12,7 +12,7 @@
 # kernel channels with GPU stamps (start, record, stop each), 8 calls a collective.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-LIB=${1:-$ROOT/build/libncclbpf.so}
+LIB=${1:-$ROOT/build/libncclbpf-testing.so}
 N=${2:-1000}
 MODE=${3:-}
 PER=2
@@ -20,12 +20,11 @@ if [ "$MODE" = timed ]; then PER=8; elif [ -n "$MODE" ]; then echo "count-profil
 case "$LIB" in /*) ;; *) LIB=$PWD/$LIB ;; esac
 cd "$ROOT"
 if [ ! -e "$LIB" ]; then
-	CGO_ENABLED=1 go build -buildmode=c-shared -o "$LIB" ./plugin
-	rm -f "${LIB%.so}.h"
+	scripts/build.sh lib-testing "$LIB"
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-gcc -O2 -std=gnu11 -Wall -pthread -o "$T/host" testhost/profiler_host.c testhost/profiler_native.c -ldl
+scripts/build.sh profiler-host "$T/host"
 cg() { # cg N OUT
 	GODEBUG=asyncpreemptoff=1 NCCLBPF_CONTROL=0 NCCLBPF_POLICY=none valgrind --tool=callgrind --dump-instr=yes \
 		--compress-pos=no --compress-strings=no --toggle-collect=start_v56 --toggle-collect=stop_event \

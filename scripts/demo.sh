@@ -12,7 +12,7 @@ HOST="$B/tuner-host"
 for f in "$CLI" "$LIB"; do
 	[ -e "$f" ] || { echo "demo: $f is missing: run 'make build' first" >&2; exit 1; }
 done
-gcc -O2 -Wall -pthread -I include -o "$HOST" testhost/host.c -ldl
+scripts/build.sh host "$HOST"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 ALGOS=(tree ring collnet_direct collnet_chain nvls nvls_tree pat)

@@ -35,13 +35,10 @@ STAGE=$DIST/$NAME
 rm -rf "$STAGE" "$DIST/$NAME.tar.gz" "$DIST/$NAME.tar.gz.sha256"
 mkdir -p "$STAGE/bin" "$STAGE/lib" "$STAGE/include"
 if [ -n "${CLI:-}" ]; then cp "$CLI" "$STAGE/bin/ncclbpf"; else
-	CGO_ENABLED=1 $GO build -trimpath -ldflags "-s -w -X main.version=$VERSION -X main.revision=$REVISION" \
-		-o "$STAGE/bin/ncclbpf" ./cmd/ncclbpf
+	STRIP=1 GO=$GO VERSION=$VERSION REVISION=$REVISION scripts/build.sh cli "$STAGE/bin/ncclbpf"
 fi
 if [ -n "${LIB:-}" ]; then cp "$LIB" "$STAGE/lib/libncclbpf.so"; else
-	CGO_ENABLED=1 $GO build -trimpath -buildmode=c-shared \
-		-ldflags "-s -w -extldflags=-Wl,--version-script=$PWD/plugin/exports.map" -o "$STAGE/lib/libncclbpf.so" ./plugin
-	rm -f "$STAGE/lib/libncclbpf.h" # cgo's header of the Go exports: not an interface for users
+	STRIP=1 GO=$GO scripts/build.sh lib "$STAGE/lib/libncclbpf.so"
 fi
 cp include/*.h "$STAGE/include/"
 # The example policies as the repository has them: sources, headers, objects, READMEs, rules.

@@ -6,8 +6,8 @@
 #   scripts/gpu-check.sh ART [OUT]
 #
 # ART holds, built on the development machine (see docs/gpu-results.md):
-#   libncclbpf.so            go build -buildmode=c-shared -o ART/libncclbpf.so ./plugin
-#   ncclbpf                  CGO_ENABLED=1 go build -o ART/ncclbpf ./cmd/ncclbpf   (glibc >= 2.34)
+#   libncclbpf.so            scripts/build.sh lib ART/libncclbpf.so
+#   ncclbpf                  scripts/build.sh cli ART/ncclbpf   (glibc >= 2.34)
 #   p2p_count.bpf.o, p2p_count_b.bpf.o, unsafe_null_deref.bpf.o   (testhost/gpu/, committed)
 # OUT (default ./gpu-check-out) receives one log per case, the JSON lines of the programs and
 # summary.txt (testhost/gpu/analyze.py), whose last line is "GPU-CHECK: PASS" or "GPU-CHECK: FAIL".
@@ -52,6 +52,7 @@ OUT=${2:-$PWD/gpu-check-out}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 G=$ROOT/testhost/gpu
+RECIPE=$ROOT/scripts/build.sh # the one build recipe: its nccl-p2p target builds the NCCL test program
 PY=${PY:-python3}
 LIB=$ART/libncclbpf.so
 CLI=$ART/ncclbpf
@@ -168,8 +169,7 @@ CBIN=""
 if [ "${SKIP_C:-0}" != 1 ]; then
 	CBIN=$OUT/nccl_p2p.bin
 	# rpath rather than LD_LIBRARY_PATH: the PyTorch cases must keep loading their own libraries
-	if gcc -O2 -I"$CUDA_HOME/include" -o "$CBIN" "$G/nccl_p2p.c" -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" \
-		-lnccl -lcudart >"$OUT/c-build.log" 2>&1; then
+	if CUDA_HOME=$CUDA_HOME NCCL_HOME= "$RECIPE" nccl-p2p "$CBIN" >"$OUT/c-build.log" 2>&1; then
 		log "built nccl_p2p (test program) against $(ls /usr/include/nccl.h 2>/dev/null)"
 		run_case c-prof plugin "$PROF" "target=$((2 * C_GROUPS))" 1 -- "$CBIN" check "$C_GROUPS" 4096
 	else
@@ -198,9 +198,7 @@ if [ -n "${NCCL_SOURCES:-}" ]; then
 		fi
 		verdict "$v" build PASS "$(($(date +%s) - t)) s"
 		bin=$RW/nccl_p2p-$v
-		if ! gcc -O2 -I"$src/build/include" -I"$CUDA_HOME/include" -o "$bin" "$G/nccl_p2p.c" -L"$src/build/lib" \
-			-L"$CUDA_HOME/lib64" -Wl,-rpath,"$src/build/lib" -Wl,-rpath,"$CUDA_HOME/lib64" -lnccl -lcudart \
-			>>"$OUT/rel-$v-build.log" 2>&1; then
+		if ! CUDA_HOME=$CUDA_HOME NCCL_HOME=$src/build "$RECIPE" nccl-p2p "$bin" >>"$OUT/rel-$v-build.log" 2>&1; then
 			verdict "$v" nccl_p2p FAIL "did not build"
 			continue
 		fi

@@ -21,15 +21,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-if [ -n "${NCCL_HOME:-}" ]; then
-	nl=-lnccl
-	[ -e "$NCCL_HOME/lib/libnccl.so" ] || nl=-l:libnccl.so.2
-	gcc -O2 -I"$NCCL_HOME/include" -I"$CUDA_HOME/include" -o "$W/nccl_p2p" "$ROOT/testhost/gpu/nccl_p2p.c" \
-		-L"$NCCL_HOME/lib" -L"$CUDA_HOME/lib64" -Wl,-rpath,"$NCCL_HOME/lib" -Wl,-rpath,"$CUDA_HOME/lib64" $nl -lcudart
-else
-	gcc -O2 -I"$CUDA_HOME/include" -o "$W/nccl_p2p" "$ROOT/testhost/gpu/nccl_p2p.c" -L"$CUDA_HOME/lib64" \
-		-Wl,-rpath,"$CUDA_HOME/lib64" -lnccl -lcudart
-fi
+CUDA_HOME=$CUDA_HOME "$ROOT/scripts/build.sh" nccl-p2p "$W/nccl_p2p"
 L=$ART/libncclbpf.so
 cfgs=(noplugin none empty count)
 for r in $(seq "$ROUNDS"); do

@@ -11,6 +11,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/vm"
 
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/corpus"
 )
 
@@ -174,7 +175,7 @@ func TestConformanceCorpus(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if os.Getenv("NCCLBPF_CONFORMANCE_DIR") == "" && n != 313 {
+	if os.Getenv(envconfig.ConformanceDir) == "" && n != 313 {
 		t.Errorf("the shared bpf_conformance corpus has %d .data files; the conformance claim is pinned to its 313", n)
 	}
 	for _, name := range engineNames() {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // recorder is a testing.TB that records how Dir ended the test.
@@ -29,23 +31,23 @@ func (r *recorder) Skipf(f string, a ...any)  { r.skip = fmt.Sprintf(f, a...) }
 // names a folder without one.
 func TestDir(t *testing.T) {
 	root := t.TempDir()
-	t.Setenv("NCCLBPF_CONFORMANCE_DIR", "")
-	t.Setenv("NCCLBPF_REQUIRE_CONFORMANCE", "")
+	t.Setenv(envconfig.ConformanceDir, "")
+	t.Setenv(envconfig.RequireConformance, "")
 	r := &recorder{TB: t}
 	if Dir(r, root); r.fatal != "" || !strings.HasPrefix(r.skip, SkipPrefix+" TestX: nothing at ") ||
 		!strings.Contains(r.skip, filepath.Join(filepath.Dir(root), "shared", "conformance", "bpf_conformance")) {
 		t.Errorf("missing, optional: fatal %q skip %q", r.fatal, r.skip)
 	}
 	for _, v := range []string{"1", "yes", "sure"} {
-		t.Setenv("NCCLBPF_REQUIRE_CONFORMANCE", v)
+		t.Setenv(envconfig.RequireConformance, v)
 		r = &recorder{TB: t}
 		if Dir(r, root); r.skip != "" || !strings.HasPrefix(r.fatal, "CONFORMANCE CORPUS MISSING") {
 			t.Errorf("missing, NCCLBPF_REQUIRE_CONFORMANCE=%s: fatal %q skip %q", v, r.fatal, r.skip)
 		}
 	}
-	t.Setenv("NCCLBPF_REQUIRE_CONFORMANCE", "0")
+	t.Setenv(envconfig.RequireConformance, "0")
 	named := t.TempDir()
-	t.Setenv("NCCLBPF_CONFORMANCE_DIR", named)
+	t.Setenv(envconfig.ConformanceDir, named)
 	r = &recorder{TB: t}
 	if Dir(r, root); r.skip != "" || !strings.Contains(r.fatal, named) {
 		t.Errorf("named folder without a corpus: fatal %q skip %q", r.fatal, r.skip)

@@ -17,6 +17,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/vm"
 
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/corpus"
 )
 
@@ -64,17 +65,17 @@ func build() (toolchain, error) {
 	}
 	c.root = filepath.Dir(strings.TrimSpace(string(out)))
 	missing := "ARM64 TOOLCHAIN MISSING: %s not found (%v); run scripts/setup.sh, which installs qemu-user, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross"
-	qemu := getenv("NCCLBPF_QEMU_AARCH64", "qemu-aarch64")
+	qemu := getenv(envconfig.QemuAarch64, "qemu-aarch64")
 	if c.qemu, err = exec.LookPath(qemu); err != nil {
 		if c.qemu, err = exec.LookPath("qemu-aarch64-static"); err != nil {
 			return c, fmt.Errorf(missing, qemu, err)
 		}
 	}
-	cc := getenv("NCCLBPF_AARCH64_CC", "aarch64-linux-gnu-gcc")
+	cc := getenv(envconfig.Aarch64CC, "aarch64-linux-gnu-gcc")
 	if c.cc, err = exec.LookPath(cc); err != nil {
 		return c, fmt.Errorf(missing, cc, err)
 	}
-	c.sysroot = getenv("NCCLBPF_AARCH64_SYSROOT", "/usr/aarch64-linux-gnu")
+	c.sysroot = getenv(envconfig.Aarch64Sysroot, "/usr/aarch64-linux-gnu")
 	if _, err := os.Stat(filepath.Join(c.sysroot, "lib", "ld-linux-aarch64.so.1")); err != nil {
 		return c, fmt.Errorf(missing, "the aarch64 C library", err)
 	}
@@ -157,8 +158,8 @@ func requireRan(t *testing.T, out string, names ...string) {
 // on random programs, and on random loads from a frozen .rodata).
 func TestArm64JIT(t *testing.T) {
 	c := setup(t)
-	n := getenv("NCCLBPF_ARM64_DIFF_N", "3000")
-	out := runArm64(t, c, "jit/arm64", []string{"NCCLBPF_DIFF_N=" + n}, "-test.timeout", "6h")
+	n := getenv(envconfig.Arm64DiffN, "3000")
+	out := runArm64(t, c, "jit/arm64", []string{envconfig.DiffN + "=" + n}, "-test.timeout", "6h")
 	requireRan(t, out, "TestEncodings", "TestSemantics", "TestDifferential", "TestFoldDifferential", "TestCallDepthBoundary", "TestConcurrentRuns")
 	if m := regexp.MustCompile(`(\d+) programs \(seeds [^)]*\), 0 mismatches`).FindStringSubmatch(out); m == nil || m[1] != n {
 		t.Errorf("differential test: want %s programs, 0 mismatches\n%s", n, tail(out, 2000))
@@ -186,7 +187,7 @@ func TestArm64Conformance(t *testing.T) {
 		p, f := conformance.Summary(res)
 		want[e.Name()] = fmt.Sprintf("%d passed, %d failed", p, f)
 	}
-	out := runArm64(t, c, "conformance", []string{"NCCLBPF_CONFORMANCE_DIR=" + dir})
+	out := runArm64(t, c, "conformance", []string{envconfig.ConformanceDir + "=" + dir})
 	got := map[string]string{}
 	for _, m := range countsRE.FindAllStringSubmatch(out, -1) {
 		got[m[1]] = m[2] + " passed, " + m[3] + " failed"
@@ -223,8 +224,8 @@ func TestArm64Plugin(t *testing.T) {
 		"TestNetTransfer", "TestNetReload", "TestNetTiming", "TestNetFields", "TestNetThreads", "TestNetFill"}
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-timeout", "20m", "-run", "^("+strings.Join(tests, "|")+")$", "./plugin/e2e")
 	cmd.Dir = c.root
-	cmd.Env = append(os.Environ(), "NCCLBPF_TEST_ARCH=arm64", "NCCLBPF_QEMU_AARCH64="+c.qemu,
-		"NCCLBPF_AARCH64_CC="+c.cc, "NCCLBPF_AARCH64_SYSROOT="+c.sysroot)
+	cmd.Env = append(os.Environ(), envconfig.TestArch+"=arm64", envconfig.QemuAarch64+"="+c.qemu,
+		envconfig.Aarch64CC+"="+c.cc, envconfig.Aarch64Sysroot+"="+c.sysroot)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("nccl tests against the arm64 library: %v\n%s", err, tail(string(out), 8000))

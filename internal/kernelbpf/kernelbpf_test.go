@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 func TestLastLine(t *testing.T) {
@@ -36,7 +38,7 @@ func TestBadInput(t *testing.T) {
 // refuse it and the error must carry the verifier's reason from the log.
 func TestLoadRefusedWithLog(t *testing.T) {
 	if err := Available(); err != nil {
-		if os.Getenv("NCCLBPF_KERNEL_VERIFIER") == "require" {
+		if os.Getenv(envconfig.KernelVerifier) == "require" {
 			t.Fatal(err)
 		}
 		t.Skipf("environment limit: %v", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 func u64hex(v uint64) string {
@@ -76,7 +77,7 @@ var activeRe = regexp.MustCompile(`active from call (\d+)`)
 func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
-	pids := startRanks(t, 3, dir, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/agreed_ch.bpf.o")}, 2000, 90)
+	pids := startRanks(t, 3, dir, []string{envconfig.Policy + "=" + filepath.Join(root, "testhost/agreed_ch.bpf.o")}, 2000, 90)
 	waitSeq(t, dir, pids, 10)
 
 	// No write of an agreed map without an activation point.

@@ -3,6 +3,8 @@ package e2e
 import (
 	"os"
 	"os/exec"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // The plugin tests normally build libncclbpf.so and the C hosts for this
@@ -12,7 +14,7 @@ import (
 // checks hold for the Grace-host build.
 
 // crossArm64 reports whether the hosts and the library are built for arm64.
-func crossArm64() bool { return os.Getenv("NCCLBPF_TEST_ARCH") == "arm64" }
+func crossArm64() bool { return os.Getenv(envconfig.TestArch) == "arm64" }
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
@@ -24,17 +26,17 @@ func envOr(k, def string) string {
 // targetCC is the C compiler of the hosts and shims.
 func targetCC() string {
 	if crossArm64() {
-		return envOr("NCCLBPF_AARCH64_CC", "aarch64-linux-gnu-gcc")
+		return envOr(envconfig.Aarch64CC, "aarch64-linux-gnu-gcc")
 	}
 	return "gcc"
 }
 
-// goTargetEnv is the extra environment of `go build` for the library.
-func goTargetEnv() []string {
+// targetEnv is the extra environment of scripts/build.sh for the target.
+func targetEnv() []string {
 	if crossArm64() {
 		return []string{"GOOS=linux", "GOARCH=arm64", "CC=" + targetCC()}
 	}
-	return nil
+	return []string{"CC=" + targetCC()}
 }
 
 // hostCommand runs a host built by targetCC: directly, or under
@@ -43,6 +45,6 @@ func hostCommand(path string, args ...string) *exec.Cmd {
 	if !crossArm64() {
 		return exec.Command(path, args...)
 	}
-	qemu := envOr("NCCLBPF_QEMU_AARCH64", "qemu-aarch64")
-	return exec.Command(qemu, append([]string{"-L", envOr("NCCLBPF_AARCH64_SYSROOT", "/usr/aarch64-linux-gnu"), path}, args...)...)
+	qemu := envOr(envconfig.QemuAarch64, "qemu-aarch64")
+	return exec.Command(qemu, append([]string{"-L", envOr(envconfig.Aarch64Sysroot, "/usr/aarch64-linux-gnu"), path}, args...)...)
 }

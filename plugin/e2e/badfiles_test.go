@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/badfiles"
 )
 
@@ -30,14 +31,14 @@ func TestPluginBadFiles(t *testing.T) {
 		"\nwarns\nstats\n"
 	for kind, path := range badfiles.Make(t, dir) {
 		for what, env := range map[string][]string{
-			"policy": {"NCCLBPF_POLICY=" + path},
-			"rules":  {"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + path},
+			"policy": {envconfig.Policy + "=" + path},
+			"rules":  {envconfig.Policy + "=builtin:rules", envconfig.RulesFile + "=" + path},
 		} {
 			t.Run(what+" "+kind, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
 				cmd := exec.CommandContext(ctx, art.host, "run", art.lib, "6")
-				cmd.Env = append(cleanEnv(), append(env, "NCCLBPF_CONTROL=0")...)
+				cmd.Env = append(cleanEnv(), append(env, envconfig.Control+"=0")...)
 				cmd.Stdin = strings.NewReader(script)
 				var stderr strings.Builder
 				cmd.Stderr = &stderr
@@ -88,8 +89,8 @@ func TestPolicyWatchBadFiles(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "serve", art.lib, "60")
 	cmd.Dir = root
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+link, "NCCLBPF_CONTROL_DIR="+ctl, "NCCLBPF_WATCH=1",
-		"NCCLBPF_WATCH_INTERVAL=10ms")
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"="+link, envconfig.ControlDir+"="+ctl, envconfig.Watch+"=1",
+		envconfig.WatchInterval+"=10ms")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

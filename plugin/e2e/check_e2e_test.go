@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 var (
@@ -33,10 +35,9 @@ func lockstepTools(t *testing.T) (host, cli string) {
 	lockstepOnce.Do(func() {
 		lockstepBin = filepath.Join(art.dir, "lockstep_host")
 		cliBin = filepath.Join(art.dir, "ncclbpf")
-		lockstepErr = buildSteps(repoRoot(t), [][]string{
-			{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-I", "include", "-o", lockstepBin,
-				"testhost/lockstep_host.c", "-ldl"},
-			{"go", "build", "-o", cliBin, "./cmd/ncclbpf"},
+		lockstepErr = buildSteps(repoRoot(t), []buildrecipe.Step{
+			{Target: "lockstep-host", Out: lockstepBin},
+			{Target: "cli", Out: cliBin},
 		})
 	})
 	if lockstepErr != nil {
@@ -56,7 +57,7 @@ func startRanks(t *testing.T, n int, dir string, env []string, periodUS int, sec
 	var pids []int
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(host, art.lib, strconv.Itoa(seconds), strconv.Itoa(periodUS), epoch)
-		cmd.Env = append(append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir, "LOCKSTEP_RANKS="+strconv.Itoa(n)), env...)
+		cmd.Env = append(append(cleanEnv(), envconfig.ControlDir+"="+dir, "LOCKSTEP_RANKS="+strconv.Itoa(n)), env...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +141,7 @@ var armedRe = regexp.MustCompile(`switch at call (\d+)`)
 func TestCheckFindsInjectedDivergence(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
-	pids := startRanks(t, 3, dir, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/reload_a.bpf.o")}, 2000, 60)
+	pids := startRanks(t, 3, dir, []string{envconfig.Policy + "=" + filepath.Join(root, "testhost/reload_a.bpf.o")}, 2000, 60)
 	waitSeq(t, dir, pids, 20)
 	out, code := cli(t, "check", "--dir", dir)
 	if code != 0 || !strings.Contains(out, "comm 0xc0ffee: pid ") || !strings.Contains(out, ": AGREE") {

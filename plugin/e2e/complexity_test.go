@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // TestPluginComplexityBound: a policy built to exhaust the verifier
@@ -35,7 +37,7 @@ func TestPluginComplexityBound(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, art.host, "run", art.lib, "6")
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+obj, "NCCLBPF_CONTROL=0", "HOST_VERBOSE=1")
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"="+obj, envconfig.Control+"=0", "HOST_VERBOSE=1")
 	cmd.Stdin = strings.NewReader(script)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

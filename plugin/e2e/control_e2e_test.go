@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/maps"
 )
 
@@ -26,7 +27,7 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ctl")
 	cmd := exec.Command(bin, "serve", art.lib, "60")
 	cmd.Dir = root
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(root, "testhost/reload_a.bpf.o"), "NCCLBPF_CONTROL_DIR="+dir)
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"="+filepath.Join(root, "testhost/reload_a.bpf.o"), envconfig.ControlDir+"="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -233,8 +234,8 @@ func TestWatchReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", art.lib, "60")
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(base, "policy.bpf.o"), "NCCLBPF_CONTROL_DIR="+dir,
-		"NCCLBPF_WATCH=1", "NCCLBPF_WATCH_INTERVAL=50ms")
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"="+filepath.Join(base, "policy.bpf.o"), envconfig.ControlDir+"="+dir,
+		envconfig.Watch+"=1", envconfig.WatchInterval+"=50ms")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

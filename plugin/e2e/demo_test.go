@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // TestDemoUnderLoad runs scripts/demo.sh (what `make demo` runs after the
@@ -21,13 +23,13 @@ import (
 // README's main command must not fail. Before, a pipe from disasm into
 // head failed the demo with SIGPIPE (exit 141) in most runs under load.
 func TestDemoUnderLoad(t *testing.T) {
-	if os.Getenv("NCCLBPF_TEST_ARCH") != "" {
+	if os.Getenv(envconfig.TestArch) != "" {
 		t.Skip("the demo runs the machine's own build; the cross-built library is tested elsewhere")
 	}
 	artifacts(t)
 	_, cli := lockstepTools(t)
 	runs := 3
-	if v := os.Getenv("NCCLBPF_DEMO_RUNS"); v != "" {
+	if v := os.Getenv(envconfig.DemoRuns); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			t.Fatalf("NCCLBPF_DEMO_RUNS=%q: want a number of runs", v)

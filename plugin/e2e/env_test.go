@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // envHost builds testhost/env_host.c once per test and runs it on the
@@ -17,8 +20,7 @@ func envHost(t *testing.T, env []string, ver string, names ...string) string {
 	artifacts(t)
 	root := repoRoot(t)
 	host := filepath.Join(t.TempDir(), "env_host")
-	if err := buildSteps(root, [][]string{{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-o", host,
-		"testhost/env_host.c", "-ldl"}}); err != nil {
+	if err := buildSteps(root, []buildrecipe.Step{{Target: "env-host", Out: host}}); err != nil {
 		t.Fatalf("building env_host: %v", err)
 	}
 	cmd := hostCommand(host, append([]string{art.lib, ver}, names...)...)
@@ -56,7 +58,7 @@ func writeConf(t *testing.T, text string) string {
 func TestEnvPlugin(t *testing.T) {
 	conf := writeConf(t, "# a comment\n\n NCCL_ALGO = Ring \nNCCL_PROTO=LL128\nNCCL_PROTO=Simple\nnot a setting\n")
 	names := []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_IB_HCA", "NCCL_NOT_SET"}
-	base := []string{"NCCLBPF_ENV_FILE=" + conf, "NCCL_IB_HCA=mlx5_0", "NCCL_ALGO=Tree"}
+	base := []string{envconfig.EnvFile + "=" + conf, "NCCL_IB_HCA=mlx5_0", "NCCL_ALGO=Tree"}
 
 	out := envHost(t, base, "2", names...)
 	for _, want := range []string{"name ncclbpf", "NCCL_ALGO=Ring\n", "NCCL_PROTO=Simple\n", "NCCL_IB_HCA=mlx5_0\n",
@@ -87,16 +89,16 @@ func TestEnvPlugin(t *testing.T) {
 		t.Errorf("same environment, digests %s and %s", d, again)
 	}
 	other := writeConf(t, "NCCL_ALGO=Tree\nNCCL_PROTO=Simple\n")
-	if o := digestOf(t, envHost(t, []string{"NCCLBPF_ENV_FILE=" + other, "NCCL_IB_HCA=mlx5_0"}, "2", names...)); o == d {
+	if o := digestOf(t, envHost(t, []string{envconfig.EnvFile + "=" + other, "NCCL_IB_HCA=mlx5_0"}, "2", names...)); o == d {
 		t.Errorf("NCCL_ALGO Ring vs Tree from the file: same digest %s", d)
 	}
-	if o := digestOf(t, envHost(t, []string{"NCCLBPF_ENV_FILE=" + conf, "NCCL_IB_HCA=mlx5_1"}, "2", names...)); o == d {
+	if o := digestOf(t, envHost(t, []string{envconfig.EnvFile + "=" + conf, "NCCL_IB_HCA=mlx5_1"}, "2", names...)); o == d {
 		t.Errorf("NCCL_IB_HCA mlx5_0 vs mlx5_1 from the environment: same digest %s", d)
 	}
 
 	for name, env := range map[string][]string{
 		"unset":      {"NCCL_ALGO=Tree"},
-		"unreadable": {"NCCLBPF_ENV_FILE=" + filepath.Join(t.TempDir(), "absent.conf"), "NCCL_ALGO=Tree"},
+		"unreadable": {envconfig.EnvFile + "=" + filepath.Join(t.TempDir(), "absent.conf"), "NCCL_ALGO=Tree"},
 	} {
 		out := envHost(t, env, "2", "NCCL_ALGO", "NCCL_PROTO")
 		if !strings.Contains(out, "NCCL_ALGO=Tree\n") || !strings.Contains(out, "NCCL_PROTO=(unset)\n") ||

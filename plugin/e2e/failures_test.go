@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // stderrLines returns the lines of the host's stderr the library wrote
@@ -56,19 +58,19 @@ func policyFailures(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	return map[string][]string{
-		"missing policy file": {"NCCLBPF_POLICY=" + filepath.Join(dir, "nope.bpf.o")},
-		"config typo":         {"NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_POLICY_CONFIG=size_lo 4M"},
-		"bad rules file":      {"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + badRules},
-		"rules without rules": {"NCCLBPF_POLICY=builtin:rules"},
-		"rules file, no rule": {"NCCLBPF_POLICY=builtin:rules", "NCCL_TUNER_CONFIG_FILE=" + noRules},
-		"rejected policy":     {"NCCLBPF_POLICY=" + testdata(t, "unsafe_oob.bpf.o")},
+		"missing policy file": {envconfig.Policy + "=" + filepath.Join(dir, "nope.bpf.o")},
+		"config typo":         {envconfig.Policy + "=builtin:size_aware", envconfig.PolicyConfig + "=size_lo 4M"},
+		"bad rules file":      {envconfig.Policy + "=builtin:rules", envconfig.RulesFile + "=" + badRules},
+		"rules without rules": {envconfig.Policy + "=builtin:rules"},
+		"rules file, no rule": {envconfig.Policy + "=builtin:rules", "NCCL_TUNER_CONFIG_FILE=" + noRules},
+		"rejected policy":     {envconfig.Policy + "=" + testdata(t, "unsafe_oob.bpf.o")},
 	}
 }
 
 // failureWhy is what the stderr line says for each of policyFailures.
 var failureWhy = map[string]string{
 	"missing policy file": "no such file or directory",
-	"config typo":         "NCCLBPF_POLICY_CONFIG",
+	"config typo":         envconfig.PolicyConfig,
 	"bad rules file":      "line 1",
 	"rules without rules": "no rules: the policy takes its decisions from a rules file and none is given",
 	"rules file, no rule": "no rules: NCCL_TUNER_CONFIG_FILE",
@@ -115,7 +117,7 @@ func TestLoadFailureOneStderrLine(t *testing.T) {
 		})
 	}
 	t.Run("policy loads", func(t *testing.T) {
-		_, stderr := hostStderr(t, []string{"NCCLBPF_POLICY=builtin:size_aware"}, script, "run", art.lib, "5")
+		_, stderr := hostStderr(t, []string{envconfig.Policy + "=builtin:size_aware"}, script, "run", art.lib, "5")
 		if lines := stderrLines(stderr); len(lines) != 0 {
 			t.Errorf("a policy that loads wrote to stderr:\n%s", stderr)
 		}
@@ -135,7 +137,7 @@ func TestStrictModeFailsInit(t *testing.T) {
 	for name, env := range policyFailures(t) {
 		for _, v := range []string{"1", "TRUE", "yes", "on"} {
 			t.Run(name+" "+v, func(t *testing.T) {
-				out, stderr := hostStderr(t, append(env, "NCCLBPF_STRICT="+v), script, "run", art.lib, "5")
+				out, stderr := hostStderr(t, append(env, envconfig.Strict+"="+v), script, "run", art.lib, "5")
 				if got := strings.Count(out, "init 5\n"); got != 3 {
 					t.Errorf("%d of 3 inits failed with ncclInvalidUsage (5), want all:\n%s", got, out)
 				}
@@ -148,14 +150,14 @@ func TestStrictModeFailsInit(t *testing.T) {
 	}
 	for _, v := range []string{"0", "false", "No", "off", ""} {
 		t.Run("missing policy, NCCLBPF_STRICT="+v, func(t *testing.T) {
-			out, _ := hostStderr(t, []string{"NCCLBPF_POLICY=/nonexistent/p.bpf.o", "NCCLBPF_STRICT=" + v}, script, "run", art.lib, "5")
+			out, _ := hostStderr(t, []string{envconfig.Policy + "=/nonexistent/p.bpf.o", envconfig.Strict + "=" + v}, script, "run", art.lib, "5")
 			if got := strings.Count(out, "init 0\n"); got != 3 {
 				t.Errorf("%d of 3 inits succeeded, want all (default mode):\n%s", got, out)
 			}
 		})
 	}
 	t.Run("policy loads", func(t *testing.T) {
-		out, stderr := hostStderr(t, []string{"NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_STRICT=1"}, script, "run", art.lib, "6")
+		out, stderr := hostStderr(t, []string{envconfig.Policy + "=builtin:size_aware", envconfig.Strict + "=1"}, script, "run", art.lib, "6")
 		if got := strings.Count(out, "init 0\n"); got != 3 {
 			t.Errorf("%d of 3 inits succeeded with a policy that loads:\n%s", got, out)
 		}
@@ -167,7 +169,7 @@ func TestStrictModeFailsInit(t *testing.T) {
 		}
 	})
 	t.Run("unknown value", func(t *testing.T) {
-		out, stderr := hostStderr(t, []string{"NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_STRICT=maybe"}, script, "run", art.lib, "5")
+		out, stderr := hostStderr(t, []string{envconfig.Policy + "=builtin:size_aware", envconfig.Strict + "=maybe"}, script, "run", art.lib, "5")
 		if got := strings.Count(out, "init 5\n"); got != 3 {
 			t.Errorf("%d of 3 inits failed, want all (an unknown value is taken as strict):\n%s", got, out)
 		}
@@ -177,7 +179,7 @@ func TestStrictModeFailsInit(t *testing.T) {
 		}
 	})
 	t.Run("tuner v2", func(t *testing.T) {
-		out, _ := hostStderr(t, []string{"NCCLBPF_POLICY=/nonexistent/p.bpf.o", "NCCLBPF_STRICT=1"}, "tryinit 0 1 8 1 1 8 8\n", "run", art.lib, "2")
+		out, _ := hostStderr(t, []string{envconfig.Policy + "=/nonexistent/p.bpf.o", envconfig.Strict + "=1"}, "tryinit 0 1 8 1 1 8 8\n", "run", art.lib, "2")
 		if !strings.Contains(out, "init 5\n") {
 			t.Errorf("tuner v2 init did not fail:\n%s", out)
 		}

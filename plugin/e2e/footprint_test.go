@@ -6,15 +6,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // footprint runs testhost/footprint.c on lib and returns its figures.
 func footprint(t *testing.T, lib string, env ...string) map[string]float64 {
 	t.Helper()
 	bin := filepath.Join(art.dir, "footprint")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
-		"-I", filepath.Join(repoRoot(t), "include"), "-o", bin, filepath.Join(repoRoot(t), "testhost/footprint.c"), "-ldl").CombinedOutput(); err != nil {
-		t.Fatalf("building footprint: %v\n%s", err, out)
+	if err := buildSteps(repoRoot(t), []buildrecipe.Step{{Target: "footprint", Out: bin}}); err != nil {
+		t.Fatalf("building footprint: %v", err)
 	}
 	cmd := exec.Command(bin, lib)
 	cmd.Env = append(cleanEnv(), env...)
@@ -40,12 +42,12 @@ func TestFootprint(t *testing.T) {
 	artifacts(t)
 	dir := t.TempDir()
 	empty := filepath.Join(art.dir, "libemptygo.so")
-	if err := buildSteps(repoRoot(t), [][]string{{"go", "build", "-buildmode=c-shared", "-o", empty, "./testhost/emptygo"}}); err != nil {
+	if err := buildSteps(repoRoot(t), []buildrecipe.Step{{Target: "emptygo", Out: empty}}); err != nil {
 		t.Fatalf("building testhost/emptygo: %v", err)
 	}
 	n := footprint(t, art.native, "CALLS=20000")
 	e := footprint(t, empty, "CALLS=20000")
-	b := footprint(t, art.lib, "CALLS=20000", "NCCLBPF_CONTROL_DIR="+filepath.Join(dir, "ctl"))
+	b := footprint(t, art.lib, "CALLS=20000", envconfig.ControlDir+"="+filepath.Join(dir, "ctl"))
 	t.Logf("native: dlopen %.2f ms, init %.3f ms, +%.0f threads, +%.1f MB", n["dlopen_us"]/1000, n["init_us"]/1000,
 		n["threads_rest"]-n["threads_before"], (n["rss_kb_rest"]-n["rss_kb_before"])/1024)
 	t.Logf("empty Go library: dlopen %.2f ms, init %.3f ms, +%.0f threads, +%.1f MB", e["dlopen_us"]/1000, e["init_us"]/1000,

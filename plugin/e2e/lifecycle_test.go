@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // The library inside a hostile or unlucky host process: many processes
@@ -109,11 +110,11 @@ func reachable(dir string) (map[int]bool, []control.Result) {
 // again in control.RemoveStale makes this fail.)
 func TestControlStartupRace(t *testing.T) {
 	reloadHammer(t)
-	n := envInt("NCCLBPF_STARTUP_PROCS", 64)
-	rounds := envInt("NCCLBPF_STARTUP_ROUNDS", 3)
+	n := envInt(envconfig.StartupProcs, 64)
+	rounds := envInt(envconfig.StartupRounds, 3)
 	dir := filepath.Join(t.TempDir(), "ctl")
 	for round := 0; round < rounds; round++ {
-		ps := startIdle(t, n, []string{"NCCLBPF_POLICY=none", "NCCLBPF_CONTROL_DIR=" + dir})
+		ps := startIdle(t, n, []string{envconfig.Policy + "=none", envconfig.ControlDir + "=" + dir})
 		want := map[int]bool{}
 		for _, p := range ps {
 			line, err := p.out.ReadString('\n')
@@ -175,7 +176,7 @@ func TestControlForkedChild(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ctl")
 	cmd := exec.Command(bin, "fork", art.lib, dir)
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY=none", "NCCLBPF_CONTROL_DIR="+dir)
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"=none", envconfig.ControlDir+"="+dir)
 	stdin, err := cmd.StdinPipe() // the child waits for it to close
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +255,7 @@ func procStatus(t *testing.T, pid int) map[string]int {
 // for its control socket.
 func startOneIdle(t *testing.T, dir string, env ...string) int {
 	t.Helper()
-	ps := startIdle(t, 1, append([]string{"NCCLBPF_CONTROL_DIR=" + dir}, env...))
+	ps := startIdle(t, 1, append([]string{envconfig.ControlDir + "=" + dir}, env...))
 	line, err := ps[0].out.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +281,7 @@ func startOneIdle(t *testing.T, dir string, env ...string) int {
 func TestControlFloodBounds(t *testing.T) {
 	reloadHammer(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
-	pid := startOneIdle(t, dir, "NCCLBPF_POLICY=none", "GOMAXPROCS=64")
+	pid := startOneIdle(t, dir, envconfig.Policy+"=none", "GOMAXPROCS=64")
 	time.Sleep(200 * time.Millisecond)
 	rest := procStatus(t, pid)
 	// A reload request of ~16 MiB: an object of 12 MiB, base64.

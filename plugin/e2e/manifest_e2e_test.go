@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // channelsSwitch checks pid's kept decisions from call lo on: `before`
@@ -75,7 +76,7 @@ func copyFile(t *testing.T, from, to string) {
 func TestReloadHonoursActivationManifest(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
-	pids := startRanks(t, 3, dir, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/reload_a.bpf.o")}, 2000, 90)
+	pids := startRanks(t, 3, dir, []string{envconfig.Policy + "=" + filepath.Join(root, "testhost/reload_a.bpf.o")}, 2000, 90)
 	waitSeq(t, dir, pids, 10)
 	rel := t.TempDir()
 	obj := filepath.Join(rel, "policy.bpf.o")
@@ -177,8 +178,8 @@ func TestWatchHonoursActivationManifest(t *testing.T) {
 		}
 	}
 	cmd := exec.Command(host, art.lib, "90", "2000", strconv.FormatUint(monotonicNS(t), 10))
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(base, "policy.bpf.o"), "NCCLBPF_CONTROL_DIR="+dir,
-		"NCCLBPF_WATCH=1", "NCCLBPF_WATCH_INTERVAL=50ms")
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"="+filepath.Join(base, "policy.bpf.o"), envconfig.ControlDir+"="+dir,
+		envconfig.Watch+"=1", envconfig.WatchInterval+"=50ms")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	stdout, _ := cmd.StdoutPipe()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // metricsCall is one collective of the metrics host (profiler_host
@@ -80,8 +81,8 @@ func startMetricsHost(t *testing.T, dir string, n int, env ...string) *metricsHo
 	root := repoRoot(t)
 	cmd := hostCommand(profArt.host, "metrics", art.lib, strconv.Itoa(n))
 	cmd.Dir = root
-	cmd.Env = append(cleanEnv(), append([]string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/metrics_policy.bpf.o"),
-		"NCCLBPF_CONTROL_DIR=" + dir}, env...)...)
+	cmd.Env = append(cleanEnv(), append([]string{envconfig.Policy + "=" + filepath.Join(root, "testhost/metrics_policy.bpf.o"),
+		envconfig.ControlDir + "=" + dir}, env...)...)
 	h := &metricsHost{Dir: dir, done: make(chan error, 1), stderr: &lockedBuf{}}
 	cmd.Stderr = h.stderr
 	var err error
@@ -294,7 +295,7 @@ func TestDecisionLog(t *testing.T) {
 	var took time.Duration
 	check := func(rate string) (lines int) {
 		t0 := time.Now()
-		h := startMetricsHost(t, filepath.Join(t.TempDir(), "ctl"), 600, "HOST_LOG=1", "NCCLBPF_DECISION_LOG="+rate)
+		h := startMetricsHost(t, filepath.Join(t.TempDir(), "ctl"), 600, "HOST_LOG=1", envconfig.DecisionLog+"="+rate)
 		took = time.Since(t0)
 		stderr := h.Stop(t)
 		byCall := map[string]metricsCall{}
@@ -351,9 +352,9 @@ func TestDecisionLog(t *testing.T) {
 func TestLatencyWithoutProfilerProgram(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		dir := filepath.Join(t.TempDir(), "ctl")
-		env := []string{"NCCLBPF_POLICY=builtin:size_aware"}
+		env := []string{envconfig.Policy + "=builtin:size_aware"}
 		if on {
-			env = append(env, "NCCLBPF_LATENCY=on")
+			env = append(env, envconfig.Latency+"=on")
 		}
 		h := startMetricsHost(t, dir, 200, env...)
 		cl := dialControl(t, dir, h.PID)

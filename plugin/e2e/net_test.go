@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // The net wrapper is tested the way NCCL's proxy thread drives it:
@@ -37,21 +40,18 @@ func netArtifacts(t *testing.T) {
 		netArt.host = filepath.Join(art.dir, "net_host")
 		netArt.tcp11 = filepath.Join(art.dir, "libnccl-net-tcpnet.so")
 		netArt.tcp10 = filepath.Join(art.dir, "libtcpnet10.so")
-		cflags := []string{"-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"}
-		steps := [][]string{
-			append(append([]string{"gcc"}, cflags...), "-pthread", "-o", netArt.host, "testhost/net_host.c", "-ldl"),
-			append(append([]string{"gcc"}, cflags...), "-shared", "-fPIC", "-o", netArt.tcp11, "testhost/tcpnet.c"),
-			append(append([]string{"gcc"}, cflags...), "-DTCPNET_V10", "-shared", "-fPIC", "-o", netArt.tcp10, "testhost/tcpnet.c"),
+		steps := []buildrecipe.Step{
+			{Target: "net-host", Out: netArt.host},
+			{Target: "tcpnet", Out: netArt.tcp11},
+			{Target: "tcpnet", Out: netArt.tcp10, Flags: []string{"-DTCPNET_V10"}},
 		}
 		netArt.old = map[int]string{}
 		for _, v := range []int{6, 7, 8, 9, 12} {
 			netArt.old[v] = filepath.Join(art.dir, fmt.Sprintf("libtcpnet%d.so", v))
-			steps = append(steps, append(append([]string{"gcc"}, cflags...), fmt.Sprintf("-DTCPNET_ABI=%d", v), "-shared", "-fPIC",
-				"-o", netArt.old[v], "testhost/tcpnet.c"))
+			steps = append(steps, buildrecipe.Step{Target: "tcpnet", Out: netArt.old[v], Flags: []string{fmt.Sprintf("-DTCPNET_ABI=%d", v)}})
 		}
 		netArt.broken = filepath.Join(art.dir, "libtcpnet6-notest.so")
-		steps = append(steps, append(append([]string{"gcc"}, cflags...), "-DTCPNET_ABI=6", "-DTCPNET_NO_TEST", "-shared", "-fPIC",
-			"-o", netArt.broken, "testhost/tcpnet.c"))
+		steps = append(steps, buildrecipe.Step{Target: "tcpnet", Out: netArt.broken, Flags: []string{"-DTCPNET_ABI=6", "-DTCPNET_NO_TEST"}})
 		netErr = buildSteps(repoRoot(t), steps)
 	})
 	if netErr != nil {
@@ -65,7 +65,7 @@ func netHost(t *testing.T, env []string, args ...string) ([2]map[string]string, 
 	t.Helper()
 	cmd := hostCommand(netArt.host, args...)
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cleanEnv(), append([]string{"NCCLBPF_CONTROL=0"}, env...)...)
+	cmd.Env = append(cleanEnv(), append([]string{envconfig.Control + "=0"}, env...)...)
 	if len(args) > 1 { // as NCCL's environment names its net plugin
 		cmd.Env = append(cmd.Env, "NCCL_NET_PLUGIN="+args[1])
 	}
@@ -251,7 +251,7 @@ func TestNetTransfer(t *testing.T) {
 		checkTransfer(t, r, ch*msgs)
 	})
 	t.Run("wrapped-no-policy", func(t *testing.T) {
-		r, _ := netHost(t, []string{"NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11}, args(art.lib, 11)...)
+		r, _ := netHost(t, []string{envconfig.Policy + "=none", envconfig.NetPlugin + "=" + netArt.tcp11}, args(art.lib, 11)...)
 		checkTransfer(t, r, ch*msgs)
 		for rank := 0; rank < 2; rank++ {
 			if r[rank]["w_inner"] != "11" || r[rank]["w_outer"] != "11" || r[rank]["w_calls_send"] != "0" {
@@ -262,7 +262,7 @@ func TestNetTransfer(t *testing.T) {
 	for _, c := range []struct{ outer, inner int }{{10, 11}, {11, 11}, {12, 11}, {10, 10}, {11, 10}, {12, 10}, {10, 12}, {11, 12}, {12, 12}} {
 		c := c
 		t.Run(fmt.Sprintf("v%d-over-v%d", c.outer, c.inner), func(t *testing.T) {
-			r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + innerLib(c.inner)}, args(art.lib, c.outer)...)
+			r, _ := netHost(t, []string{envconfig.Policy + "=testhost/net_count_a.bpf.o", envconfig.NetPlugin + "=" + innerLib(c.inner)}, args(art.lib, c.outer)...)
 			checkTransfer(t, r, ch*msgs)
 			// each process: ch listens, ch connects, ch accepts
 			checkCounted(t, r, ch*msgs, 3*ch)
@@ -299,7 +299,7 @@ func TestNetOldInner(t *testing.T) {
 					if policy == "count" {
 						obj = "testhost/net_count_a.bpf.o"
 					}
-					r, _ := netHost(t, []string{"NCCLBPF_POLICY=" + obj, "NCCLBPF_NET_PLUGIN=" + netArt.old[v]},
+					r, _ := netHost(t, []string{envconfig.Policy + "=" + obj, envconfig.NetPlugin + "=" + netArt.old[v]},
 						"transfer", art.lib, strconv.Itoa(outer), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
 					checkTransfer(t, r, ch*msgs)
 					if policy == "count" {
@@ -336,7 +336,7 @@ func TestNetOldInner(t *testing.T) {
 		} {
 			cmd := hostCommand(netArt.host, "limits", art.lib, "12")
 			cmd.Dir = repoRoot(t)
-			cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN="+innerLib(c.v))
+			cmd.Env = append(cleanEnv(), envconfig.Control+"=0", envconfig.Policy+"=none", envconfig.NetPlugin+"="+innerLib(c.v))
 			out, err := cmd.Output()
 			if err != nil {
 				t.Fatalf("net_host limits over v%d: %v\n%s", c.v, err, out)
@@ -358,7 +358,7 @@ func TestNetOldInner(t *testing.T) {
 		}
 	})
 	t.Run("missing-member", func(t *testing.T) {
-		r, stderr := netHost(t, []string{"NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN=" + netArt.broken},
+		r, stderr := netHost(t, []string{envconfig.Policy + "=none", envconfig.NetPlugin + "=" + netArt.broken},
 			"transfer", art.lib, "12", "1", "1", "1")
 		for rank := 0; rank < 2; rank++ {
 			if r[rank]["init"] == "0" {
@@ -392,7 +392,7 @@ func TestNetProps(t *testing.T) {
 		for _, outer := range []int{8, 9, 10, 11, 12} {
 			inner, outer := inner, outer
 			t.Run(fmt.Sprintf("v%d-over-v%d", outer, inner), func(t *testing.T) {
-				r, _ := netHost(t, []string{"NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN=" + innerLib(inner)},
+				r, _ := netHost(t, []string{envconfig.Policy + "=none", envconfig.NetPlugin + "=" + innerLib(inner)},
 					"transfer", art.lib, strconv.Itoa(outer), "1", "4", "2")
 				checkTransfer(t, r, 4)
 				devOffload := inner >= 7 && inner != 10 && inner != 11 // the builds with getDeviceMr, irecvConsumed
@@ -472,7 +472,7 @@ func TestNetOuterOld(t *testing.T) {
 		for _, inner := range []int{12, 11, 10, 9, 6} {
 			outer, inner := outer, inner
 			t.Run(fmt.Sprintf("v%d-over-v%d", outer, inner), func(t *testing.T) {
-				r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + innerLib(inner)},
+				r, _ := netHost(t, []string{envconfig.Policy + "=testhost/net_count_a.bpf.o", envconfig.NetPlugin + "=" + innerLib(inner)},
 					"transfer", art.lib, strconv.Itoa(outer), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
 				checkTransfer(t, r, ch*msgs)
 				checkCounted(t, r, ch*msgs, 3*ch)
@@ -500,8 +500,8 @@ func TestNetThreads(t *testing.T) {
 	for _, c := range []struct{ threads, waves, shared string }{{"40", "1", "8"}, {"20", "3", "0"}} {
 		cmd := hostCommand(netArt.host, "threads", art.lib, c.threads, "50", c.waves)
 		cmd.Dir = repoRoot(t)
-		cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "TCPNET_NULL=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
-			"NCCLBPF_POLICY=testhost/net_count_a.bpf.o")
+		cmd.Env = append(cleanEnv(), envconfig.Control+"=0", "TCPNET_NULL=1", envconfig.NetPlugin+"="+netArt.tcp11,
+			envconfig.Policy+"=testhost/net_count_a.bpf.o")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("net_host threads: %v\n%s", err, out)
@@ -539,7 +539,7 @@ func TestNetFill(t *testing.T) {
 	cmd := hostCommand(netArt.host, "fill", art.lib, "testhost/net_fields.bpf.o", "testhost/net_count_a.bpf.o",
 		"testhost/net_timing_times.bpf.o", "testhost/net_timing_flags.bpf.o", "testhost/net_fields.bpf.o")
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN="+netArt.tcp11)
+	cmd.Env = append(cleanEnv(), envconfig.Control+"=0", envconfig.Policy+"=none", envconfig.NetPlugin+"="+netArt.tcp11)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("net_host fill: %v\n%s", err, out)
@@ -572,7 +572,7 @@ func TestNetFields(t *testing.T) {
 			name, env, unsized, v = "no-sizes", []string{"TCPNET_NO_SIZES=1"}, 2*ch*msgs, 12
 		}
 		t.Run(name, func(t *testing.T) {
-			r, _ := netHost(t, append([]string{"NCCLBPF_POLICY=testhost/net_fields.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11}, env...),
+			r, _ := netHost(t, append([]string{envconfig.Policy + "=testhost/net_fields.bpf.o", envconfig.NetPlugin + "=" + netArt.tcp11}, env...),
 				"transfer", art.lib, strconv.Itoa(v), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
 			if unsized == 0 {
 				checkTransfer(t, r, ch*msgs)
@@ -603,7 +603,7 @@ func TestNetFields(t *testing.T) {
 func TestNetReload(t *testing.T) {
 	netArtifacts(t)
 	const ch, msgs, win = 4, 1500, 16
-	r, _ := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_count_a.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+	r, _ := netHost(t, []string{envconfig.Policy + "=testhost/net_count_a.bpf.o", envconfig.NetPlugin + "=" + netArt.tcp11},
 		"transfer", art.lib, "11", strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win),
 		"testhost/net_count_a.bpf.o", "testhost/net_count_b.bpf.o", "40")
 	checkTransfer(t, r, ch*msgs)
@@ -625,14 +625,14 @@ func TestNetFallback(t *testing.T) {
 		warn string
 	}{
 		{"unset", nil, "NCCLBPF_NET_PLUGIN is not set"},
-		{"missing", []string{"NCCLBPF_NET_PLUGIN=nosuch"}, "libnccl-net-nosuch.so"},
-		{"itself", []string{"NCCLBPF_NET_PLUGIN=" + art.lib}, "is libncclbpf itself"},
-		{"not-a-net-plugin", []string{"NCCLBPF_NET_PLUGIN=" + art.native}, "exports none of"},
-		{"init-fails", []string{"NCCLBPF_NET_PLUGIN=" + netArt.tcp11, "TCPNET_FAIL_INIT=1"}, "init failed"},
+		{"missing", []string{envconfig.NetPlugin + "=nosuch"}, "libnccl-net-nosuch.so"},
+		{"itself", []string{envconfig.NetPlugin + "=" + art.lib}, "is libncclbpf itself"},
+		{"not-a-net-plugin", []string{envconfig.NetPlugin + "=" + art.native}, "exports none of"},
+		{"init-fails", []string{envconfig.NetPlugin + "=" + netArt.tcp11, "TCPNET_FAIL_INIT=1"}, "init failed"},
 	} {
 		c := c
 		t.Run(c.name, func(t *testing.T) {
-			r, stderr := netHost(t, append([]string{"NCCLBPF_POLICY=none"}, c.env...), "transfer", art.lib, "11", "1", "10", "1")
+			r, stderr := netHost(t, append([]string{envconfig.Policy + "=none"}, c.env...), "transfer", art.lib, "11", "1", "10", "1")
 			for rank := 0; rank < 2; rank++ {
 				if r[rank]["init"] == "0" || r[rank]["init"] == "" {
 					t.Errorf("rank %d: init returned %q, want an error", rank, r[rank]["init"])
@@ -661,7 +661,7 @@ func TestNetLoadsOnlyForNet(t *testing.T) {
 	for _, inner := range []string{netArt.tcp11, fifo} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := exec.CommandContext(ctx, art.host, "run", art.lib, "5")
-		cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_NET_PLUGIN="+inner, "LD_DEBUG=files")
+		cmd.Env = append(cleanEnv(), envconfig.Control+"=0", envconfig.Policy+"=builtin:size_aware", envconfig.NetPlugin+"="+inner, "LD_DEBUG=files")
 		cmd.Stdin = strings.NewReader("init 0 1 8 1 1 8 8\nstats\nfin 0\n")
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -676,7 +676,7 @@ func TestNetLoadsOnlyForNet(t *testing.T) {
 			t.Errorf("a tuner-only process loaded the net plugin %s:\n%s", inner, stderr.String())
 		}
 	}
-	r, stderr := netHost(t, []string{"NCCLBPF_POLICY=none", "NCCLBPF_NET_PLUGIN=" + fifo}, "transfer", art.lib, "9", "1", "10", "1")
+	r, stderr := netHost(t, []string{envconfig.Policy + "=none", envconfig.NetPlugin + "=" + fifo}, "transfer", art.lib, "9", "1", "10", "1")
 	for rank := 0; rank < 2; rank++ {
 		if r[rank]["init"] == "0" || r[rank]["init"] == "" {
 			t.Errorf("rank %d: init returned %q over a FIFO, want an error", rank, r[rank]["init"])
@@ -701,7 +701,7 @@ func TestNetTiming(t *testing.T) {
 		{"testhost/net_timing_flags.bpf.o", ch * msgs, 0},
 		{"testhost/net_timing_times.bpf.o", 0, ch * msgs},
 	} {
-		r, _ := netHost(t, []string{"NCCLBPF_POLICY=" + c.obj, "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+		r, _ := netHost(t, []string{envconfig.Policy + "=" + c.obj, envconfig.NetPlugin + "=" + netArt.tcp11},
 			"transfer", art.lib, "11", strconv.Itoa(ch), strconv.Itoa(msgs), "4")
 		checkTransfer(t, r, ch*msgs)
 		for rank := 0; rank < 2; rank++ {
@@ -720,7 +720,7 @@ func TestNetTiming(t *testing.T) {
 func TestNetSlowPeer(t *testing.T) {
 	netArtifacts(t)
 	const ch = 4
-	r, _ := netHost(t, []string{"NCCLBPF_POLICY=policies/net_peers/net_peers.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11,
+	r, _ := netHost(t, []string{envconfig.Policy + "=policies/net_peers/net_peers.bpf.o", envconfig.NetPlugin + "=" + netArt.tcp11,
 		"TCPNET_SLOW_CONN=3", "TCPNET_SLOW_US=3000"}, "transfer", art.lib, "11", strconv.Itoa(ch), "80", "2")
 	checkTransfer(t, r, ch*80)
 	// Connection ids: rank 0 listens (1..4), connects (5..8), accepts; rank
@@ -744,15 +744,15 @@ func TestNetSlowPeer(t *testing.T) {
 func TestNetBench(t *testing.T) {
 	netArtifacts(t)
 	n := "20000"
-	if v := os.Getenv("NCCLBPF_NET_BENCH_N"); v != "" {
+	if v := os.Getenv(envconfig.NetBenchN); v != "" {
 		n = v
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, netArt.host, "bench", art.lib, netArt.tcp11, n)
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "TCPNET_NULL=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
-		"NCCLBPF_POLICY=testhost/net_count_a.bpf.o")
+	cmd.Env = append(cleanEnv(), envconfig.Control+"=0", "TCPNET_NULL=1", envconfig.NetPlugin+"="+netArt.tcp11,
+		envconfig.Policy+"=testhost/net_count_a.bpf.o")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("net_host bench: %v\n%s", err, out)
@@ -789,8 +789,8 @@ func TestNetMapDump(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ctl")
 	cmd := exec.Command(netArt.host, "transfer", art.lib, "11", "4", "80", "2")
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir, "NET_HOST_HOLD=1", "NCCLBPF_NET_PLUGIN="+netArt.tcp11,
-		"NCCLBPF_POLICY=policies/net_peers/net_peers.bpf.o", "TCPNET_SLOW_CONN=3", "TCPNET_SLOW_US=3000")
+	cmd.Env = append(cleanEnv(), envconfig.ControlDir+"="+dir, "NET_HOST_HOLD=1", envconfig.NetPlugin+"="+netArt.tcp11,
+		envconfig.Policy+"=policies/net_peers/net_peers.bpf.o", "TCPNET_SLOW_CONN=3", "TCPNET_SLOW_US=3000")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -839,7 +839,7 @@ func TestNetDataIsRankLocal(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "E033") || !strings.Contains(out, "net_lat") {
 		t.Errorf("verify accepted a tuner decision taken from net measurements (exit %d):\n%s", code, out)
 	}
-	r, stderr := netHost(t, []string{"NCCLBPF_POLICY=testhost/net_tuner_divergent.bpf.o", "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+	r, stderr := netHost(t, []string{envconfig.Policy + "=testhost/net_tuner_divergent.bpf.o", envconfig.NetPlugin + "=" + netArt.tcp11},
 		"transfer", art.lib, "11", "2", "100", "4")
 	checkTransfer(t, r, 200)
 	if !strings.Contains(stderr, "E033") {
@@ -853,14 +853,14 @@ func TestNetDataIsRankLocal(t *testing.T) {
 // NCCLBPF_STRICT the same policy leaves the net side working.
 func TestNetStrict(t *testing.T) {
 	netArtifacts(t)
-	missing := "NCCLBPF_POLICY=" + filepath.Join(t.TempDir(), "missing.bpf.o")
+	missing := envconfig.Policy + "=" + filepath.Join(t.TempDir(), "missing.bpf.o")
 	for _, c := range []struct {
 		name   string
 		strict string
 		fails  bool
 	}{{"strict", "1", true}, {"default", "0", false}} {
 		t.Run(c.name, func(t *testing.T) {
-			r, stderr := netHost(t, []string{missing, "NCCLBPF_STRICT=" + c.strict, "NCCLBPF_NET_PLUGIN=" + netArt.tcp11},
+			r, stderr := netHost(t, []string{missing, envconfig.Strict + "=" + c.strict, envconfig.NetPlugin + "=" + netArt.tcp11},
 				"transfer", art.lib, "11", "1", "10", "1")
 			for rank := 0; rank < 2; rank++ {
 				if failed := r[rank]["init"] != "0"; failed != c.fails {

@@ -13,12 +13,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
-// The plugin is tested the way NCCL uses it: libncclbpf.so is built with
-// `go build -buildmode=c-shared` and loaded by a C host process
+// The plugin is tested the way NCCL uses it: libncclbpf.so is built by
+// the one recipe (scripts/build.sh) and loaded by a C host process
 // (testhost/host.c), never into this Go test binary (two Go runtimes in one
 // process do not work).
 
@@ -54,14 +56,13 @@ func artifacts(t *testing.T) {
 		art.lib = filepath.Join(dir, "libncclbpf.so")
 		art.host = filepath.Join(dir, "host")
 		art.native = filepath.Join(dir, "libnative-size-aware.so")
-		steps := [][]string{
+		steps := []buildrecipe.Step{
 			// The test build: the production library lacks the entry points the hosts drive reloads with.
-			{"go", "build", "-tags", "ncclbpf_testing", "-buildmode=c-shared", "-o", art.lib, "./plugin"},
-			{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread", "-I", "include",
-				"-o", art.host, "testhost/host.c", "-ldl"},
-			{"gcc", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", art.native, "testhost/native_size_aware.c"},
+			{Target: "lib-testing", Out: art.lib},
+			{Target: "host", Out: art.host},
+			{Target: "native", Out: art.native},
 		}
-		if lib := os.Getenv("NCCLBPF_TEST_LIB"); lib != "" {
+		if lib := os.Getenv(envconfig.TestLib); lib != "" {
 			// A library built beforehand (to compare builds, or to save the build).
 			art.lib, steps = lib, steps[1:]
 		}
@@ -72,25 +73,10 @@ func artifacts(t *testing.T) {
 	}
 }
 
-// buildSteps runs each command in the source tree root, stopping at the
-// first failure with its output.
-func buildSteps(root string, steps [][]string) error {
-	for _, s := range steps {
-		name := s[0]
-		if name == "gcc" {
-			name = targetCC()
-		}
-		cmd := exec.Command(name, s[1:]...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if name == "go" {
-			cmd.Env = append(cmd.Env, goTargetEnv()...)
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
-		}
-	}
-	return nil
+// buildSteps builds each artefact with the one recipe (scripts/build.sh),
+// for the target architecture, stopping at the first failure.
+func buildSteps(root string, steps []buildrecipe.Step) error {
+	return buildrecipe.Build(root, targetEnv(), steps...)
 }
 
 // host runs the test host with args, the extra environment and stdin, and
@@ -246,14 +232,14 @@ func TestPluginBadPolicy(t *testing.T) {
 	}
 	script.WriteString("warns\nstats\n")
 	for name, env := range map[string][]string{
-		"missing file":    {"NCCLBPF_POLICY=" + filepath.Join(dir, "nope.bpf.o")},
-		"not ELF":         {"NCCLBPF_POLICY=" + garbage},
-		"unknown builtin": {"NCCLBPF_POLICY=builtin:nope"},
-		"bad config":      {"NCCLBPF_POLICY_CONFIG=size_lo"},
-		"bad rules":       {"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + rules},
-		"writes an input": {"NCCLBPF_POLICY=" + testdata(t, "unsafe_write.bpf.o")},
-		"unbounded index": {"NCCLBPF_POLICY=" + testdata(t, "unsafe_oob.bpf.o")},
-		"unknown section": {"NCCLBPF_POLICY=" + testdata(t, "wrong_hook.bpf.o")},
+		"missing file":    {envconfig.Policy + "=" + filepath.Join(dir, "nope.bpf.o")},
+		"not ELF":         {envconfig.Policy + "=" + garbage},
+		"unknown builtin": {envconfig.Policy + "=builtin:nope"},
+		"bad config":      {envconfig.PolicyConfig + "=size_lo"},
+		"bad rules":       {envconfig.Policy + "=builtin:rules", envconfig.RulesFile + "=" + rules},
+		"writes an input": {envconfig.Policy + "=" + testdata(t, "unsafe_write.bpf.o")},
+		"unbounded index": {envconfig.Policy + "=" + testdata(t, "unsafe_oob.bpf.o")},
+		"unknown section": {envconfig.Policy + "=" + testdata(t, "wrong_hook.bpf.o")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, v := range []string{"5", "6", "4", "3"} {
@@ -294,11 +280,11 @@ func testdata(t *testing.T, name string) string {
 // TestPluginNoPolicy: NCCLBPF_POLICY=none runs nothing and logs no warning.
 func TestPluginNoPolicy(t *testing.T) {
 	artifacts(t)
-	out := host(t, []string{"NCCLBPF_POLICY=none"}, "", "policy", art.lib, "5", "noop")
+	out := host(t, []string{envconfig.Policy + "=none"}, "", "policy", art.lib, "5", "noop")
 	if !strings.Contains(out, "policy noop v5: ok") {
 		t.Errorf("output:\n%s", out)
 	}
-	out = host(t, []string{"NCCLBPF_POLICY=none"}, "init 0 1 2 1 1 2 2\nwarns\nstats\n", "run", art.lib, "6")
+	out = host(t, []string{envconfig.Policy + "=none"}, "init 0 1 2 1 1 2 2\nwarns\nstats\n", "run", art.lib, "6")
 	if w := lineWith(out, "warns"); len(w) != 1 || w[0] != "0" {
 		t.Errorf("warnings %v, want none", w)
 	}
@@ -328,7 +314,7 @@ func TestPolicyGrids(t *testing.T) {
 	artifacts(t)
 	for _, pol := range []string{"noop", "size_aware"} {
 		for v := 2; v <= 6; v++ {
-			out := host(t, []string{"NCCLBPF_POLICY=builtin:" + pol}, "", "policy", art.lib, strconv.Itoa(v), pol)
+			out := host(t, []string{envconfig.Policy + "=builtin:" + pol}, "", "policy", art.lib, strconv.Itoa(v), pol)
 			if !strings.Contains(out, fmt.Sprintf("policy %s v%d: ok", pol, v)) {
 				t.Errorf("%s v%d:\n%s", pol, v, out)
 			}
@@ -338,7 +324,7 @@ func TestPolicyGrids(t *testing.T) {
 	// and size_hi at the top, size_aware never fires, which the grid
 	// reports as a mismatch against the default thresholds.
 	cmd := hostCommand(art.host, "policy", art.lib, "5", "size_aware")
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY=builtin:size_aware", "NCCLBPF_POLICY_CONFIG=size_lo=1G")
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"=builtin:size_aware", envconfig.PolicyConfig+"=size_lo=1G")
 	if out, err := cmd.Output(); err == nil {
 		t.Errorf("size_lo=1G did not change size_aware's decisions:\n%s", out)
 	}
@@ -439,7 +425,7 @@ broadcast,0,18446744073709551615,-1,-1,3,-1,-1
 	}
 	script.WriteString("stats\n")
 	for _, v := range []string{"5", "6", "4"} {
-		out := host(t, []string{"NCCLBPF_POLICY=builtin:rules", "NCCLBPF_RULES_FILE=" + path}, script.String(), "run", art.lib, v)
+		out := host(t, []string{envconfig.Policy + "=builtin:rules", envconfig.RulesFile + "=" + path}, script.String(), "run", art.lib, v)
 		got := parseResults(t, out)
 		if len(got) != len(wants) {
 			t.Fatalf("v%s: %d results for %d calls", v, len(got), len(wants))

@@ -11,12 +11,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // The profiler side of libncclbpf.so (plugin/profiler.c) is tested like the
 // tuner: from a C host process (testhost/profiler_host.c) that emits NCCL's
 // profiler event sequence, never inside this Go test binary. The shim is
-// tested twice: built alone with gcc (no Go, no tuner; the host publishes
+// tested twice: built alone in C (no Go, no tuner; the host publishes
 // native programs into its slots) and inside the c-shared library.
 
 var (
@@ -41,11 +44,9 @@ func profArtifacts(t *testing.T) {
 		profArt.standalone = filepath.Join(dir, "libprofiler-standalone.so")
 		profArt.lib = art.lib
 		profArt.host = filepath.Join(dir, "profiler_host")
-		steps := [][]string{
-			{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-pthread", "-I", "include",
-				"-o", profArt.standalone, "plugin/profiler.c"},
-			{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
-				"-o", profArt.host, "testhost/profiler_host.c", "testhost/profiler_native.c", "-ldl"},
+		steps := []buildrecipe.Step{
+			{Target: "profiler-standalone", Out: profArt.standalone},
+			{Target: "profiler-host", Out: profArt.host},
 		}
 		profErr = buildSteps(root, steps)
 	})
@@ -83,10 +84,10 @@ func profHost(t *testing.T, env []string, allow int, args ...string) (string, in
 func TestProfilerEvents(t *testing.T) {
 	profArtifacts(t)
 	for _, lib := range []string{profArt.standalone, profArt.lib} {
-		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "events", lib)
+		out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "events", lib)
 		// Without a kernel_ch_end program the shim keeps channels in their
 		// tasks: the tasks' counts, GPU spans and times must not change.
-		light, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "eventslight", lib)
+		light, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "eventslight", lib)
 		for v := 1; v <= 6; v++ {
 			if !strings.Contains(out, fmt.Sprintf("v%d: 4 communicators", v)) {
 				t.Errorf("%s: no result for profiler v%d:\n%s", filepath.Base(lib), v, out)
@@ -105,7 +106,7 @@ func TestProfilerEvents(t *testing.T) {
 // kernel-phase event gets no handle.
 func TestProfilerV7Fields(t *testing.T) {
 	profArtifacts(t)
-	out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "v7", profArt.lib)
+	out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "v7", profArt.lib)
 	if !strings.Contains(out, "v7 fields: ok") {
 		t.Errorf("profiler host v7:\n%s", out)
 	}
@@ -138,8 +139,8 @@ func TestProfilerMaskEmptyWithoutProgram(t *testing.T) {
 		env []string
 	}{
 		{profArt.standalone, nil},
-		{profArt.lib, []string{"NCCLBPF_POLICY=none"}},
-		{profArt.lib, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "policies", "size_aware.bpf.o")}},
+		{profArt.lib, []string{envconfig.Policy + "=none"}},
+		{profArt.lib, []string{envconfig.Policy + "=" + filepath.Join(root, "policies", "size_aware.bpf.o")}},
 	}
 	for _, c := range cases {
 		out, _ := profHost(t, c.env, 0, "mask", c.lib)
@@ -155,7 +156,7 @@ func TestProfilerMaskEmptyWithoutProgram(t *testing.T) {
 func TestProfilerWithoutKernelChannels(t *testing.T) {
 	profArtifacts(t)
 	for _, lib := range []string{profArt.standalone, profArt.lib} {
-		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "nokch", lib)
+		out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "nokch", lib)
 		if strings.Count(out, "200 p2p completed") != 2 {
 			t.Errorf("%s:\n%s", filepath.Base(lib), out)
 		}
@@ -168,7 +169,7 @@ func TestProfilerWithoutKernelChannels(t *testing.T) {
 func TestProfilerStuckTasks(t *testing.T) {
 	profArtifacts(t)
 	for _, lib := range []string{profArt.standalone, profArt.lib} {
-		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "stuck", lib)
+		out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "stuck", lib)
 		if !strings.Contains(out, "stuck: 20 tasks missing a channel completed as forced, 400 collectives") {
 			t.Errorf("%s:\n%s", filepath.Base(lib), out)
 		}
@@ -182,7 +183,7 @@ func TestProfilerStuckTasks(t *testing.T) {
 func TestProfilerSwapUnderLoad(t *testing.T) {
 	profArtifacts(t)
 	for _, lib := range []string{profArt.standalone, profArt.lib} {
-		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "swap", lib)
+		out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "swap", lib)
 		if strings.Contains(out, "no membarrier") {
 			t.Skipf("no membarrier on this kernel: %s", out)
 		}
@@ -198,7 +199,7 @@ func TestProfilerSwapUnderLoad(t *testing.T) {
 func TestProfilerMaskFromBundle(t *testing.T) {
 	profArtifacts(t)
 	obj := filepath.Join(repoRoot(t), "policies", "latency_stats", "latency_stats.bpf.o")
-	out, code := profHost(t, []string{"NCCLBPF_POLICY=" + obj}, 3, "maskon", profArt.lib)
+	out, code := profHost(t, []string{envconfig.Policy + "=" + obj}, 3, "maskon", profArt.lib)
 	skipIfPipelineMissing(t, out, code)
 	if strings.Count(out, "at the first profiler init") != 6 {
 		t.Errorf("maskon:\n%s", out)
@@ -223,7 +224,7 @@ func TestProfilerMaskFollowsNeeds(t *testing.T) {
 		{"testhost/prof_kch.bpf.o", "0x44", "1"},
 		{"policies/latency_stats/latency_stats.bpf.o", "0x42", "0"},
 	} {
-		out, code := profHost(t, []string{"NCCLBPF_POLICY=" + filepath.Join(root, c.obj)}, 3, "needs", profArt.lib, c.mask, c.kch)
+		out, code := profHost(t, []string{envconfig.Policy + "=" + filepath.Join(root, c.obj)}, 3, "needs", profArt.lib, c.mask, c.kch)
 		skipIfPipelineMissing(t, out, code)
 		if strings.Count(out, "as wanted") != 6 || !strings.Contains(out, " 0 orphans") {
 			t.Errorf("%s: want mask %s:\n%s", c.obj, c.mask, out)
@@ -247,7 +248,7 @@ func TestProfilerReportsPolicyLoad(t *testing.T) {
 		{filepath.Join(root, "policies", "latency_stats", "latency_stats.bpf.o"), "0"},
 		{"none", "0"},
 	} {
-		out, _ := profHost(t, []string{"NCCLBPF_POLICY=" + c.policy}, 0, "loadwarn", profArt.lib)
+		out, _ := profHost(t, []string{envconfig.Policy + "=" + c.policy}, 0, "loadwarn", profArt.lib)
 		if !strings.Contains(out, "loadwarn: "+c.warns+" warnings") || !strings.Contains(out, ", 0 of 4 inits failed") {
 			t.Errorf("NCCLBPF_POLICY=%s: want %s warnings and no failed init:\n%s", filepath.Base(c.policy), c.warns, out)
 		}
@@ -268,7 +269,7 @@ func TestProfilerStrict(t *testing.T) {
 		{filepath.Join(repoRoot(t), "policies", "latency_stats", "latency_stats.bpf.o"), "0", 0},
 	} {
 		cmd := hostCommand(profArt.host, "loadwarn", profArt.lib)
-		cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+c.policy, "NCCLBPF_STRICT=1")
+		cmd.Env = append(cleanEnv(), envconfig.Policy+"="+c.policy, envconfig.Strict+"=1")
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -323,9 +324,9 @@ func agreeEnv(t *testing.T) []string {
 	t.Helper()
 	_, cli := lockstepTools(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
-	return []string{"NCCLBPF_CONTROL_DIR=" + dir,
-		"NCCLBPF_POLICY=" + filepath.Join(repoRoot(t), "policies", "adaptive", "adaptive.bpf.o"),
-		"NCCLBPF_AGREE_CMD=" + cli + " agree --dir " + dir + " --from local --to agreed --reduce min:12,mean:12"}
+	return []string{envconfig.ControlDir + "=" + dir,
+		envconfig.Policy + "=" + filepath.Join(repoRoot(t), "policies", "adaptive", "adaptive.bpf.o"),
+		envconfig.AgreeCmd + "=" + cli + " agree --dir " + dir + " --from local --to agreed --reduce min:12,mean:12"}
 }
 
 // TestProfilerRankConsistency: 4 ranks of one communicator in separate
@@ -342,7 +343,7 @@ func agreeEnv(t *testing.T) []string {
 func TestProfilerRankConsistency(t *testing.T) {
 	profArtifacts(t)
 	cases := []struct{ ranks, skew string }{{"4", "30"}}
-	if os.Getenv("NCCLBPF_RANKS8") == "1" {
+	if os.Getenv(envconfig.Ranks8) == "1" {
 		cases = append(cases, struct{ ranks, skew string }{"4", "10"}, struct{ ranks, skew string }{"8", "30"})
 	}
 	for _, c := range cases {
@@ -396,7 +397,7 @@ var profBenchRe = regexp.MustCompile(`bench ratio ebpf/native: ([0-9.]+)`)
 func TestProfilerBenchmark(t *testing.T) {
 	profArtifacts(t)
 	obj := filepath.Join(repoRoot(t), "policies", "latency_stats", "latency_stats.bpf.o")
-	out, code := profHost(t, []string{"NCCLBPF_POLICY=" + obj}, 3, "bench", profArt.lib)
+	out, code := profHost(t, []string{envconfig.Policy + "=" + obj}, 3, "bench", profArt.lib)
 	skipIfPipelineMissing(t, out, code)
 	m := profBenchRe.FindStringSubmatch(out)
 	if m == nil {

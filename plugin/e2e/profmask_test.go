@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // TestProfilerMaskFollowsReload: NCCL reads the activation mask through the
@@ -24,8 +25,8 @@ func TestProfilerMaskFollowsReload(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ctl")
 	cmd := hostCommand(profArt.host, "maskreload", profArt.lib)
 	cmd.Dir = root
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(root, "testhost/gpu/p2p_count.bpf.o"),
-		"NCCLBPF_CONTROL_DIR="+dir)
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"="+filepath.Join(root, "testhost/gpu/p2p_count.bpf.o"),
+		envconfig.ControlDir+"="+dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func dialControl(t *testing.T, dir string, pid int) *control.Client {
 func TestProfilerThreadExit(t *testing.T) {
 	profArtifacts(t)
 	for _, lib := range []string{profArt.standalone, profArt.lib} {
-		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "threadexit", lib)
+		out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "threadexit", lib)
 		if !strings.Contains(out, "470 of 470 live tasks") {
 			t.Errorf("%s:\n%s", filepath.Base(lib), out)
 		}
@@ -153,7 +154,7 @@ func TestProfilerThreadExit(t *testing.T) {
 func TestProfilerSoloTasks(t *testing.T) {
 	profArtifacts(t)
 	for _, lib := range []string{profArt.standalone, profArt.lib} {
-		out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "solo", lib)
+		out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "solo", lib)
 		if !strings.Contains(out, "solo: 4000 tasks completed once across threads, 470 live after") {
 			t.Errorf("%s:\n%s", filepath.Base(lib), out)
 		}

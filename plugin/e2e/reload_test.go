@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // Hot reload through the NCCL-like C host (testhost/reload_hammer.c): tuner
@@ -33,12 +36,7 @@ func reloadHammer(t *testing.T) string {
 	artifacts(t)
 	hammerOnce.Do(func() {
 		hammerBin = filepath.Join(art.dir, "reload_hammer")
-		cmd := exec.Command(targetCC(), "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
-			"-I", "include", "-o", hammerBin, "testhost/reload_hammer.c", "-ldl")
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			hammerErr = fmt.Errorf("building the reload hammer: %v\n%s", err, out)
-		}
+		hammerErr = buildSteps(repoRoot(t), []buildrecipe.Step{{Target: "reload-hammer", Out: hammerBin}})
 	})
 	if hammerErr != nil {
 		t.Fatal(hammerErr)
@@ -52,7 +50,7 @@ func runHammer(t *testing.T, env []string, args ...string) map[string]string {
 	cmd := hostCommand(reloadHammer(t), args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cleanEnv(), env...)
-	for _, k := range []string{"NCCLBPF_HAMMER_CALLS", "NCCLBPF_HAMMER_RELOADS", "NCCLBPF_HAMMER_THREADS", "NCCLBPF_HAMMER_PROF_EVERY", "NCCLBPF_SYNC_RANKS", "NCCLBPF_HAMMER_SWAPS"} {
+	for _, k := range []string{envconfig.HammerCalls, envconfig.HammerReloads, envconfig.HammerThreads, envconfig.HammerProfEvery, envconfig.SyncRanks, envconfig.HammerSwaps} {
 		if v := os.Getenv(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -79,9 +77,9 @@ func runHammer(t *testing.T, env []string, args ...string) map[string]string {
 func TestReloadHammer(t *testing.T) {
 	reloadHammer(t) // builds art.lib
 	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
-	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=" + a}
-	if os.Getenv("NCCLBPF_HAMMER_CALLS") == "" {
-		env = append(env, "NCCLBPF_HAMMER_CALLS=20000", "NCCLBPF_HAMMER_RELOADS=30", "NCCLBPF_HAMMER_THREADS=8")
+	env := []string{envconfig.Control + "=0", envconfig.Policy + "=" + a}
+	if os.Getenv(envconfig.HammerCalls) == "" {
+		env = append(env, envconfig.HammerCalls+"=20000", envconfig.HammerReloads+"=30", envconfig.HammerThreads+"=8")
 	}
 	kv := runHammer(t, env, "hammer", art.lib, a, b, bad)
 	// The host checks the invariants itself; make sure it saw both policies
@@ -111,7 +109,7 @@ func TestReloadHammer(t *testing.T) {
 
 func TestReloadAtSeqSwitchesAllRanksTogether(t *testing.T) {
 	reloadHammer(t)
-	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=testhost/reload_a.bpf.o"}
+	env := []string{envconfig.Control + "=0", envconfig.Policy + "=testhost/reload_a.bpf.o"}
 	kv := runHammer(t, env, "sync", art.lib, "testhost/reload_b.bpf.o")
 	if kv["pending_after_arm"] != "1" {
 		t.Errorf("pending_after_arm = %s: the slow ranks had not reached the sequence, the switch must wait for them", kv["pending_after_arm"])
@@ -125,18 +123,14 @@ func TestReloadAtSeqSwitchesAllRanksTogether(t *testing.T) {
 func TestReloadHammerSanitized(t *testing.T) {
 	reloadHammer(t)
 	bin := filepath.Join(art.dir, "reload_hammer_asan")
-	cmd := exec.Command("gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-Wall",
-		"-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread", "-I", "include", "-o", bin,
-		"testhost/reload_hammer.c", "-ldl")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("no sanitizer build here: %v\n%s", err, out)
+	if err := buildrecipe.Build(repoRoot(t), []string{"SANITIZE=1"}, buildrecipe.Step{Target: "reload-hammer", Out: bin}); err != nil {
+		t.Skipf("no sanitizer build here: %v", err)
 	}
 	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
 	run := exec.Command(bin, "hammer", art.lib, a, b, bad)
 	run.Dir = repoRoot(t)
-	run.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY="+a, "NCCLBPF_HAMMER_THREADS=4",
-		"NCCLBPF_HAMMER_CALLS=5000", "NCCLBPF_HAMMER_RELOADS=15", "ASAN_OPTIONS=detect_leaks=1:halt_on_error=1",
+	run.Env = append(cleanEnv(), envconfig.Control+"=0", envconfig.Policy+"="+a, envconfig.HammerThreads+"=4",
+		envconfig.HammerCalls+"=5000", envconfig.HammerReloads+"=15", "ASAN_OPTIONS=detect_leaks=1:halt_on_error=1",
 		"UBSAN_OPTIONS=halt_on_error=1")
 	out, err := run.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "PASS") || strings.Contains(string(out), "Sanitizer") {
@@ -154,8 +148,8 @@ func TestReloadHammerCatchesEmptySlot(t *testing.T) {
 	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
 	cmd := exec.Command(bin, "hammer", art.lib, a, b, bad)
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cleanEnv(), "NCCLBPF_CONTROL=0", "NCCLBPF_POLICY="+a, "NCCLBPF_HAMMER_CALLS=20000",
-		"NCCLBPF_HAMMER_RELOADS=30", "NCCLBPF_HAMMER_THREADS=8", "NCCLBPF_HAMMER_EMPTY_US=200")
+	cmd.Env = append(cleanEnv(), envconfig.Control+"=0", envconfig.Policy+"="+a, envconfig.HammerCalls+"=20000",
+		envconfig.HammerReloads+"=30", envconfig.HammerThreads+"=8", envconfig.HammerEmptyUS+"=200")
 	out, err := cmd.CombinedOutput()
 	if err == nil || strings.Contains(string(out), "PASS") {
 		t.Fatalf("the hammer passed with the tuner slot emptied during reloads:\n%s", out)
@@ -173,9 +167,9 @@ func TestReloadHammerCatchesEmptySlot(t *testing.T) {
 func TestReloadSwapHammer(t *testing.T) {
 	reloadHammer(t)
 	a, b, bad := "testhost/reload_pa.bpf.o", "testhost/reload_pb.bpf.o", "plugin/e2e/testdata/unsafe_oob.bpf.o"
-	env := []string{"NCCLBPF_CONTROL=0", "NCCLBPF_POLICY=" + a}
-	if os.Getenv("NCCLBPF_HAMMER_SWAPS") == "" {
-		env = append(env, "NCCLBPF_HAMMER_SWAPS=5000", "NCCLBPF_HAMMER_CALLS=20000", "NCCLBPF_HAMMER_THREADS=8")
+	env := []string{envconfig.Control + "=0", envconfig.Policy + "=" + a}
+	if os.Getenv(envconfig.HammerSwaps) == "" {
+		env = append(env, envconfig.HammerSwaps+"=5000", envconfig.HammerCalls+"=20000", envconfig.HammerThreads+"=8")
 	}
 	kv := runHammer(t, env, "hammer", art.lib, a, b, bad)
 	for _, k := range []string{"swaps", "decisions_a", "decisions_b", "prof_events"} {

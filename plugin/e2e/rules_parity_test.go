@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/ncclbpf/ncclbpf/tuner"
 )
@@ -91,7 +92,7 @@ func TestReadmeCSVTunerMigration(t *testing.T) {
 			hostEnv = append(hostEnv, k+"="+v)
 		}
 	}
-	hostEnv = append(hostEnv, "HOST_VERBOSE=1", "NCCLBPF_RULES_LOG=1")
+	hostEnv = append(hostEnv, "HOST_VERBOSE=1", envconfig.RulesLog+"=1")
 	var tbl [21]float32
 	for i := range tbl {
 		tbl[i] = float32(20 + i)
@@ -167,7 +168,7 @@ func TestRulesVariablesLeftOver(t *testing.T) {
 	for _, v := range []string{config.EnvRulesFile, config.EnvTunerConfigFile} {
 		for _, pol := range []string{"builtin:size_aware", "builtin:noop"} {
 			t.Run(v+" "+pol, func(t *testing.T) {
-				out, stderr := hostStderr(t, []string{"NCCLBPF_POLICY=" + pol, v + "=" + bad, "HOST_VERBOSE=1"},
+				out, stderr := hostStderr(t, []string{envconfig.Policy + "=" + pol, v + "=" + bad, "HOST_VERBOSE=1"},
 					"init 0 1 8 1 1 8 8\nwarns\nstats\n", "run", art.lib, "5")
 				if s := lineWith(out, "stats"); len(s) != 6 || s[5] != "0" {
 					t.Errorf("stats %v, want load status 0\n%s", s, stderr)

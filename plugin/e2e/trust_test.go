@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 )
 
 // serveProc is a running host (reload_hammer serve: two communicators
@@ -42,8 +44,8 @@ func startServe(t *testing.T, wantSocket bool, env ...string) *serveProc {
 	p := &serveProc{dir: filepath.Join(t.TempDir(), "ctl")}
 	cmd := exec.Command(bin, "serve", art.lib, "60")
 	cmd.Dir = root
-	cmd.Env = append(cleanEnv(), append([]string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/reload_a.bpf.o"),
-		"NCCLBPF_CONTROL_DIR=" + p.dir}, env...)...)
+	cmd.Env = append(cleanEnv(), append([]string{envconfig.Policy + "=" + filepath.Join(root, "testhost/reload_a.bpf.o"),
+		envconfig.ControlDir + "=" + p.dir}, env...)...)
 	se, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func readObj(t *testing.T, rel string) []byte {
 // in handleControl lets the read-only reload through.)
 func TestControlReadOnlyAndAllowlist(t *testing.T) {
 	objB := readObj(t, "testhost/reload_b.bpf.o")
-	ro := startServe(t, true, "NCCLBPF_CONTROL=ro")
+	ro := startServe(t, true, envconfig.Control+"=ro")
 	r, err := ro.call(&control.Request{Op: control.OpInfo})
 	if err != nil || r.Info.Control != "read-only" {
 		t.Fatalf("info: %+v %v", r, err)
@@ -128,7 +130,7 @@ func TestControlReadOnlyAndAllowlist(t *testing.T) {
 	}
 
 	sum := sha256.Sum256(objB)
-	allow := startServe(t, true, "NCCLBPF_RELOAD_ALLOW="+hex.EncodeToString(sum[:]))
+	allow := startServe(t, true, envconfig.ReloadAllow+"="+hex.EncodeToString(sum[:]))
 	objA := readObj(t, "testhost/reload_a.bpf.o")
 	if _, err := allow.call(&control.Request{Op: control.OpReload, Object: objA, Name: "A"}); err == nil ||
 		!strings.Contains(err.Error(), "not in NCCLBPF_RELOAD_ALLOW") {
@@ -137,7 +139,7 @@ func TestControlReadOnlyAndAllowlist(t *testing.T) {
 	if _, err := allow.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}); err != nil {
 		t.Errorf("reload of the listed object: %v", err)
 	}
-	broken := startServe(t, true, "NCCLBPF_RELOAD_ALLOW=nothex")
+	broken := startServe(t, true, envconfig.ReloadAllow+"=nothex")
 	if _, err := broken.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}); err == nil ||
 		!strings.Contains(err.Error(), "not a SHA-256 digest") {
 		t.Errorf("reload with a broken allowlist: %v", err)
@@ -150,9 +152,9 @@ func TestControlReadOnlyAndAllowlist(t *testing.T) {
 // like a bad interval, were ignored silently.)
 func TestControlSwitchValues(t *testing.T) {
 	for _, v := range []string{"off", "false", "no", "0"} {
-		startServe(t, false, "NCCLBPF_CONTROL="+v)
+		startServe(t, false, envconfig.Control+"="+v)
 	}
-	p := startServe(t, true, "NCCLBPF_CONTROL=maybe", "NCCLBPF_WATCH=1", "NCCLBPF_WATCH_INTERVAL=soon")
+	p := startServe(t, true, envconfig.Control+"=maybe", envconfig.Watch+"=1", envconfig.WatchInterval+"=soon")
 	r, err := p.call(&control.Request{Op: control.OpInfo})
 	if err != nil || r.Info.Control != "read-only" {
 		t.Fatalf("info: %+v %v", r, err)
@@ -263,14 +265,14 @@ func TestReloadAllExpectEndToEnd(t *testing.T) {
 	bin := reloadHammer(t)
 	root := repoRoot(t)
 	cli := filepath.Join(art.dir, "ncclbpf")
-	if out, err := exec.Command("go", "build", "-o", cli, filepath.Join(root, "cmd", "ncclbpf")).CombinedOutput(); err != nil {
-		t.Fatalf("building the CLI: %v\n%s", err, out)
+	if err := buildrecipe.Build(root, nil, buildrecipe.Step{Target: "cli", Out: cli}); err != nil {
+		t.Fatalf("building the CLI: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "ctl")
 	for i := 0; i < 3; i++ {
 		cmd := exec.Command(bin, "serve", art.lib, "60")
 		cmd.Dir = root
-		cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+filepath.Join(root, "testhost/reload_a.bpf.o"), "NCCLBPF_CONTROL_DIR="+dir)
+		cmd.Env = append(cleanEnv(), envconfig.Policy+"="+filepath.Join(root, "testhost/reload_a.bpf.o"), envconfig.ControlDir+"="+dir)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

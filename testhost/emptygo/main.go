@@ -3,7 +3,7 @@
 // (the runtime's start, threads and memory), measured beside
 // libncclbpf.so by scripts/footprint.sh.
 //
-//	go build -buildmode=c-shared -o ART/libemptygo.so ./testhost/emptygo
+//	scripts/build.sh emptygo ART/libemptygo.so
 package main
 
 // #include <stdint.h>

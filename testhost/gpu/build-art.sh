@@ -9,8 +9,8 @@
 #   footprint, libnative.so, libemptygo.so   for scripts/footprint.sh
 #   net_host, libnccl-net-tcpnet.so          for testhost/gpu/net-check.sh and scripts/bench-net.sh
 #   profiler-host                            for scripts/bench-profiler.sh
-#   libncclbpf-testing.so                    the plugin with its test entry points (-tags ncclbpf_testing),
-#                                            for scripts/bench-net.sh
+#   libncclbpf-testing.so                    the plugin with its test entry points and every symbol
+#                                            exported, for scripts/bench-net.sh and scripts/bench-profiler.sh
 #   tuner-host, rules100.conf                the C tuner host and 100 generated rules (and, with
 #                                            libnative.so, what scripts/gpu-tuner-cost.sh runs)
 #   jit-amd64.test, loop-clang-19/           the JIT's loop benchmark and its clang-built native loops
@@ -21,31 +21,30 @@
 #                                            its sources and the build, for testhost/gpu/net-check.sh,
 #                                            when FASTSOCKET_REPO and NCCL_REPO name git clones of
 #                                            google/nccl-fastsocket and NVIDIA/nccl (scripts/fastsocket.sh)
-# The objects are compiled from testhost/gpu/*.bpf.c into ART when clang-19 is there (the committed
-# .o files are copied otherwise); the committed ones are left alone.
+# Everything is built by scripts/build.sh (the one recipe); the eBPF objects are the committed ones
+# (scripts/build-bpf.sh builds them, with its one set of flags).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 ART" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$1"
 ART=$(cd "$1" && pwd)
 cd "$ROOT"
-go build -buildmode=c-shared -o "$ART/libncclbpf.so" ./plugin
-go build -tags ncclbpf_testing -buildmode=c-shared -o "$ART/libncclbpf-testing.so" ./plugin
-rm -f "$ART/libncclbpf.h" "$ART/libncclbpf-testing.h"
-CGO_ENABLED=1 go build -o "$ART/ncclbpf" ./cmd/ncclbpf
-go build -buildmode=c-shared -o "$ART/libemptygo.so" ./testhost/emptygo
-rm -f "$ART/libemptygo.h"
-gcc -O2 -Wall -Werror -shared -fPIC -o "$ART/libnative.so" testhost/native_size_aware.c
-gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -I include -o "$ART/footprint" testhost/footprint.c -ldl
-gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -pthread -o "$ART/net_host" testhost/net_host.c -ldl
-gcc -O2 -std=gnu11 -Wall -pthread -o "$ART/profiler-host" testhost/profiler_host.c testhost/profiler_native.c -ldl
-gcc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -shared -fPIC -o "$ART/libnccl-net-tcpnet.so" testhost/tcpnet.c
-gcc -O2 -Wall -pthread -I include -o "$ART/tuner-host" testhost/host.c -ldl
+R=scripts/build.sh # the one recipe: the same flags as the Makefile, the tests and a release
+$R lib "$ART/libncclbpf.so"
+$R lib-testing "$ART/libncclbpf-testing.so"
+$R cli "$ART/ncclbpf"
+$R emptygo "$ART/libemptygo.so"
+$R native "$ART/libnative.so"
+$R footprint "$ART/footprint"
+$R net-host "$ART/net_host"
+$R profiler-host "$ART/profiler-host"
+$R tcpnet "$ART/libnccl-net-tcpnet.so"
+$R host "$ART/tuner-host"
 "$ART/tuner-host" genrules 100 "$ART/rules100.conf" >/dev/null
 SHARED_BENCH="$ROOT/../shared/bench"
 if [ -f "$SHARED_BENCH/tunerbench.c" ]; then # the independent harness, for scripts/bench-harness.sh
-	gcc -O2 -o "$ART/tunerbench" "$SHARED_BENCH/tunerbench.c" -ldl
-	gcc -O2 -fPIC -shared -o "$ART/libharness-native.so" "$SHARED_BENCH/native_size_aware.c"
+	SHARED_BENCH=$SHARED_BENCH $R tunerbench "$ART/tunerbench"
+	SHARED_BENCH=$SHARED_BENCH $R harness-native "$ART/libharness-native.so"
 fi
 CLANG=${CLANG:-/usr/bin/clang-19}
 # The JIT's loop benchmark as a test binary, and its native loops compiled with clang (the GPU
@@ -57,17 +56,10 @@ if [ -x "$CLANG" ]; then
 		"$CLANG" -O2 -fPIC -shared -o "$ART/loop-clang-19/$(basename "$c" .c).so" "$c"
 	done
 fi
-if [ -x "$CLANG" ]; then
-	C=("$CLANG" -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I include)
-	"${C[@]}" -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count.bpf.o"
-	"${C[@]}" -DVARIANT_B -c testhost/gpu/p2p_count.bpf.c -o "$ART/p2p_count_b.bpf.o"
-	"${C[@]}" -c testhost/gpu/p2p_empty.bpf.c -o "$ART/p2p_empty.bpf.o"
-	"${C[@]}" -c testhost/gpu/unsafe_null_deref.bpf.c -o "$ART/unsafe_null_deref.bpf.o"
-	"${C[@]}" -c testhost/gpu/unsafe_join.bpf.c -o "$ART/unsafe_join.bpf.o"
-else
-	cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/p2p_empty.bpf.o testhost/gpu/unsafe_null_deref.bpf.o \
-		testhost/gpu/unsafe_join.bpf.o "$ART/"
-fi
+# The eBPF objects as committed: scripts/build-bpf.sh is their one recipe, and internal/bpfbuild's
+# test holds them to it byte for byte.
+cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/p2p_empty.bpf.o testhost/gpu/unsafe_null_deref.bpf.o \
+	testhost/gpu/unsafe_join.bpf.o "$ART/"
 "$ART/ncclbpf" verify "$ART/p2p_count.bpf.o" >/dev/null
 "$ART/ncclbpf" verify "$ART/p2p_count_b.bpf.o" >/dev/null
 "$ART/ncclbpf" verify "$ART/p2p_empty.bpf.o" >/dev/null

@@ -5,7 +5,7 @@
 #
 # ART: the folder of testhost/gpu/build-art.sh (libncclbpf.so and, optionally, the CLI ncclbpf). The
 # inner plugin of the wrapper is INNER (environment) when set — any net plugin (net ABI v6 to v12) —
-# else the test plugin testhost/tcpnet.c, compiled here with gcc (or taken from
+# else the test plugin testhost/tcpnet.c, built here by scripts/build.sh (or taken from
 # ART/libnccl-net-tcpnet.so). The fastsocket cases below use Google's plugin in any case.
 # The policy is policies/net_peers/net_peers.bpf.o (per-peer bytes and latency histograms).
 #
@@ -63,8 +63,8 @@ elif [ -f "$ART/libnccl-net-tcpnet.so" ]; then
 else
 	INNER=$OUT/libnccl-net-tcpnet.so
 	INNER_NAME=tcpnet
-	gcc -O2 -Wall -Wextra -Wno-unused-parameter -shared -fPIC -o "$INNER" "$ROOT/testhost/tcpnet.c" ||
-		{ echo "net-check: cannot build testhost/tcpnet.c (gcc)"; exit 2; }
+	"$ROOT/scripts/build.sh" tcpnet "$INNER" ||
+		{ echo "net-check: cannot build the tcpnet plugin (scripts/build.sh tcpnet)"; exit 2; }
 fi
 NGPU=$("$PY" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
 SUMMARY=$OUT/summary.txt

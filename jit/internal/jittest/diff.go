@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/jit/internal/ctest"
 	"github.com/ncclbpf/ncclbpf/jit/internal/executable"
 	"github.com/ncclbpf/ncclbpf/vm"
@@ -109,14 +110,14 @@ func DiffOne(interp vm.Engine, compile CompileSeed, seed uint64, size int) strin
 // JIT and fails on the first five disagreements.
 func Differential(t *testing.T, compile CompileSeed) {
 	n, first := uint64(diffSeedPrograms), uint64(0)
-	if s := os.Getenv("NCCLBPF_DIFF_N"); s != "" {
+	if s := os.Getenv(envconfig.DiffN); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			t.Fatalf("NCCLBPF_DIFF_N=%q: %v", s, err)
 		}
 		n = v
 	}
-	if s := os.Getenv("NCCLBPF_DIFF_SEED"); s != "" {
+	if s := os.Getenv(envconfig.DiffSeed); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			t.Fatalf("NCCLBPF_DIFF_SEED=%q: %v", s, err)
