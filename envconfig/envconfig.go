@@ -41,6 +41,8 @@ const (
 	NetRequests   = "NCCLBPF_NET_REQUESTS"
 	DecisionLog   = "NCCLBPF_DECISION_LOG"
 	Latency       = "NCCLBPF_LATENCY"
+	Store         = "NCCLBPF_STORE"
+	Job           = "NCCLBPF_JOB"
 
 	// TunerConfigFile is NCCL's example CSV tuner's variable, read by the
 	// plugin in place of RulesFile when that is unset.
@@ -51,6 +53,7 @@ const (
 // test hosts and the long runs, never by the plugin or the CLI.
 const (
 	ConformanceDir     = "NCCLBPF_CONFORMANCE_DIR"
+	TestPython         = "NCCLBPF_TEST_PYTHON"
 	RequireConformance = "NCCLBPF_REQUIRE_CONFORMANCE"
 	NCCLHeaders        = "NCCLBPF_NCCL_HEADERS"
 	RequireNCCLHeaders = "NCCLBPF_REQUIRE_NCCL_HEADERS"
@@ -153,6 +156,10 @@ var Vars = []Var{
 	{Watch, Plugin, "`off`",
 		"`1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`; anything else is off, with a warning",
 		"reloads the policy file named by NCCLBPF_POLICY when it changes"},
+	{Store, Plugin, "unset (agreement and check reach the processes of this host through their control sockets)",
+		"`tcpstore` (torchrun's store at MASTER_ADDR:MASTER_PORT) or `tcpstore://HOST:PORT`",
+		"the job's own store: every process registers there and serves control requests, so that `ncclbpf agree`, `check` (and `--store`) reach every rank of a multi-node job"},
+	{Job, Plugin, "the store's default job", "a name", "the key prefix under which the job's processes register in the store (`ncclbpf/NAME/`): one per job"},
 	{EnvFile, Shim, "unset (the env plugin serves nothing: NCCL reads its environment as usual)",
 		"a file in the syntax of NCCL's `nccl.conf` (`NAME=VALUE` lines, `#` comments); unreadable: one warning, then as unset",
 		"the values the library's env plugin (`NCCL_ENV_PLUGIN`) serves for NCCL's parameters; those not in the file come from the environment; the values served are part of the process digest (`ncclbpf check`)"},
@@ -187,6 +194,7 @@ var Vars = []Var{
 // TestVars lists the tests' knobs (Reader Tests): they change what a test
 // or a long run does and have no effect on a job.
 var TestVars = []Var{
+	{TestPython, Tests, "`python3`", "a Python with PyTorch", "runs the real TCPStore server the store tests talk to"},
 	{ConformanceDir, Tests, "`../shared/conformance/bpf_conformance`",
 		"a directory of `.data` files; when set, a missing corpus fails the tests",
 		"the bpf_conformance corpus (outside the repository; without it the corpus tests skip, one line each)"},

@@ -19,6 +19,7 @@
 #   reload-hammer        testhost/reload_hammer.c
 #   net-host             testhost/net_host.c
 #   env-host             testhost/env_host.c
+#   rccl-names           testhost/rccl_names.c, RCCL's plugin name lookup
 #   profiler-host        testhost/profiler_host.c with profiler_native.c
 #   footprint            testhost/footprint.c
 #   native               testhost/native_size_aware.c, the native C tuner plugin
@@ -26,6 +27,7 @@
 #   profiler-standalone  plugin/profiler.c alone, without Go (its host publishes native programs)
 #   nccl-p2p             testhost/gpu/nccl_p2p.c against NCCL (NCCL_HOME, else the system's) and
 #                        CUDA (CUDA_HOME, default /usr/local/cuda); rpaths to both
+#   nccl-allreduce       testhost/gpu/nccl_allreduce.c, the same way
 #   tunerbench           the independent tuner harness (SHARED_BENCH/tunerbench.c)
 #   harness-native       its native plugin (SHARED_BENCH/native_size_aware.c)
 #
@@ -87,19 +89,22 @@ lockstep-host) SRC=(testhost/lockstep_host.c) && prog "$@" ;;
 reload-hammer) SRC=(testhost/reload_hammer.c) && prog "$@" ;;
 net-host) SRC=(testhost/net_host.c) && prog "$@" ;;
 env-host) SRC=(testhost/env_host.c) && prog "$@" ;;
+rccl-names) SRC=(testhost/rccl_names.c) && prog -I testhost "$@" ;;
 profiler-host) SRC=(testhost/profiler_host.c testhost/profiler_native.c) && prog "$@" ;;
 footprint) SRC=(testhost/footprint.c) && prog "$@" ;;
 native) SRC=(testhost/native_size_aware.c) && dso "$@" ;;
 tcpnet) SRC=(testhost/tcpnet.c) && dso "$@" ;;
 profiler-standalone) SRC=(plugin/profiler.c) && dso "$@" ;;
-nccl-p2p)
+nccl-p2p | nccl-allreduce)
 	CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 	nccl=() nl=-lnccl
 	if [ -n "${NCCL_HOME:-}" ]; then
 		nccl=(-I"$NCCL_HOME/include" -L"$NCCL_HOME/lib" -Wl,-rpath,"$NCCL_HOME/lib")
 		[ -e "$NCCL_HOME/lib/libnccl.so" ] || nl=-l:libnccl.so.2
 	fi
-	"$CC" "${EXT_CFLAGS[@]}" "$@" "${nccl[@]}" -I"$CUDA_HOME/include" -o "$OUTPUT" testhost/gpu/nccl_p2p.c \
+	src=testhost/gpu/nccl_p2p.c
+	[ "$TARGET" = nccl-allreduce ] && src=testhost/gpu/nccl_allreduce.c
+	"$CC" "${EXT_CFLAGS[@]}" "$@" "${nccl[@]}" -I"$CUDA_HOME/include" -o "$OUTPUT" "$src" \
 		-L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" "$nl" -lcudart
 	;;
 tunerbench | harness-native)

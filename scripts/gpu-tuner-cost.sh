@@ -7,7 +7,7 @@
 # plugin; the size_aware policy as a native C tuner (ART/libnative.so); libncclbpf.so with
 # NCCLBPF_POLICY=builtin:size_aware; libncclbpf.so with builtin:rules and 100 rules (ART/rules100.conf).
 # No profiler plugin in any. Prints each configuration's rounds, the medians, and the median over
-# rounds of each round's ratios. Builds testhost/gpu/nccl_allreduce.c against the system's NCCL (gcc,
+# rounds of each round's ratios. Builds the all-reduce program (scripts/build.sh nccl-allreduce) against the system's NCCL (
 # CUDA_HOME=/usr/local/cuda) or NCCL_HOME (include/nccl.h, lib/libnccl.so[.2]); ART comes from
 # testhost/gpu/build-art.sh. A 1-rank all-reduce is a copy that never asks the tuner: NGPUS < 2 is
 # refused. testhost/gpu/tuner-cost-dry.sh runs this script on the fake NCCL, without a GPU.
@@ -27,15 +27,7 @@ export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN
 unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY NCCLBPF_RULES_FILE
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-if [ -n "${NCCL_HOME:-}" ]; then
-	nl=-lnccl
-	[ -e "$NCCL_HOME/lib/libnccl.so" ] || nl=-l:libnccl.so.2
-	gcc -O2 -I"$NCCL_HOME/include" -I"$CUDA_HOME/include" -o "$W/nccl_allreduce" "$ROOT/testhost/gpu/nccl_allreduce.c" \
-		-L"$NCCL_HOME/lib" -L"$CUDA_HOME/lib64" -Wl,-rpath,"$NCCL_HOME/lib" -Wl,-rpath,"$CUDA_HOME/lib64" $nl -lcudart
-else
-	gcc -O2 -I"$CUDA_HOME/include" -o "$W/nccl_allreduce" "$ROOT/testhost/gpu/nccl_allreduce.c" -L"$CUDA_HOME/lib64" \
-		-Wl,-rpath,"$CUDA_HOME/lib64" -lnccl -lcudart
-fi
+"$ROOT/scripts/build.sh" nccl-allreduce "$W/nccl_allreduce"
 L=$ART/libncclbpf.so
 cfgs=(noplugin native size_aware rules100)
 for r in $(seq "$ROUNDS"); do

@@ -121,7 +121,7 @@ func TestProfilerV7Fields(t *testing.T) {
 // is unchanged without it, and under v6.
 func TestProfilerKernelPhases(t *testing.T) {
 	profArtifacts(t)
-	out, _ := profHost(t, []string{"NCCLBPF_POLICY=none"}, 0, "phase", profArt.lib)
+	out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "phase", profArt.lib)
 	if !strings.Contains(out, "kernel phases: ok") {
 		t.Errorf("profiler host phase:\n%s", out)
 	}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +21,7 @@ func TestRCCLNames(t *testing.T) {
 	root := repoRoot(t)
 	dir := t.TempDir()
 	host := filepath.Join(dir, "rccl_names")
-	if err := buildSteps(root, [][]string{{"gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-I", "testhost",
-		"-o", host, "testhost/rccl_names.c", "-ldl"}}); err != nil {
+	if err := buildSteps(root, []buildrecipe.Step{{Target: "rccl-names", Out: host}}); err != nil {
 		t.Fatal(err)
 	}
 	libs := filepath.Join(dir, "libs")
@@ -35,7 +36,7 @@ func TestRCCLNames(t *testing.T) {
 	}
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(host, args...)
-		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+libs, "NCCLBPF_POLICY=builtin:size_aware")
+		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+libs, envconfig.Policy+"=builtin:size_aware")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 func tcpStoreServer(t *testing.T) string {
 	t.Helper()
 	var py string
-	for _, p := range []string{os.Getenv("NCCLBPF_TEST_PYTHON"), "/usr/bin/python3", "python3"} {
+	for _, p := range []string{os.Getenv(envconfig.TestPython), "/usr/bin/python3", "python3"} {
 		if p != "" && exec.Command(p, "-c", "import torch.distributed").Run() == nil {
 			py = p
 			break
@@ -60,8 +61,8 @@ func TestTwoNodesThroughTCPStore(t *testing.T) {
 	var dirOf []string
 	for i := 0; i < 4; i++ {
 		d := dirs[i/2]
-		c := startRanksOffset(t, d, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/agreed_ch.bpf.o"),
-			"NCCLBPF_STORE=" + store, "NCCLBPF_JOB=twonode", "RANK=" + strconv.Itoa(i), "LOCKSTEP_RANKS=4"}, 3000, 90, []int{0})
+		c := startRanksOffset(t, d, []string{envconfig.Policy + "=" + filepath.Join(root, "testhost/agreed_ch.bpf.o"),
+			envconfig.Store + "=" + store, envconfig.Job + "=twonode", "RANK=" + strconv.Itoa(i), "LOCKSTEP_RANKS=4"}, 3000, 90, []int{0})
 		cmds = append(cmds, c[0])
 		pids = append(pids, c[0].Process.Pid)
 		dirOf = append(dirOf, d)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -28,7 +29,7 @@ func startRanksOffset(t *testing.T, dir string, env []string, periodUS int, seco
 	for i, a := range ahead {
 		epoch := strconv.FormatUint(base-uint64(a)*uint64(periodUS)*1000, 10)
 		cmd := exec.Command(host, art.lib, strconv.Itoa(seconds), strconv.Itoa(periodUS), epoch)
-		cmd.Env = append(append(cleanEnv(), "NCCLBPF_CONTROL_DIR="+dir, "LOCKSTEP_RANKS="+strconv.Itoa(len(ahead))), env...)
+		cmd.Env = append(append(cleanEnv(), envconfig.ControlDir+"="+dir, "LOCKSTEP_RANKS="+strconv.Itoa(len(ahead))), env...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +113,7 @@ func TestTwoPhaseAgreeEightRanks(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
 	const period = 3000
-	cmds := startRanksOffset(t, dir, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/agreed_ch.bpf.o")},
+	cmds := startRanksOffset(t, dir, []string{envconfig.Policy + "=" + filepath.Join(root, "testhost/agreed_ch.bpf.o")},
 		period, 120, []int{0, 0, 0, 0, 0, 400, 0, 0})
 	pids := pidsOf(cmds)
 	waitSeq(t, dir, pids, 10)
@@ -193,7 +194,7 @@ func (k killingRank) Call(req *control.Request, timeout time.Duration) (*control
 func TestTwoPhaseRankKilledMidPrepare(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "ctl")
-	cmds := startRanksOffset(t, dir, []string{"NCCLBPF_POLICY=" + filepath.Join(root, "testhost/agreed_ch.bpf.o")},
+	cmds := startRanksOffset(t, dir, []string{envconfig.Policy + "=" + filepath.Join(root, "testhost/agreed_ch.bpf.o")},
 		3000, 60, make([]int, 8))
 	pids := pidsOf(cmds)
 	waitSeq(t, dir, pids, 10)

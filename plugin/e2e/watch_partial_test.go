@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +38,8 @@ func TestWatchHalfWrittenFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", art.lib, "60")
-	cmd.Env = append(cleanEnv(), "NCCLBPF_POLICY="+path, "NCCLBPF_CONTROL_DIR="+ctl, "NCCLBPF_WATCH=1",
-		"NCCLBPF_WATCH_INTERVAL=20ms")
+	cmd.Env = append(cleanEnv(), envconfig.Policy+"="+path, envconfig.ControlDir+"="+ctl, envconfig.Watch+"=1",
+		envconfig.WatchInterval+"=20ms")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
