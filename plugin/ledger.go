@@ -51,10 +51,32 @@ func unmarkEpoch(id string) {
 	ledgerMu.Unlock()
 }
 
-// drainLedger folds the current decision records into the ledger.
-func drainLedger() {
+// lastRange is the communicators' progress at the last drain, lastDrain
+// its time: a periodic drain is skipped while nothing moved (at most for
+// ledgerIdle), so that an idle process makes no garbage.
+var (
+	lastRange [3]uint64
+	lastDrain time.Time
+)
+
+// ledgerIdle is the longest a periodic drain is skipped while the
+// communicators' progress looks unchanged (one may move while the
+// smallest and largest counts stay).
+const ledgerIdle = time.Second
+
+// drainLedger folds the current decision records into the ledger; with
+// periodic, it does nothing while no communicator moved.
+func drainLedger(periodic bool) {
 	var lo, hi C.uint64_t
-	if C.ncclbpf_comms_seq_range(&lo, &hi) == 0 {
+	n := C.ncclbpf_comms_seq_range(&lo, &hi)
+	if periodic {
+		r := [3]uint64{uint64(n), uint64(lo), uint64(hi)}
+		if r == lastRange && time.Since(lastDrain) < ledgerIdle {
+			return
+		}
+		lastRange, lastDrain = r, time.Now()
+	}
+	if n == 0 {
 		ledgerMu.Lock()
 		theLedger().Ingest(nil)
 		ledgerMu.Unlock()
@@ -69,7 +91,7 @@ func drainLedger() {
 // runLedger drains the records until the process exits.
 func runLedger() {
 	for {
-		drainLedger()
+		drainLedger(true)
 		time.Sleep(ledgerPeriod)
 	}
 }
@@ -84,7 +106,7 @@ func ledgerView(req *control.Request) *control.Response {
 		}
 		id = &v
 	}
-	drainLedger()
+	drainLedger(false)
 	ledgerMu.Lock()
 	v := theLedger().View(id, req.RecordsFrom, req.RecordsTo)
 	ledgerMu.Unlock()
