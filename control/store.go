@@ -18,6 +18,9 @@ import (
 //
 //	ranks/count           the number of registrations (an ADD counter)
 //	ranks/N               registration N (JSON Registration)
+//	ranks/N/beat          its heartbeat: the writer's clock, Unix ms
+//	                      (stores without leases: TCPStore)
+//	tx/ID                 a two-phase switch's decision: commit or abort
 //	mbox/N/next           the last request number handed out for N
 //	mbox/N/req/K          request K (JSON Request), deleted once answered
 //	mbox/N/resp/K         its answer (JSON Response), deleted once read
@@ -26,6 +29,15 @@ import (
 // polling), answers with the same handler as its control socket, and moves
 // on. A request nobody wrote after its number was taken is skipped after
 // SkipAfter.
+//
+// A process that finished must not count as a missing rank forever: on
+// etcd its registration lives on a lease the client renews (gone within
+// LeaseTTL of the process's end); on TCPStore, which has no expiry, the
+// serving loop writes a heartbeat every HeartbeatPeriod and a registration
+// whose heartbeat is older than LeaseTTL is finished (the hosts' clocks
+// must agree within a second or two, as NTP keeps them). A registration
+// carries the job's WORLD_SIZE (torchrun's): a rank of the world with no
+// live registration is missing, and named.
 
 // Store is what the control plane needs of a job store.
 type Store interface {
@@ -35,8 +47,27 @@ type Store interface {
 	// Wait blocks until every key is set, at most d (ErrStoreTimeout).
 	Wait(d time.Duration, keys ...string) error
 	Delete(key string) (bool, error)
+	// CompareSet sets key to desired if it holds expected (a missing key
+	// matches an empty expected) and returns the value after the call.
+	CompareSet(key string, expected, desired []byte) ([]byte, error)
 	Close() error
 }
+
+// LiveStore is a store whose keys can live as long as the process that
+// wrote them (etcd's leases).
+type LiveStore interface {
+	SetLive(key string, value []byte) error
+	// Lost is closed once the live keys are gone (nil before any).
+	Lost() <-chan struct{}
+}
+
+// LeaseTTL is the lifetime of a registration whose process stopped
+// renewing it (etcd's lease, or TCPStore's heartbeat).
+const LeaseTTL = 5 * time.Second
+
+// HeartbeatPeriod is how often a process renews its registration in a
+// store without leases.
+const HeartbeatPeriod = time.Second
 
 // Registration is a process's record in the job's store.
 type Registration struct {
@@ -44,6 +75,8 @@ type Registration struct {
 	Host string `json:"host"`
 	PID  int    `json:"pid"`
 	Rank string `json:"rank,omitempty"` // $RANK under torchrun
+	// World is $WORLD_SIZE under torchrun: the ranks the job must have.
+	World int `json:"world,omitempty"`
 }
 
 // Name is how the operator knows the process.
@@ -91,10 +124,17 @@ func OpenStore(url string, getenv func(string) string, timeout time.Duration) (S
 	case strings.HasPrefix(url, "tcpstore://"):
 		return DialTCPStore(strings.TrimPrefix(url, "tcpstore://"), timeout)
 	case strings.HasPrefix(url, "etcd://"):
-		return nil, fmt.Errorf("store %s: etcd is not supported by this build", url)
+		return dialEtcd(strings.TrimPrefix(url, "etcd://"), timeout)
 	}
 	return nil, fmt.Errorf("store %q: want tcpstore, tcpstore://HOST:PORT or etcd://HOST:PORT", url)
 }
+
+// dialEtcd opens etcd://HOST:PORT: etcd's JSON gateway by default, etcd's
+// own client where control/etcdv3 is linked in.
+var dialEtcd = func(addr string, timeout time.Duration) (Store, error) { return DialEtcdHTTP(addr, timeout) }
+
+// SetEtcdDialer makes etcd://HOST:PORT open a store with dial.
+func SetEtcdDialer(dial func(addr string, timeout time.Duration) (Store, error)) { dialEtcd = dial }
 
 // Register records this process in the job's store and returns its record.
 func Register(kv Store, prefix string, getenv func(string) string) (Registration, error) {
@@ -104,40 +144,88 @@ func Register(kv Store, prefix string, getenv func(string) string) (Registration
 		return Registration{}, err
 	}
 	r := Registration{Slot: n, Host: host, PID: os.Getpid(), Rank: getenv("RANK")}
+	r.World, _ = strconv.Atoi(getenv("WORLD_SIZE"))
 	b, _ := json.Marshal(r)
-	return r, kv.Set(prefix+"ranks/"+strconv.FormatInt(n, 10), b)
+	key := prefix + "ranks/" + strconv.FormatInt(n, 10)
+	if ls, ok := kv.(LiveStore); ok {
+		return r, ls.SetLive(key, b)
+	}
+	if err := beat(kv, key); err != nil {
+		return r, err
+	}
+	return r, kv.Set(key, b)
 }
+
+func beat(kv Store, reg string) error {
+	return kv.Set(reg+"/beat", []byte(strconv.FormatInt(time.Now().UnixMilli(), 10)))
+}
+
+// ErrLost says that a process's registration is gone from the store (an
+// outage longer than LeaseTTL): register again.
+var ErrLost = errors.New("the registration expired in the store")
 
 // SkipAfter is how long a process waits for a request whose number was
 // taken before it moves past it.
 const SkipAfter = 10 * time.Second
 
 // ServeStore answers the requests of slot's mailbox with h until stop is
-// closed. warn is called once per outage of the store.
-func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan struct{}, warn func(error)) {
+// closed (nil) or the registration is lost (ErrLost). warn is called once
+// per outage of the store.
+func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan struct{}, warn func(error)) error {
+	reg := prefix + "ranks/" + strconv.FormatInt(slot, 10)
 	box := prefix + "mbox/" + strconv.FormatInt(slot, 10) + "/"
+	var lost <-chan struct{}
+	ls, live := kv.(LiveStore)
+	if live {
+		lost = ls.Lost()
+	}
 	k := int64(1)
-	var missingSince time.Time
+	var missingSince, lastBeat time.Time
 	down := false
+	fail := func(err error) {
+		if !down {
+			warn(err)
+		}
+		down = true
+	}
 	for {
 		select {
 		case <-stop:
-			return
+			return nil
+		case <-lost:
+			return ErrLost
 		default:
 		}
+		if !live && time.Since(lastBeat) >= HeartbeatPeriod {
+			if err := beat(kv, reg); err != nil {
+				fail(err)
+				time.Sleep(HeartbeatPeriod)
+				continue
+			}
+			lastBeat = time.Now()
+		}
 		key := box + "req/" + strconv.FormatInt(k, 10)
-		err := kv.Wait(time.Second, key)
+		err := kv.Wait(HeartbeatPeriod, key)
 		if err != nil {
 			if !errors.Is(err, ErrStoreTimeout) {
-				if !down {
-					warn(err)
-				}
-				down = true
-				time.Sleep(time.Second)
+				fail(err)
+				time.Sleep(HeartbeatPeriod)
 				continue
 			}
 			// Skip a number taken by a client that never wrote its request.
-			if n, err := kv.Add(box+"next", 0); err == nil && n > k {
+			n, err := kv.Add(box+"next", 0)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			down = false
+			if n > k {
+				// A later request was written: the client of k gave up
+				// (its wait timed out and it took k back) or never wrote.
+				if j := laterRequest(kv, box, k, n); j > k {
+					k, missingSince = j, time.Time{}
+					continue
+				}
 				if missingSince.IsZero() {
 					missingSince = time.Now()
 				} else if time.Since(missingSince) > SkipAfter {
@@ -170,6 +258,17 @@ func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan stru
 	}
 }
 
+// laterRequest is the first request after k up to n that is in the
+// mailbox (k when none is).
+func laterRequest(kv Store, box string, k, n int64) int64 {
+	for j := k + 1; j <= n && j <= k+64; j++ {
+		if _, ok, err := kv.Get(box + "req/" + strconv.FormatInt(j, 10)); err == nil && ok {
+			return j
+		}
+	}
+	return k
+}
+
 func safeHandle(h Handler, req *Request) (resp *Response) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -193,8 +292,29 @@ type StoreRank struct {
 func (s StoreRank) Name() string { return s.Reg.Name() }
 
 // Call implements Rank: the request goes into the process's mailbox and
-// the answer is awaited there, at most timeout.
+// the answer is awaited there; the whole exchange takes at most timeout,
+// however slow the store (a late exchange finishes in the background,
+// bounded by the store's own timeout).
 func (s StoreRank) Call(req *Request, timeout time.Duration) (*Response, error) {
+	type answer struct {
+		resp *Response
+		err  error
+	}
+	ch := make(chan answer, 1)
+	t0 := time.Now()
+	go func() {
+		r, err := s.call(req, timeout)
+		ch <- answer{r, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.resp, a.err
+	case <-time.After(timeout + timeout/10):
+		return nil, fmt.Errorf("%s: no answer within %v through the store (the store is slow, or the process is gone or hung)", s.Name(), time.Since(t0).Round(time.Millisecond))
+	}
+}
+
+func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) {
 	box := s.Prefix + "mbox/" + strconv.FormatInt(s.Reg.Slot, 10) + "/"
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -230,15 +350,24 @@ func (s StoreRank) Call(req *Request, timeout time.Duration) (*Response, error) 
 	return &resp, nil
 }
 
-// StoreRanks lists the processes registered in the job's store.
-func StoreRanks(kv Store, prefix string) ([]Rank, error) {
+// StoreRanks lists the live processes registered in the job's store. It
+// fails, naming them, when ranks of the job's world (WORLD_SIZE, as the
+// registrations carry it, or expect when > 0) have no live registration;
+// registrations that expired (finished processes) do not count.
+func StoreRanks(kv Store, prefix string, expect int) ([]Rank, error) {
 	n, err := kv.Add(prefix+"ranks/count", 0)
 	if err != nil {
 		return nil, err
 	}
+	_, live := kv.(LiveStore)
+	now := time.Now()
 	var out []Rank
+	ranksSeen := map[string]bool{}
+	gone := map[string]string{}
+	world := expect
 	for i := int64(1); i <= n; i++ {
-		b, ok, err := kv.Get(prefix + "ranks/" + strconv.FormatInt(i, 10))
+		key := prefix + "ranks/" + strconv.FormatInt(i, 10)
+		b, ok, err := kv.Get(key)
 		if err != nil {
 			return nil, err
 		}
@@ -249,10 +378,56 @@ func StoreRanks(kv Store, prefix string) ([]Rank, error) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("registration %d: %w", i, err)
 		}
+		if expect <= 0 && r.World > world {
+			world = r.World
+		}
+		if !live {
+			hb, ok, err := kv.Get(key + "/beat")
+			if err != nil {
+				return nil, err
+			}
+			ms, _ := strconv.ParseInt(string(hb), 10, 64)
+			if age := now.Sub(time.UnixMilli(ms)); !ok || age > LeaseTTL {
+				gone[r.Rank] = fmt.Sprintf("%s: no heartbeat for %v (finished, or cut off from the store)", r.Name(), age.Round(time.Second))
+				continue
+			}
+		}
+		ranksSeen[r.Rank] = true
 		out = append(out, StoreRank{Store: kv, Prefix: prefix, Reg: r})
 	}
+	if world > 0 {
+		var missing []string
+		for i := 0; i < world; i++ {
+			rk := strconv.Itoa(i)
+			if ranksSeen[rk] {
+				continue
+			}
+			if why, ok := gone[rk]; ok {
+				missing = append(missing, why)
+			} else {
+				missing = append(missing, "rank "+rk+": not registered")
+			}
+		}
+		if len(missing) == 0 && len(out) != world && len(ranksSeen) != world {
+			missing = append(missing, fmt.Sprintf("%d live registrations for a world of %d", len(out), world))
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("%d of the job's %d ranks are missing from %s in the store (nothing was sent):\n  %s",
+				len(missing), world, prefix, strings.Join(missing, "\n  "))
+		}
+	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no process registered under %s in the store (set %s in the job's environment)", prefix, EnvStore)
+		return nil, fmt.Errorf("no live process registered under %s in the store (set %s in the job's environment)", prefix, EnvStore)
 	}
 	return out, nil
+}
+
+// StoreDecider records a round's decision in the job's store under
+// tx/ID with one compare-set (SwitchOptions.Decide): the first decision
+// recorded for a round is its decision.
+func StoreDecider(kv Store, prefix string) func(tx, decision string) (string, error) {
+	return func(tx, decision string) (string, error) {
+		got, err := kv.CompareSet(prefix+"tx/"+tx, nil, []byte(decision))
+		return string(got), err
+	}
 }

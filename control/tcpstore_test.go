@@ -3,52 +3,78 @@ package control
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// pythonTorch is the Python that has PyTorch (Debian's python3-torch), or "".
-func pythonTorch() string {
-	for _, p := range []string{os.Getenv("NCCLBPF_TEST_PYTHON"), "/usr/bin/python3", "python3"} {
-		if p == "" {
-			continue
-		}
-		if exec.Command(p, "-c", "import torch.distributed").Run() == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// StartTCPStoreServer starts a real PyTorch TCPStore server and returns
-// its address; the test skips, with one line, only when no Python with
-// PyTorch is installed (scripts/setup.sh installs python3-torch).
+// startTCPStoreServer returns the address of a real PyTorch TCPStore
+// server, started once for the package's tests (PyTorch takes seconds to
+// import; each test keeps to keys of its own); the test skips, with one
+// line, only when no Python with PyTorch is installed (scripts/setup.sh
+// installs python3-torch).
 func startTCPStoreServer(t testing.TB) string {
 	t.Helper()
-	py := pythonTorch()
-	if py == "" {
+	tcpStoreOnce.Do(func() { tcpStoreAddr, tcpStoreErr = launchTCPStoreServer(t) })
+	if tcpStoreErr == errNoTorch {
 		t.Skip("no python3 with PyTorch (Debian: apt-get install python3-torch; scripts/setup.sh does)")
 	}
-	cmd := exec.Command(py, filepath.Join("testdata", "tcpstore_server.py"))
-	if wd, _ := os.Getwd(); !strings.HasSuffix(wd, "control") {
-		cmd = exec.Command(py, filepath.Join(repoDir(t), "control", "testdata", "tcpstore_server.py"))
+	if tcpStoreErr != nil {
+		t.Fatalf("tcpstore server: %v", tcpStoreErr)
 	}
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	return tcpStoreAddr
+}
+
+var (
+	tcpStoreOnce sync.Once
+	tcpStoreAddr string
+	tcpStoreErr  error
+	tcpStoreStop func()
+	errNoTorch   = errors.New("no python3 with PyTorch")
+)
+
+// launchTCPStoreServer starts the server with the first Python that has
+// PyTorch; importing PyTorch takes seconds, so no Python is probed first:
+// a Python without it fails at once, and the next is tried.
+func launchTCPStoreServer(t testing.TB) (string, error) {
+	for _, py := range []string{os.Getenv("NCCLBPF_TEST_PYTHON"), "/usr/bin/python3", "python3"} {
+		if py == "" {
+			continue
+		}
+		cmd := exec.Command(py, filepath.Join(repoDir(t), "control", "testdata", "tcpstore_server.py"))
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			continue
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			in.Close()
+			cmd.Wait()
+			if strings.Contains(stderr.String(), "No module named") {
+				continue
+			}
+			return "", fmt.Errorf("%s: %v\n%s", py, err, stderr.String())
+		}
+		tcpStoreStop = func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }
+		return "127.0.0.1:" + strings.TrimSpace(line), nil
 	}
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("tcpstore server: %v", err)
+	return "", errNoTorch
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tcpStoreStop != nil {
+		tcpStoreStop()
 	}
-	return "127.0.0.1:" + strings.TrimSpace(line)
+	os.Exit(code)
 }
 
 func repoDir(t testing.TB) string {

@@ -86,7 +86,18 @@ type SwitchResult struct {
 type SwitchOptions struct {
 	// Timeout bounds each rank's answer in each phase (default 10s).
 	Timeout time.Duration
+	// Decide, when set, records the round's decision (DecisionCommit or
+	// DecisionAbort) once for all before any rank hears it, and returns the
+	// decision recorded (another coordinator's, if it came first): the
+	// commit is sent only if the commit was recorded.
+	Decide func(tx, decision string) (string, error)
 }
+
+// Decisions of a round as Decide records them.
+const (
+	DecisionCommit = "commit"
+	DecisionAbort  = "abort"
+)
 
 func parallel(ranks []Rank, f func(i int, r Rank)) {
 	var wg sync.WaitGroup
@@ -142,8 +153,22 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 	}
 	if len(refused) > 0 {
 		res.Reason = fmt.Sprintf("%d of %d ranks did not prepare:\n  %s", len(refused), len(ranks), strings.Join(refused, "\n  "))
+		if o.Decide != nil {
+			o.Decide(p.Tx, DecisionAbort)
+		}
 		abortAll(ranks, &res, p.Tx, o.Timeout)
 		return res
+	}
+	if o.Decide != nil {
+		got, err := o.Decide(p.Tx, DecisionCommit)
+		if err != nil || got != DecisionCommit {
+			if err == nil {
+				err = fmt.Errorf("the store holds the decision %q", got)
+			}
+			res.Reason = fmt.Sprintf("every rank prepared, but the commit could not be recorded in the store: %v", err)
+			abortAll(ranks, &res, p.Tx, o.Timeout)
+			return res
+		}
 	}
 	t1 := time.Now()
 	c := Request{Op: OpCommit, Tx: p.Tx}

@@ -8,6 +8,7 @@ package main
 import "C"
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/ncclbpf/ncclbpf/control"
@@ -17,20 +18,36 @@ import (
 // copies (each record is about 12 KiB).
 const maxSnapshotComms = 256
 
+// snapBuf is the C buffer the snapshots are copied into, reused from one
+// call to the next (the ledger drains every 10 ms: a fresh buffer of
+// ~12 KiB a communicator each time would be garbage for the C allocator
+// a hundred times a second); guarded by snapMu.
+var (
+	snapMu  sync.Mutex
+	snapBuf *C.struct_ncclbpf_comm_decisions
+	snapCap int
+)
+
 // decisionRecords copies the live communicators' decision records
 // (decisions.h); withRecent false leaves out the kept decisions.
 func decisionRecords(withRecent bool) []control.CommDecisions {
-	n := 16
+	snapMu.Lock()
+	defer snapMu.Unlock()
+	n := max(snapCap, 16)
 	for {
-		size := C.size_t(n) * C.size_t(unsafe.Sizeof(C.struct_ncclbpf_comm_decisions{}))
-		buf := (*C.struct_ncclbpf_comm_decisions)(C.calloc(1, size))
-		if buf == nil {
-			return nil
+		if snapCap < n {
+			size := C.size_t(n) * C.size_t(unsafe.Sizeof(C.struct_ncclbpf_comm_decisions{}))
+			buf := (*C.struct_ncclbpf_comm_decisions)(C.calloc(1, size))
+			if buf == nil {
+				return nil
+			}
+			C.free(unsafe.Pointer(snapBuf))
+			snapBuf, snapCap = buf, n
 		}
+		buf := snapBuf
 		var live C.int
 		got := int(C.ncclbpf_decisions_snapshot(buf, C.int(n), &live))
 		if int(live) > n && n < maxSnapshotComms {
-			C.free(unsafe.Pointer(buf))
 			n = min(int(live)+8, maxSnapshotComms)
 			continue
 		}
@@ -56,7 +73,6 @@ func decisionRecords(withRecent bool) []control.CommDecisions {
 			}
 			out = append(out, cd)
 		}
-		C.free(unsafe.Pointer(buf))
 		return out
 	}
 }

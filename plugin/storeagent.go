@@ -32,21 +32,28 @@ func runStoreAgent(url string) {
 	}()
 	prefix := control.JobPrefix("", cGetenv)
 	warned := false
+	say := func(err error) {
+		fmt.Fprintf(os.Stderr, "ncclbpf: job store %s: %v; NCCL runs on, switches through the store wait for it\n", url, err)
+	}
+	warn := func(err error) { // one warning per outage
+		if !warned {
+			say(err)
+			warned = true
+		}
+	}
 	for {
 		kv, err := control.OpenStore(url, cGetenv, 5*time.Second)
 		if err == nil {
 			var reg control.Registration
 			if reg, err = control.Register(kv, prefix, cGetenv); err == nil {
-				control.ServeStore(kv, prefix, reg.Slot, handleControl, nil, func(err error) {
-					fmt.Fprintf(os.Stderr, "ncclbpf: job store %s: %v; NCCL runs on, switches through the store wait for it\n", url, err)
-				})
-				return
+				warned = false
+				// ServeStore warns once per outage of its own.
+				err = control.ServeStore(kv, prefix, reg.Slot, handleControl, nil, say)
 			}
 			kv.Close()
 		}
-		if !warned {
-			fmt.Fprintf(os.Stderr, "ncclbpf: job store %s: %v; NCCL runs on without it, retrying\n", url, err)
-			warned = true
+		if err != nil {
+			warn(err) // ErrLost included: register again
 		}
 		time.Sleep(2 * time.Second)
 	}

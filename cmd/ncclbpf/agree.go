@@ -72,7 +72,8 @@ with or without --force.`,
 			replacedBy(fs, "out", "output")
 			fs.StringVar(&o.imp, "import", "", "write the reduction of a (combined) partial `FILE` instead of reading --from")
 			fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "longest wait (`D`, e.g. 30s) for a target's previous update to activate")
-			storeFlags(fs, &o.store, &o.job)
+			storeFlags(fs, &o.store)
+			fs.IntVar(&o.store.expect, "expect", 0, "with --store: the `N`umber of ranks the job must have (default: the WORLD_SIZE they registered)")
 			return func(e *env, args []string) error { return runAgree(e, args, &o) }
 		},
 	})
@@ -85,7 +86,7 @@ type agreeOptions struct {
 	from, to, reduce, elem, atSeq, comm, export, out, imp string
 	combine                                               bool
 	timeout                                               time.Duration
-	store, job                                            string
+	store                                                 storeOptions
 }
 
 func runAgree(e *env, args []string, o *agreeOptions) error {
@@ -117,7 +118,7 @@ func runAgree(e *env, args []string, o *agreeOptions) error {
 		fmt.Fprintf(e.Stdout, "combined %d files: %d keys into %s\n", len(args), len(all.Entries), *out)
 		return nil
 	}
-	if o.store != "" {
+	if o.store.url != "" {
 		return agreeStore(e, o, args)
 	}
 	pids, err := targets(*dir, args)
@@ -199,12 +200,12 @@ func agreeStore(e *env, o *agreeOptions, args []string) error {
 	if o.from == "" || o.reduce == "" || o.to == "" || o.atSeq == "" {
 		return usageErrorf("want --from MAP, --reduce SPEC, --to MAP and --at-seq N|+K")
 	}
-	kv, ranks, err := openStoreRanks(o.store, o.job)
+	kv, ranks, err := openStoreRanks(&o.store)
 	if err != nil {
 		return err
 	}
 	defer kv.Close()
-	part, hi, err := gatherRanks(ranks, o.from, o.reduce, o.elem)
+	part, hi, err := gatherRanks(ranks, o.from, o.reduce, o.elem, o.store.rankTimeout)
 	if err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func agreeStore(e *env, o *agreeOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	res := control.TwoPhase(ranks, &control.Request{Map: o.to, Entries: kvs, AtSeq: &n}, control.SwitchOptions{})
+	res := storeSwitch(kv, &o.store, ranks, &control.Request{Map: o.to, Entries: kvs, AtSeq: &n})
 	return reportSwitch(e, "agree", res, func(string) string {
 		return fmt.Sprintf("%s: %d keys, active from call %d", o.to, len(kvs), n)
 	}, *o.asJSON)
@@ -227,11 +228,11 @@ func agreeStore(e *env, o *agreeOptions, args []string) error {
 
 // gatherRanks reads map from of every rank and reduces it; it also returns
 // the furthest call any rank reported.
-func gatherRanks(ranks []control.Rank, from, reduce, elem string) (*control.Partial, uint64, error) {
+func gatherRanks(ranks []control.Rank, from, reduce, elem string, timeout time.Duration) (*control.Partial, uint64, error) {
 	var part *control.Partial
 	var hi uint64
 	for _, r := range ranks {
-		resp, err := r.Call(&control.Request{Op: control.OpMapRead, Map: from}, 10*time.Second)
+		resp, err := r.Call(&control.Request{Op: control.OpMapRead, Map: from}, timeout)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w (nothing was switched)", r.Name(), err)
 		}
@@ -252,7 +253,7 @@ func gatherRanks(ranks []control.Rank, from, reduce, elem string) (*control.Part
 		if err := part.Add(resp.Entries); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", r.Name(), err)
 		}
-		st, err := r.Call(&control.Request{Op: control.OpStats}, 10*time.Second)
+		st, err := r.Call(&control.Request{Op: control.OpStats}, timeout)
 		if err != nil || st.Stats == nil {
 			return nil, 0, fmt.Errorf("%s: stats: %v", r.Name(), err)
 		}

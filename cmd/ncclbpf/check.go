@@ -46,10 +46,11 @@ compare them only when each process has one communicator.`,
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			dir, asJSON := controlFlags(fs)
 			comm := fs.String("comm", "", "only this communicator `ID` (hex, as ncclbpf stats prints it)")
-			var store, job string
-			storeFlags(fs, &store, &job)
+			var store storeOptions
+			storeFlags(fs, &store)
+			fs.IntVar(&store.expect, "expect", 0, "with --store: the `N`umber of ranks the job must have (default: the WORLD_SIZE they registered)")
 			return func(e *env, args []string) error {
-				if store != "" {
+				if store.url != "" {
 					if len(args) > 0 {
 						return usageErrorf("--store checks every rank of the job: no PIDs")
 					}
@@ -61,7 +62,7 @@ compare them only when each process has one communicator.`,
 						}
 						only = &v
 					}
-					kv, ranks, err := openStoreRanks(store, job)
+					kv, ranks, err := openStoreRanks(&store)
 					if err != nil {
 						return err
 					}

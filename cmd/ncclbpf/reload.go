@@ -20,6 +20,7 @@ func init() {
 	register(&command{
 		Use: "reload [--dir DIR] [--at-seq N|+K] [--timeout D] [--var NAME=VALUE]... [--no-manifest] PID OBJ\n" +
 			"reload [--dir DIR] --all [--expect N] [--at-seq N|+K] [--timeout D] [--var NAME=VALUE]... OBJ\n" +
+			"reload --store STORE --all [--expect N] --at-seq N|+K [--var NAME=VALUE]... OBJ\n" +
 			"reload [--dir DIR] --rollback PID|--all\n" +
 			"reload [--dir DIR] --cancel PID|--all",
 		Summary: "swap the policy of running processes, atomically, without a restart",
@@ -54,6 +55,12 @@ and, for each single-node communicator the processes report, all of its
 ranks are among them (a rank whose socket is missing would keep the old
 policy); --expect N also requires exactly N processes.
 
+--store STORE (default $NCCLBPF_STORE) with --all reaches every rank of a
+multi-node job through the job's store (TCPStore or etcd) instead of this
+host's sockets, in one two-phase round whose decision is recorded in the
+store; --expect N, or the WORLD_SIZE the ranks registered, names every rank
+that has no live registration, and nothing is sent then.
+
 --rollback reloads the object that ran before the last reload. --cancel
 withdraws an armed --at-seq reload that has not completed: the old
 policy keeps running everywhere.
@@ -79,7 +86,8 @@ NAME=VALUE,NAME=VALUE in one), as NCCLBPF_POLICY_CONFIG does at load.`,
 			fs.BoolVar(&o.rollback, "rollback", false, "reload the object that ran before the last reload")
 			fs.BoolVar(&o.noManifest, "no-manifest", false, "ignore OBJ.activate (the activation manifest next to OBJ)")
 			fs.BoolVar(&o.cancel, "cancel", false, "withdraw an armed --at-seq reload")
-			fs.IntVar(&o.expect, "expect", 0, "with --all: the `N`umber of processes that must answer (0: any)")
+			fs.IntVar(&o.expect, "expect", 0, "with --all: the `N`umber of processes that must answer (0: any; with --store: the job's WORLD_SIZE)")
+			storeFlags(fs, &o.store)
 			return func(e *env, args []string) error {
 				o.timeoutSet = fs.Changed("timeout")
 				return runReload(e, args, &o)
@@ -98,6 +106,7 @@ type reloadOptions struct {
 	vars                              []string
 	timeout                           time.Duration
 	expect                            int
+	store                             storeOptions
 }
 
 // varFlag declares --var NAME=VALUE (repeatable; one may hold a
@@ -143,6 +152,13 @@ func runReload(e *env, args []string, o *reloadOptions) error {
 	}
 	if len(args) != want {
 		return usageErrorf("want PID|--all and OBJ (or --rollback PID|--all, --cancel PID|--all), got %d arguments", len(args))
+	}
+	if o.store.url != "" {
+		if !*all || *rollback || *cancel || *atSeq == "" {
+			return usageErrorf("--store goes with --all --at-seq N|+K OBJ (every rank of the job switches at one call)")
+		}
+		o.store.expect = *expect
+		return reloadStore(e, args[0], vars, o)
 	}
 	var pids []target
 	var err error
@@ -219,6 +235,51 @@ func runReload(e *env, args []string, o *reloadOptions) error {
 		}, *asJSON)
 	}
 	return sendAll(e, *dir, pids, req, *asJSON)
+}
+
+// reloadStore is reload --all --at-seq over every rank of the job's store.
+func reloadStore(e *env, path, vars string, o *reloadOptions) error {
+	req := &control.Request{Op: control.OpReload, Vars: vars, TimeoutMS: o.timeout.Milliseconds()}
+	obj, err := config.ReadRegularFile(path, config.MaxPolicyBytes)
+	if err != nil {
+		return err
+	}
+	opts := bundle.Options{Name: path, RequireNative: true}
+	if vars != "" {
+		vs, err := config.ParseVars(vars)
+		if err != nil {
+			return usageErrorf("--var: %v", err)
+		}
+		for _, v := range vs {
+			opts.Vars = append(opts.Vars, bundle.Var{Name: v.Name, Value: v.Value})
+		}
+	}
+	b, err := bundle.Load(obj, opts)
+	if err != nil {
+		return fmt.Errorf("%w (checked here; nothing was sent)", err)
+	}
+	b.Close()
+	req.Object, req.Name = obj, filepath.Base(path)
+	kv, ranks, err := openStoreRanks(&o.store)
+	if err != nil {
+		return err
+	}
+	defer kv.Close()
+	var hi uint64
+	if strings.HasPrefix(o.atSeq, "+") {
+		if hi, err = furthestSeq(ranks, o.store.rankTimeout); err != nil {
+			return err
+		}
+	}
+	n, err := seqFrom(o.atSeq, hi)
+	if err != nil {
+		return err
+	}
+	req.AtSeq = &n
+	res := storeSwitch(kv, &o.store, ranks, req)
+	return reportSwitch(e, "reload", res, func(string) string {
+		return fmt.Sprintf("%s: armed: communicators switch at call %d", req.Name, n)
+	}, *o.asJSON)
 }
 
 // maxActivationTimeout bounds --timeout (the plugin refuses more).

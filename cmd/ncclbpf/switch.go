@@ -1,35 +1,96 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	_ "github.com/ncclbpf/ncclbpf/control/etcdv3" // etcd:// through etcd's own client
 	"github.com/spf13/pflag"
 )
 
-// storeFlags declares --store and --job: reach every rank of a multi-node
-// job through its store instead of this host's control sockets.
-func storeFlags(fs *pflag.FlagSet, store, job *string) {
-	fs.StringVar(store, "store", os.Getenv(control.EnvStore), "the job's `STORE`: tcpstore (MASTER_ADDR:MASTER_PORT), tcpstore://HOST:PORT (default $NCCLBPF_STORE)")
-	fs.StringVar(job, "job", "", "the job's `ID` in the store (default $NCCLBPF_JOB, else $TORCHELASTIC_RUN_ID)")
+// storeOptions are the flags of a command that reaches every rank of a
+// multi-node job through its store instead of this host's control sockets.
+type storeOptions struct {
+	url, job    string
+	expect      int
+	rankTimeout time.Duration
 }
 
-// openStoreRanks connects to the job's store and lists its ranks.
-func openStoreRanks(url, job string) (control.Store, []control.Rank, error) {
-	kv, err := control.OpenStore(url, os.Getenv, 5*time.Second)
-	if err != nil {
-		return nil, nil, err
+// storeFlags declares --store, --job and --rank-timeout (--expect is the
+// command's own).
+func storeFlags(fs *pflag.FlagSet, o *storeOptions) {
+	fs.StringVar(&o.url, "store", os.Getenv(control.EnvStore), "the job's `STORE`: tcpstore (MASTER_ADDR:MASTER_PORT), tcpstore://HOST:PORT, etcd://HOST:PORT (default $NCCLBPF_STORE)")
+	fs.StringVar(&o.job, "job", "", "the job's `ID` in the store (default $NCCLBPF_JOB, else $TORCHELASTIC_RUN_ID)")
+	fs.DurationVar(&o.rankTimeout, "rank-timeout", 10*time.Second, "with --store: the longest wait (`D`) for each rank's answer in each phase")
+}
+
+// openStoreRanks connects to the job's store and lists its live ranks
+// (all of its world's, or expect of them).
+func openStoreRanks(o *storeOptions) (control.Store, []control.Rank, error) {
+	if o.rankTimeout <= 0 {
+		return nil, nil, usageErrorf("--rank-timeout %v: want more than 0", o.rankTimeout)
 	}
-	ranks, err := control.StoreRanks(kv, control.JobPrefix(job, os.Getenv))
+	kv, err := control.OpenStore(o.url, os.Getenv, 5*time.Second)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (nothing was sent)", err)
+	}
+	ranks, err := control.StoreRanks(kv, control.JobPrefix(o.job, os.Getenv), o.expect)
 	if err != nil {
 		kv.Close()
-		return nil, nil, fmt.Errorf("store %s: %w", url, err)
+		return nil, nil, fmt.Errorf("store %s: %w", o.url, err)
 	}
 	return kv, ranks, nil
+}
+
+// storeSwitch runs a two-phase switch over the ranks of the job's store,
+// its decision recorded there.
+func storeSwitch(kv control.Store, o *storeOptions, ranks []control.Rank, req *control.Request) control.SwitchResult {
+	wrapped := make([]control.Rank, len(ranks))
+	deadline := time.Now().Add(30 * time.Second)
+	for i, r := range ranks {
+		wrapped[i] = busyRetry{Rank: r, deadline: deadline}
+	}
+	return control.TwoPhase(wrapped, req, control.SwitchOptions{
+		Timeout: o.rankTimeout,
+		Decide:  control.StoreDecider(kv, control.JobPrefix(o.job, os.Getenv)),
+	})
+}
+
+// furthestSeq asks every rank, at once, for the furthest call it reached.
+func furthestSeq(ranks []control.Rank, timeout time.Duration) (uint64, error) {
+	his := make([]uint64, len(ranks))
+	errs := make([]error, len(ranks))
+	var wg sync.WaitGroup
+	for i, r := range ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := r.Call(&control.Request{Op: control.OpStats}, timeout)
+			if err == nil && st.Stats == nil {
+				err = errors.New("empty stats answer")
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: stats: %w (nothing was switched)", r.Name(), err)
+				return
+			}
+			his[i] = st.Stats.Tuner.SeqMax
+		}()
+	}
+	wg.Wait()
+	var hi uint64
+	for i := range ranks {
+		if errs[i] != nil {
+			return 0, errs[i]
+		}
+		hi = max(hi, his[i])
+	}
+	return hi, nil
 }
 
 // seqFrom reads --at-seq against the furthest call hi the ranks reported.

@@ -2,58 +2,76 @@ package e2e
 
 import (
 	"bufio"
-	"fmt"
 	"github.com/ncclbpf/ncclbpf/envconfig"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/control/storetest"
 )
 
 // tcpStoreServer starts a real PyTorch TCPStore server (Debian's
 // python3-torch) and returns its address; the test skips, with one line,
-// only when no Python with PyTorch is installed.
+// only when no Python with PyTorch is installed. Importing PyTorch takes
+// seconds: no Python is probed first, one without PyTorch fails at once.
 func tcpStoreServer(t *testing.T) string {
 	t.Helper()
-	var py string
-	for _, p := range []string{os.Getenv(envconfig.TestPython), "/usr/bin/python3", "python3"} {
-		if p != "" && exec.Command(p, "-c", "import torch.distributed").Run() == nil {
-			py = p
-			break
+	for _, py := range []string{os.Getenv(envconfig.TestPython), "/usr/bin/python3", "python3"} {
+		if py == "" {
+			continue
 		}
+		cmd := exec.Command(py, filepath.Join(repoRoot(t), "control", "testdata", "tcpstore_server.py"))
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			continue
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			in.Close()
+			cmd.Wait()
+			if strings.Contains(stderr.String(), "No module named") {
+				continue
+			}
+			t.Fatalf("tcpstore server: %v\n%s", err, stderr.String())
+		}
+		t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+		return "127.0.0.1:" + strings.TrimSpace(line)
 	}
-	if py == "" {
-		t.Skip("no python3 with PyTorch (Debian: apt-get install python3-torch; scripts/setup.sh does)")
-	}
-	cmd := exec.Command(py, filepath.Join(repoRoot(t), "control", "testdata", "tcpstore_server.py"))
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("tcpstore server: %v", err)
-	}
-	return "127.0.0.1:" + strings.TrimSpace(line)
+	t.Skip("no python3 with PyTorch (Debian: apt-get install python3-torch; scripts/setup.sh does)")
+	return ""
 }
 
-// TestTwoNodesThroughTCPStore: a simulated two-node job: two ranks whose
-// control sockets are in one directory, two in another (neither side sees
-// the other's sockets), all registered in a real PyTorch TCPStore. agree
-// and check through the store alone reach all four: every rank switches at
-// exactly call N, and check says AGREE. Then one rank dies: the next agree
-// aborts naming it, and none of the three others switches.
+// TestTwoNodesThroughTCPStore and TestTwoNodesThroughEtcd: a simulated
+// two-node job: two ranks whose control sockets are in one directory, two
+// in another (neither side sees the other's sockets), all registered in a
+// real store (PyTorch's TCPStore; etcd). Through the store alone:
+//
+//   - agree switches every rank at exactly call N (checked call by call),
+//     and check says AGREE over the four;
+//   - reload --all --store switches every rank to another policy at
+//     exactly its call N;
+//   - one rank dies: the next agree aborts naming it, and none of the three
+//     others switches; once its registration expired (lease or heartbeat),
+//     check and agree name it missing before sending anything.
 func TestTwoNodesThroughTCPStore(t *testing.T) {
+	twoNodes(t, "tcpstore://"+tcpStoreServer(t))
+}
+
+func TestTwoNodesThroughEtcd(t *testing.T) {
+	twoNodes(t, "etcd://"+storetest.StartEtcd(t))
+}
+
+func twoNodes(t *testing.T, store string) {
 	root := repoRoot(t)
-	addr := tcpStoreServer(t)
-	store := "tcpstore://" + addr
 	tmp := t.TempDir()
 	dirs := []string{filepath.Join(tmp, "node-a"), filepath.Join(tmp, "node-b")}
 	var cmds []*exec.Cmd
@@ -62,12 +80,12 @@ func TestTwoNodesThroughTCPStore(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		d := dirs[i/2]
 		c := startRanksOffset(t, d, []string{envconfig.Policy + "=" + filepath.Join(root, "testhost/agreed_ch.bpf.o"),
-			envconfig.Store + "=" + store, envconfig.Job + "=twonode", "RANK=" + strconv.Itoa(i), "LOCKSTEP_RANKS=4"}, 3000, 90, []int{0})
+			envconfig.Store + "=" + store, envconfig.Job + "=twonode", "RANK=" + strconv.Itoa(i), "WORLD_SIZE=4", "LOCKSTEP_RANKS=4"}, 3000, 60, []int{0})
 		cmds = append(cmds, c[0])
 		pids = append(pids, c[0].Process.Pid)
 		dirOf = append(dirOf, d)
 	}
-	kv, err := control.DialTCPStore(addr, 5*time.Second)
+	kv, err := control.OpenStore(store, os.Getenv, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +102,8 @@ func TestTwoNodesThroughTCPStore(t *testing.T) {
 		waitSeq(t, dirOf[i], []int{pid}, 10)
 		setLocal(t, dirOf[i], []int{pid}, uint64(3+i)) // 3..6: the maximum is 6
 	}
-	out, code := cli(t, "agree", "--store", store, "--job", "twonode", "--from", "local", "--to", "agreed", "--reduce", "max", "--at-seq", "+150")
+	sf := []string{"--store", store, "--job", "twonode"}
+	out, code := cli(t, append([]string{"agree", "--from", "local", "--to", "agreed", "--reduce", "max", "--at-seq", "+150"}, sf...)...)
 	m := activeRe.FindAllStringSubmatch(out, -1)
 	if code != 0 || len(m) != 4 || !strings.Contains(out, "rank 3 (") {
 		t.Fatalf("agree through the store: exit %d\n%s", code, out)
@@ -94,30 +113,74 @@ func TestTwoNodesThroughTCPStore(t *testing.T) {
 		waitSeq(t, dirOf[i], []int{pid}, n+30)
 		switchedAt(t, dirOf[i], pid, 0, n, 2, 6)
 	}
-	out, code = cli(t, "check", "--store", store, "--job", "twonode")
+	out, code = cli(t, append([]string{"check"}, sf...)...)
 	if code != 0 || !strings.Contains(out, "AGREE") || strings.Count(out, "rank ") != 4 {
 		t.Fatalf("check through the store: exit %d\n%s", code, out)
+	}
+
+	// reload --all through the store: every rank runs reload_b (7 channels)
+	// from exactly its call N.
+	out, code = cli(t, append([]string{"reload", "--all", "--at-seq", "+150", filepath.Join(root, "testhost/reload_b.bpf.o")}, sf...)...)
+	rm := regexp.MustCompile(`switch at call (\d+)`).FindAllStringSubmatch(out, -1)
+	if code != 0 || len(rm) != 4 || !strings.Contains(out, "committed tx-") {
+		t.Fatalf("reload --all through the store: exit %d\n%s", code, out)
+	}
+	n, _ = strconv.ParseUint(rm[0][1], 10, 64)
+	for i, pid := range pids {
+		waitSeq(t, dirOf[i], []int{pid}, n+30)
+		channelsSwitchAt(t, dirOf[i], pid, n-100, n, 6, 7)
 	}
 
 	// Rank 2 dies: the round aborts, named; nobody switches.
 	cmds[2].Process.Kill()
 	cmds[2].Wait()
-	for i, pid := range pids {
-		if i != 2 {
-			setLocal(t, dirOf[i], []int{pid}, 20)
-		}
-	}
-	out, code = cli(t, "agree", "--store", store, "--job", "twonode", "--from", "local", "--to", "agreed", "--reduce", "max", "--at-seq", "+150")
+	killed := time.Now()
+	out, code = cli(t, append([]string{"reload", "--all", "--at-seq", "+150", "--rank-timeout", "1s", filepath.Join(root, "testhost/agreed_ch.bpf.o")}, sf...)...)
 	if code != 1 || !strings.Contains(out, "rank 2 (") {
-		t.Fatalf("agree with a dead rank: exit %d, want 1 naming rank 2\n%s", code, out)
+		t.Fatalf("reload with a dead rank: exit %d, want 1 naming rank 2\n%s", code, out)
 	}
 	t.Log(out)
 	n2 := seqOf(dirOf[0], pids[0]) + 50
 	for i, pid := range pids {
 		if i != 2 {
 			waitSeq(t, dirOf[i], []int{pid}, n2)
-			neverSwitched(t, dirOf[i], pid, n+10, n2-20, 6)
+			neverSwitched(t, dirOf[i], pid, n+10, n2-20, 7)
 		}
 	}
-	_ = fmt.Sprint
+	// Once its registration expired, rank 2 is named missing before
+	// anything is sent.
+	time.Sleep(time.Until(killed.Add(control.LeaseTTL + 1500*time.Millisecond)))
+	out, code = cli(t, append([]string{"check"}, sf...)...)
+	if code == 0 || !strings.Contains(out, "rank 2") || !strings.Contains(out, "missing") {
+		t.Fatalf("check after rank 2's registration expired: exit %d\n%s", code, out)
+	}
+}
+
+// channelsSwitchAt checks that pid decided `before` channels on every kept
+// call from lo below n and `after` from n on (any algorithm), with calls
+// kept on both sides.
+func channelsSwitchAt(t *testing.T, dir string, pid int, lo, n uint64, before, after int32) {
+	t.Helper()
+	resp, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpDecisions})
+	if err != nil || len(resp.Decisions) != 1 {
+		t.Fatalf("pid %d: decisions: %v %+v", pid, err, resp)
+	}
+	var below, from int
+	for _, d := range resp.Decisions[0].Recent {
+		if d.Seq < lo {
+			continue
+		}
+		want := before
+		if d.Seq >= n {
+			want, from = after, from+1
+		} else {
+			below++
+		}
+		if d.Channels != want {
+			t.Fatalf("pid %d: call %d decided %s; want %d channels (switch at %d)", pid, d.Seq, d, want, n)
+		}
+	}
+	if below == 0 || from == 0 {
+		t.Fatalf("pid %d: the kept calls do not straddle %d (%d before, %d after)", pid, n, below, from)
+	}
 }

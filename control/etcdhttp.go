@@ -1,0 +1,341 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// EtcdHTTP is the job store on etcd through etcd's JSON gateway (the
+// /v3/ HTTP endpoints every etcd 3.4+ serves beside gRPC): the plugin's
+// etcd client, small enough to leave NCCL's processes their memory (the
+// command line uses etcd's own client, control/etcdv3). Same keys and the
+// same mechanisms: ADD is a transaction on the key's mod revision, WAIT a
+// watch from the revision read, compare-set a transaction, and SetLive
+// puts a key on a lease that a goroutine renews every HeartbeatPeriod.
+type EtcdHTTP struct {
+	base    string
+	timeout time.Duration
+	hc      *http.Client
+
+	mu    sync.Mutex
+	lease string
+	lost  chan struct{}
+	stop  chan struct{}
+}
+
+// DialEtcdHTTP connects to etcd at addr (host:port); timeout bounds every
+// call. A store that does not answer is an error here.
+func DialEtcdHTTP(addr string, timeout time.Duration) (*EtcdHTTP, error) {
+	s := &EtcdHTTP{base: "http://" + addr, timeout: timeout, hc: &http.Client{}, stop: make(chan struct{})}
+	if _, _, err := s.rangeKey("ncclbpf/"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type ekv struct {
+	Key         []byte `json:"key,omitempty"`
+	Value       []byte `json:"value,omitempty"`
+	ModRevision string `json:"mod_revision,omitempty"`
+}
+
+type eheader struct {
+	Revision string `json:"revision"`
+}
+
+func (s *EtcdHTTP) post(ctx context.Context, path string, in, out any) error {
+	b, _ := json.Marshal(in)
+	req, err := http.NewRequestWithContext(ctx, "POST", s.base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
+		}
+		return fmt.Errorf("etcd %s: %w", s.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Message string `json:"message"`
+		}
+		json.NewDecoder(resp.Body).Decode(&e)
+		return fmt.Errorf("etcd %s%s: %s %s", s.base, path, resp.Status, e.Message)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
+		}
+		return fmt.Errorf("etcd %s%s: %w", s.base, path, err)
+	}
+	return nil
+}
+
+func (s *EtcdHTTP) call(path string, in, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	return s.post(ctx, path, in, out)
+}
+
+type rangeResp struct {
+	Header eheader `json:"header"`
+	Kvs    []ekv   `json:"kvs"`
+}
+
+func (s *EtcdHTTP) rangeKey(key string) (*ekv, string, error) {
+	var r rangeResp
+	if err := s.call("/v3/kv/range", map[string]any{"key": []byte(key)}, &r); err != nil {
+		return nil, "", err
+	}
+	if len(r.Kvs) == 0 {
+		return nil, r.Header.Revision, nil
+	}
+	return &r.Kvs[0], r.Header.Revision, nil
+}
+
+// Set implements Store.
+func (s *EtcdHTTP) Set(key string, value []byte) error {
+	var r struct{}
+	return s.call("/v3/kv/put", map[string]any{"key": []byte(key), "value": value}, &r)
+}
+
+// SetLive implements LiveStore.
+func (s *EtcdHTTP) SetLive(key string, value []byte) error {
+	id, err := s.leaseID()
+	if err != nil {
+		return err
+	}
+	var r struct{}
+	return s.call("/v3/kv/put", map[string]any{"key": []byte(key), "value": value, "lease": id}, &r)
+}
+
+func (s *EtcdHTTP) leaseID() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease != "" {
+		return s.lease, nil
+	}
+	var g struct {
+		ID string `json:"ID"`
+	}
+	if err := s.call("/v3/lease/grant", map[string]any{"TTL": int64(LeaseTTL / time.Second)}, &g); err != nil {
+		return "", err
+	}
+	s.lease, s.lost = g.ID, make(chan struct{})
+	go s.keepAlive(g.ID, s.lost)
+	return s.lease, nil
+}
+
+// keepAlive renews the lease every HeartbeatPeriod until Close; once the
+// lease is gone (expired during an outage), lost is closed.
+func (s *EtcdHTTP) keepAlive(id string, lost chan struct{}) {
+	t := time.NewTicker(HeartbeatPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		var r struct {
+			Result struct {
+				TTL string `json:"TTL"`
+			} `json:"result"`
+		}
+		if err := s.call("/v3/lease/keepalive", map[string]any{"ID": id}, &r); err != nil {
+			continue // the store is down or slow: try again; the lease may outlive it
+		}
+		if ttl, _ := strconv.ParseInt(r.Result.TTL, 10, 64); ttl <= 0 {
+			close(lost)
+			return
+		}
+	}
+}
+
+// Lost implements LiveStore.
+func (s *EtcdHTTP) Lost() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost == nil {
+		return nil
+	}
+	return s.lost
+}
+
+// Get implements Store.
+func (s *EtcdHTTP) Get(key string) ([]byte, bool, error) {
+	kv, _, err := s.rangeKey(key)
+	if err != nil || kv == nil {
+		return nil, false, err
+	}
+	return kv.Value, true, nil
+}
+
+type txnResp struct {
+	Succeeded bool `json:"succeeded"`
+	Responses []struct {
+		Range *rangeResp `json:"response_range"`
+	} `json:"responses"`
+}
+
+// Add implements Store.
+func (s *EtcdHTTP) Add(key string, delta int64) (int64, error) {
+	for {
+		kv, _, err := s.rangeKey(key)
+		if err != nil {
+			return 0, err
+		}
+		var cur int64
+		rev := "0"
+		if kv != nil {
+			if cur, err = strconv.ParseInt(string(kv.Value), 10, 64); err != nil {
+				return 0, fmt.Errorf("etcd %s: %s holds %q, not a counter", s.base, key, kv.Value)
+			}
+			rev = kv.ModRevision
+		}
+		if delta == 0 {
+			return cur, nil
+		}
+		var t txnResp
+		err = s.call("/v3/kv/txn", map[string]any{
+			"compare": []any{map[string]any{"target": "MOD", "key": []byte(key), "mod_revision": rev, "result": "EQUAL"}},
+			"success": []any{map[string]any{"request_put": map[string]any{"key": []byte(key), "value": []byte(strconv.FormatInt(cur+delta, 10))}}},
+		}, &t)
+		if err != nil {
+			return 0, err
+		}
+		if t.Succeeded {
+			return cur + delta, nil
+		}
+	}
+}
+
+// CompareSet implements Store.
+func (s *EtcdHTTP) CompareSet(key string, expected, desired []byte) ([]byte, error) {
+	cmp := map[string]any{"target": "VALUE", "key": []byte(key), "value": expected, "result": "EQUAL"}
+	if len(expected) == 0 {
+		cmp = map[string]any{"target": "CREATE", "key": []byte(key), "create_revision": "0", "result": "EQUAL"}
+	}
+	var t txnResp
+	err := s.call("/v3/kv/txn", map[string]any{
+		"compare": []any{cmp},
+		"success": []any{map[string]any{"request_put": map[string]any{"key": []byte(key), "value": desired}}},
+		"failure": []any{map[string]any{"request_range": map[string]any{"key": []byte(key)}}},
+	}, &t)
+	if err != nil {
+		return nil, err
+	}
+	if t.Succeeded {
+		return desired, nil
+	}
+	if len(t.Responses) > 0 && t.Responses[0].Range != nil && len(t.Responses[0].Range.Kvs) > 0 {
+		return t.Responses[0].Range.Kvs[0].Value, nil
+	}
+	return nil, nil
+}
+
+// Wait implements Store: a key missing when read is watched from the
+// revision after that read, so no write between the two is missed.
+func (s *EtcdHTTP) Wait(d time.Duration, keys ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for _, k := range keys {
+		kv, rev, err := s.rangeKey(k)
+		if err != nil {
+			return err
+		}
+		if kv != nil {
+			continue
+		}
+		r, _ := strconv.ParseInt(rev, 10, 64)
+		if err := s.watchPut(ctx, k, r+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *EtcdHTTP) watchPut(ctx context.Context, key string, from int64) error {
+	b, _ := json.Marshal(map[string]any{"create_request": map[string]any{"key": []byte(key), "start_revision": strconv.FormatInt(from, 10)}})
+	req, err := http.NewRequestWithContext(ctx, "POST", s.base+"/v3/watch", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
+		}
+		return fmt.Errorf("etcd %s: watch: %w", s.base, err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(bufio.NewReader(resp.Body))
+	for {
+		var m struct {
+			Result struct {
+				Events []struct {
+					Type string `json:"type"` // absent: PUT
+				} `json:"events"`
+				Canceled bool `json:"canceled"`
+			} `json:"result"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
+			}
+			return fmt.Errorf("etcd %s: watch of %s: %w", s.base, key, err)
+		}
+		if m.Result.Canceled {
+			return fmt.Errorf("etcd %s: watch of %s canceled", s.base, key)
+		}
+		for _, ev := range m.Result.Events {
+			if ev.Type == "" || ev.Type == "PUT" {
+				return nil
+			}
+		}
+	}
+}
+
+// Delete implements Store.
+func (s *EtcdHTTP) Delete(key string) (bool, error) {
+	var r struct {
+		Deleted string `json:"deleted"`
+	}
+	if err := s.call("/v3/kv/deleterange", map[string]any{"key": []byte(key)}, &r); err != nil {
+		return false, err
+	}
+	return r.Deleted != "" && r.Deleted != "0", nil
+}
+
+// Close revokes the lease (this process's live keys go at once).
+func (s *EtcdHTTP) Close() error {
+	s.mu.Lock()
+	id := s.lease
+	s.lease = ""
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	if id != "" {
+		var r struct{}
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.timeout, time.Second))
+		defer cancel()
+		s.post(ctx, "/v3/lease/revoke", map[string]any{"ID": id}, &r)
+	}
+	s.hc.CloseIdleConnections()
+	return nil
+}
+
+// String names the store for messages.
+func (s *EtcdHTTP) String() string { return "etcd+gateway " + s.base }
