@@ -39,7 +39,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -51,15 +50,12 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
-
 #include "../include/ncclbpf_net.h"
 #include "net.h"
 #include "net_abi.h"
+#include "clock.h"
 #include "shim.h"
-#include "sync_core.h"
+#include "grace.h"
 
 #define NBN_EXPORT __attribute__((visibility("default")))
 #define NBN_PROBE 16
@@ -69,44 +65,6 @@
 #define NBN_SUBSYS (0x1 | 0x10) /* NCCL_INIT | NCCL_NET */
 
 typedef uint64_t (*nbn_prog_fn)(void *ctx);
-
-/* ------------------------------------------------------------------------------------------------
- * Clock: cycle counter, converted to CLOCK_MONOTONIC ns with base + (tsc - tsc0) * mult >> 32. */
-
-static uint64_t g_tsc0, g_ns0, g_mult; /* g_mult == 0: use clock_gettime */
-
-static inline uint64_t mono_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t nbn_ticks(void) {
-#if defined(__x86_64__)
-	return __rdtsc();
-#else
-	return mono_ns();
-#endif
-}
-
-static inline uint64_t nbn_ticks_ns(uint64_t t) {
-	if (!g_mult) return t;
-	return g_ns0 + (uint64_t)(((unsigned __int128)(t - g_tsc0) * g_mult) >> 32);
-}
-
-static void nbn_calibrate(void) {
-#if defined(__x86_64__)
-	uint64_t n0 = mono_ns(), t0 = __rdtsc();
-	struct timespec d = {0, 5000000};
-	nanosleep(&d, NULL);
-	uint64_t n1 = mono_ns(), t1 = __rdtsc();
-	if (t1 > t0 && n1 > n0) {
-		g_mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
-		g_tsc0 = t1;
-		g_ns0 = n1;
-	}
-#endif
-}
 
 /* ------------------------------------------------------------------------------------------------
  * Slots and connection records (the profiler's grace-period protocol, profiler.c). */
@@ -144,7 +102,6 @@ static struct nbn_rec g_shared;
 static _Atomic uint64_t g_shared_inflight;
 static _Atomic uint64_t g_conns;
 static _Atomic int g_outer_version; /* net ABI NCCL called init with */
-static int g_membarrier;
 
 /* bump adds n to counter v of record r; shared: r is g_shared (read-modify-write), else the
  * record's owner thread calls (plain load and store). */
@@ -171,16 +128,10 @@ uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, uint32_t reads) {
 	do /* generation odd, reads, fill widened */
 		nw = (((w >> 16) | 1) << 16) | (uint64_t)reads << 8 | NBN_FILL(w) | reads;
 	while (!atomic_compare_exchange_weak(&s->word, &w, nw));
-	if (fn) nb_sync_core_before_publish();
+	if (fn) nb_grace_before_publish();
 	uintptr_t old = atomic_exchange_explicit(&s->fn, fn, memory_order_acq_rel);
 	atomic_fetch_add(&s->word, NBN_GEN1); /* even again: this publish is complete */
 	return old;
-}
-
-static int nbn_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
-static pthread_once_t g_membarrier_once = PTHREAD_ONCE_INIT;
-static void nbn_register(void) {
-	g_membarrier = nbn_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 ? 1 : -1;
 }
 
 static void conn_wait_all(void); /* below: waits for every connection record's word */
@@ -188,8 +139,7 @@ static void conn_wait_all(void); /* below: waits for every connection record's w
 int ncclbpf_net_synchronize(void) {
 	uint64_t w0[NCCLBPF_NET_LAST_HOOK + 1];
 	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) w0[h] = atomic_load(&g_slots[h].word);
-	pthread_once(&g_membarrier_once, nbn_register);
-	if (g_membarrier != 1 || nbn_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return -1;
+	if (nb_grace_fence() != 0) return -1;
 	conn_wait_all();
 	while (atomic_load(&g_shared_inflight) != 0) sched_yield();
 	/* Every run that may have loaded a program older than the one published at w0 is over: fill
@@ -237,20 +187,18 @@ static _Atomic uint32_t g_conn_span;              /* probes a lookup needs (fart
 static pthread_mutex_t g_conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nbn_rec g_retired; /* counters of closed connections, under g_conn_lock */
 
+/* The connection records as readers of grace.h (under g_conn_lock). */
+static _Atomic uint64_t *conn_next(void *it) {
+	int *i = it;
+	for (; *i < NBN_CONN_N; ++*i)
+		if (atomic_load_explicit(&g_conn_key[*i], memory_order_acquire)) return &g_conn[(*i)++].rec.active;
+	return NULL;
+}
+
 static void conn_wait_all(void) {
 	pthread_mutex_lock(&g_conn_lock);
-	for (int i = 0; i < NBN_CONN_N; i++)
-		if (atomic_load_explicit(&g_conn_key[i], memory_order_acquire)) {
-			_Atomic uint64_t *w = &g_conn[i].rec.active;
-			uint64_t v = atomic_load_explicit(w, memory_order_acquire);
-			if (!(v & 1)) continue;
-			for (int spins = 0; atomic_load_explicit(w, memory_order_acquire) == v; spins++) {
-				if (spins < 1000)
-					sched_yield();
-				else
-					nanosleep(&(struct timespec){0, 50000}, NULL);
-			}
-		}
+	int i = 0;
+	nb_grace_wait_all(conn_next, &i);
 	pthread_mutex_unlock(&g_conn_lock);
 }
 
@@ -332,7 +280,7 @@ static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, 
 	ctx.comm_id = c ? c->comm_id : comm_id;
 	ctx.peer_key = c ? c->peer_key : peer_key;
 	ctx.conn_id = c ? c->conn_id : 0;
-	ctx.end_ns = nbn_ticks_ns(nbn_ticks());
+	ctx.end_ns = nb_ticks_ns(nb_ticks());
 	ctx.tag = -1;
 	ctx.dev = dev;
 	ctx.kind = kind;
@@ -808,7 +756,7 @@ static pthread_once_t g_first_init_once = PTHREAD_ONCE_INIT;
 static int g_table_ok;
 static size_t g_table_n;
 static void first_init(void) {
-	nbn_calibrate();
+	nb_ticks_calibrate();
 	size_t reqs = 16384;
 	const char *rq = getenv("NCCLBPF_NET_REQUESTS");
 	if (rq && *rq) {
@@ -1118,7 +1066,7 @@ static inline uintptr_t watching(int hook) {
 /* start_ticks is the request's start: the cycle counter when hook's program reads times, 0 (not
  * timed) otherwise. */
 static inline uint64_t start_ticks(int hook) {
-	return (atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nbn_ticks()
+	return (atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nb_ticks()
 	                                                                                                : 0;
 }
 
@@ -1210,8 +1158,8 @@ static inline __attribute__((always_inline)) void complete_on(struct nbn_req *e,
 		if (fill & NCCLBPF_NET_R_POSTED) ctx.posted_bytes = e->posted;
 		if (fill & (NCCLBPF_NET_R_TIMES | NCCLBPF_NET_R_FLAGS)) {
 			if (e->start) {
-				ctx.start_ns = nbn_ticks_ns(e->start);
-				ctx.end_ns = nbn_ticks_ns(nbn_ticks());
+				ctx.start_ns = nb_ticks_ns(e->start);
+				ctx.end_ns = nb_ticks_ns(nb_ticks());
 				ctx.duration_ns = ctx.end_ns - ctx.start_ns;
 			} else {
 				ctx.start_ns = ctx.end_ns = ctx.duration_ns = 0;

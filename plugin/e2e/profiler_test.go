@@ -43,7 +43,7 @@ func profArtifacts(t *testing.T) {
 		profArt.host = filepath.Join(dir, "profiler_host")
 		steps := [][]string{
 			{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-pthread", "-I", "include",
-				"-o", profArt.standalone, "plugin/profiler.c"},
+				"-o", profArt.standalone, "plugin/profiler.c", "plugin/clock.c", "plugin/grace.c"},
 			{"gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-pthread",
 				"-o", profArt.host, "testhost/profiler_host.c", "testhost/profiler_native.c", "-ldl"},
 		}
