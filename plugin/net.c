@@ -56,6 +56,7 @@
 #include "clock.h"
 #include "shim.h"
 #include "grace.h"
+#include "loader.h"
 
 #define NBN_EXPORT __attribute__((visibility("default")))
 #define NBN_PROBE 16
@@ -810,13 +811,6 @@ __attribute__((constructor)) static void nbn_ctor(void) {
 	if (names_self(getenv("NCCL_NET_PLUGIN"))) pthread_once(&g_load_once, load_once);
 }
 
-/* tuner.c: loads the policy if needed and reports the outcome through log, once per process (the
- * net plugin may be the only one NCCL loads from this library). */
-void ncclbpf_report_load(nbn_logger_t log);
-/* tuner.c: 1 when NCCLBPF_STRICT is set and the policy did not load: the init fails (NCCL then uses its
- * next net transport; the tuner's failed init is what stops the communicator). */
-int ncclbpf_strict_failed(void) __attribute__((visibility("hidden")));
-
 /* init_common runs at every init: it reports a missing inner plugin once (WARN) and loads the policy,
  * reporting its outcome. */
 static int init_common(int outer, nbn_logger_t log) {
@@ -824,7 +818,7 @@ static int init_common(int outer, nbn_logger_t log) {
 	int expect = 0;
 	atomic_compare_exchange_strong(&g_outer_version, &expect, outer);
 	if (log)
-		ncclbpf_report_load(log);
+		ncclbpf_report_load((nb_loader_log_t)log);
 	else
 		ncclbpf_ensure_loaded();
 	if (ncclbpf_strict_failed()) return -1;

@@ -54,6 +54,7 @@
 #include "metrics.h"
 #include "clock.h"
 #include "grace.h"
+#include "loader.h"
 
 #define NBP_ALIGN 64
 #define NBP_TAG_MASK ((uintptr_t)(NBP_ALIGN - 1))
@@ -1214,23 +1215,18 @@ static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi
 	return (uint32_t)v;
 }
 
-/* The tuner shim loads the policy once per process (plugin/tuner.c). NCCL initialises the profiler
- * before the tuner, so the profiler asks for that load first: its programs decide the event mask.
- * Weak, so that the profiler also builds and runs without the tuner side (tests). */
+/* The policy load (loader.h), weak: the profiler shim is also built on its own, without it
+ * (tests), and then loads nothing. A failed load under NCCLBPF_STRICT fails the profiler's init. */
 extern void ncclbpf_ensure_loaded(void) __attribute__((weak));
-/* ... and reports its outcome (one warning if it failed) through NCCL's logger, once per process, so
- * that a job that uses libncclbpf.so only as its profiler also hears about a policy that did not load. */
-extern void ncclbpf_report_load(nbp_logger_t log) __attribute__((weak));
-/* ... and says whether the init must fail (NCCLBPF_STRICT and the policy did not load): NCCL then
- * continues without the profiler (it fails no communicator for a profiler's init). */
-extern int ncclbpf_strict_failed(void) __attribute__((weak, visibility("hidden")));
+extern void ncclbpf_report_load(nb_loader_log_t log) __attribute__((weak));
+extern int ncclbpf_strict_failed(void) __attribute__((weak));
 
 static nbp_result_t init_common(void **context, int version, uint64_t comm_id, int *mask, int nranks, int rank,
                                 nbp_logger_t log) {
 	if (!context) return NBP_INTERNAL_ERROR;
 	*context = NULL;
 	if (ncclbpf_ensure_loaded) ncclbpf_ensure_loaded();
-	if (log && ncclbpf_report_load) ncclbpf_report_load(log);
+	if (log && ncclbpf_report_load) ncclbpf_report_load((nb_loader_log_t)log);
 	if (ncclbpf_strict_failed && ncclbpf_strict_failed()) return NBP_INTERNAL_ERROR;
 	struct pctx *pc = calloc(1, sizeof(*pc));
 	if (!pc) return NBP_INTERNAL_ERROR;

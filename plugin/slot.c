@@ -13,6 +13,7 @@
 
 #include "comms.h"
 #include "internal.h"
+#include "loader.h"
 #include "reload.h"
 #include "grace.h"
 
