@@ -381,7 +381,9 @@ func (s *Server) serveConn(c *net.UnixConn, reserved bool) {
 			if errors.Is(err, errTooLong) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBusy) ||
 				errors.Is(err, errBusyReserved) || errors.Is(err, errStalled) {
 				// The rest of the stream cannot be trusted to start a request: answer and close.
-				s.reply(c, &Response{Error: "bad request: " + err.Error()})
+				if s.reply(c, &Response{Error: "bad request: " + err.Error()}) == nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+					s.drain(c)
+				}
 			}
 			return
 		}
@@ -402,6 +404,28 @@ var (
 	errBusyReserved = fmt.Errorf("busy: %d connections already open; only a small request is served now, try the large one again", MaxConns)
 	errStalled      = errors.New("large request stalled: its bytes stopped coming, or it took too long")
 )
+
+// drain lets a client that is still sending a refused request read the
+// refusal: closing with its bytes unread would fail its write (EPIPE)
+// before it reads anything. The answer is sent and the write side shut;
+// what still comes is read into a small buffer and dropped, for as long
+// as it progresses (each read within ProgressTimeout, all within
+// LargeTimeout), so a stalled client holds its connection no longer.
+func (s *Server) drain(c *net.UnixConn) {
+	c.CloseWrite()
+	end := time.Now().Add(s.LargeTimeout)
+	var buf [16 << 10]byte
+	for {
+		d := time.Now().Add(s.ProgressTimeout)
+		if end.Before(d) {
+			d = end
+		}
+		c.SetReadDeadline(d)
+		if _, err := c.Read(buf[:]); err != nil {
+			return
+		}
+	}
+}
 
 // releaseBig ends a large request: its memory goes back to the system at
 // once (the host process is a training job, not ours to grow).

@@ -105,16 +105,8 @@ static inline uint64_t nb_policy_calls(struct nb_comm *c) {
 
 void nb_register(struct nb_comm *c) NB_HIDDEN;
 void nb_unregister(struct nb_comm *c) NB_HIDDEN;
-int nb_load_status(void) NB_HIDDEN; /* tuner.c: ncclbpf_tuner_stats.load_status */
-/* tuner.c: loads the policy if needed and reports the outcome through log (NULL: nothing), once per
- * process; called by the profiler's init (profiler.c declares it weak). */
-void ncclbpf_report_load(nb_logger_t log);
-
 /* ncclbpf_env_digest: the digest of the values the env plugin served (env.c); 0 without it. */
 uint64_t ncclbpf_env_digest(void);
-/* tuner.c: loads the policy if needed; 1 when it did not load and NCCLBPF_STRICT is set (every init
- * of the library then fails), else 0. profiler.c and net.c declare it too. */
-int ncclbpf_strict_failed(void) NB_HIDDEN;
 
 /* nb_enter/nb_leave bracket every call into published code (see slot.c for the protocol). */
 static inline uint64_t nb_enter(struct nb_comm *c) {

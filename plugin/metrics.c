@@ -11,6 +11,7 @@
 #include "ncclbpf.h"
 #include "internal.h"
 #include "metrics_fold.h"
+#include "clock.h"
 
 _Atomic uint32_t nb_dlog_rate;
 static _Atomic uint64_t nb_dlog_window, nb_dlog_used, nb_dlog_dropped;
@@ -54,9 +55,7 @@ void nb_dlog(struct nb_comm *c, uint64_t seq, int coll, uint64_t n_bytes, uint32
 	if (c->log == NULL)
 		return;
 	uint32_t rate = atomic_load_explicit(&nb_dlog_rate, memory_order_relaxed);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec + 1, w = atomic_load(&nb_dlog_window);
+	uint64_t now = nb_coarse_ns() / 1000000000ull + 1, w = atomic_load(&nb_dlog_window);
 	if (now != w && atomic_compare_exchange_strong(&nb_dlog_window, &w, now)) {
 		atomic_store(&nb_dlog_used, 0);
 		uint64_t dropped = atomic_exchange(&nb_dlog_dropped, 0);

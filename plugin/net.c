@@ -39,7 +39,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -51,15 +50,13 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
-
 #include "../include/ncclbpf_net.h"
 #include "net.h"
 #include "net_abi.h"
+#include "clock.h"
 #include "shim.h"
-#include "sync_core.h"
+#include "grace.h"
+#include "loader.h"
 
 #define NBN_EXPORT __attribute__((visibility("default")))
 #define NBN_PROBE 16
@@ -69,44 +66,6 @@
 #define NBN_SUBSYS (0x1 | 0x10) /* NCCL_INIT | NCCL_NET */
 
 typedef uint64_t (*nbn_prog_fn)(void *ctx);
-
-/* ------------------------------------------------------------------------------------------------
- * Clock: cycle counter, converted to CLOCK_MONOTONIC ns with base + (tsc - tsc0) * mult >> 32. */
-
-static uint64_t g_tsc0, g_ns0, g_mult; /* g_mult == 0: use clock_gettime */
-
-static inline uint64_t mono_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t nbn_ticks(void) {
-#if defined(__x86_64__)
-	return __rdtsc();
-#else
-	return mono_ns();
-#endif
-}
-
-static inline uint64_t nbn_ticks_ns(uint64_t t) {
-	if (!g_mult) return t;
-	return g_ns0 + (uint64_t)(((unsigned __int128)(t - g_tsc0) * g_mult) >> 32);
-}
-
-static void nbn_calibrate(void) {
-#if defined(__x86_64__)
-	uint64_t n0 = mono_ns(), t0 = __rdtsc();
-	struct timespec d = {0, 5000000};
-	nanosleep(&d, NULL);
-	uint64_t n1 = mono_ns(), t1 = __rdtsc();
-	if (t1 > t0 && n1 > n0) {
-		g_mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
-		g_tsc0 = t1;
-		g_ns0 = n1;
-	}
-#endif
-}
 
 /* ------------------------------------------------------------------------------------------------
  * Slots and connection records (the profiler's grace-period protocol, profiler.c). */
@@ -144,7 +103,6 @@ static struct nbn_rec g_shared;
 static _Atomic uint64_t g_shared_inflight;
 static _Atomic uint64_t g_conns;
 static _Atomic int g_outer_version; /* net ABI NCCL called init with */
-static int g_membarrier;
 
 /* bump adds n to counter v of record r; shared: r is g_shared (read-modify-write), else the
  * record's owner thread calls (plain load and store). */
@@ -171,16 +129,10 @@ uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, uint32_t reads) {
 	do /* generation odd, reads, fill widened */
 		nw = (((w >> 16) | 1) << 16) | (uint64_t)reads << 8 | NBN_FILL(w) | reads;
 	while (!atomic_compare_exchange_weak(&s->word, &w, nw));
-	if (fn) nb_sync_core_before_publish();
+	if (fn) nb_grace_before_publish();
 	uintptr_t old = atomic_exchange_explicit(&s->fn, fn, memory_order_acq_rel);
 	atomic_fetch_add(&s->word, NBN_GEN1); /* even again: this publish is complete */
 	return old;
-}
-
-static int nbn_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
-static pthread_once_t g_membarrier_once = PTHREAD_ONCE_INIT;
-static void nbn_register(void) {
-	g_membarrier = nbn_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 ? 1 : -1;
 }
 
 static void conn_wait_all(void); /* below: waits for every connection record's word */
@@ -188,8 +140,7 @@ static void conn_wait_all(void); /* below: waits for every connection record's w
 int ncclbpf_net_synchronize(void) {
 	uint64_t w0[NCCLBPF_NET_LAST_HOOK + 1];
 	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) w0[h] = atomic_load(&g_slots[h].word);
-	pthread_once(&g_membarrier_once, nbn_register);
-	if (g_membarrier != 1 || nbn_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return -1;
+	if (nb_grace_fence() != 0) return -1;
 	conn_wait_all();
 	while (atomic_load(&g_shared_inflight) != 0) sched_yield();
 	/* Every run that may have loaded a program older than the one published at w0 is over: fill
@@ -237,20 +188,18 @@ static _Atomic uint32_t g_conn_span;              /* probes a lookup needs (fart
 static pthread_mutex_t g_conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nbn_rec g_retired; /* counters of closed connections, under g_conn_lock */
 
+/* The connection records as readers of grace.h (under g_conn_lock). */
+static _Atomic uint64_t *conn_next(void *it) {
+	int *i = it;
+	for (; *i < NBN_CONN_N; ++*i)
+		if (atomic_load_explicit(&g_conn_key[*i], memory_order_acquire)) return &g_conn[(*i)++].rec.active;
+	return NULL;
+}
+
 static void conn_wait_all(void) {
 	pthread_mutex_lock(&g_conn_lock);
-	for (int i = 0; i < NBN_CONN_N; i++)
-		if (atomic_load_explicit(&g_conn_key[i], memory_order_acquire)) {
-			_Atomic uint64_t *w = &g_conn[i].rec.active;
-			uint64_t v = atomic_load_explicit(w, memory_order_acquire);
-			if (!(v & 1)) continue;
-			for (int spins = 0; atomic_load_explicit(w, memory_order_acquire) == v; spins++) {
-				if (spins < 1000)
-					sched_yield();
-				else
-					nanosleep(&(struct timespec){0, 50000}, NULL);
-			}
-		}
+	int i = 0;
+	nb_grace_wait_all(conn_next, &i);
 	pthread_mutex_unlock(&g_conn_lock);
 }
 
@@ -332,7 +281,7 @@ static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, 
 	ctx.comm_id = c ? c->comm_id : comm_id;
 	ctx.peer_key = c ? c->peer_key : peer_key;
 	ctx.conn_id = c ? c->conn_id : 0;
-	ctx.end_ns = nbn_ticks_ns(nbn_ticks());
+	ctx.end_ns = nb_ticks_ns(nb_ticks());
 	ctx.tag = -1;
 	ctx.dev = dev;
 	ctx.kind = kind;
@@ -506,9 +455,6 @@ static union {
 	struct nbn_net_v11 v11;
 } g_in;
 static int g_in_version; /* 6 to 12; 0 none */
-/* An inner plugin older than v10: its own table, called through the adapters below, which give
- * g_in.v10 the shape of v10 (the wrapper then drives it as a v10 plugin). */
-static struct nbn_net_old g_old;
 static int g_in_status = 2; /* 0 loaded, 1 not configured, -1 failed, 2 not yet */
 static char g_in_msg[512];
 static void *g_in_dl;
@@ -556,152 +502,6 @@ static void *open_inner(const char *name, char *err, size_t n) {
 	return h;
 }
 
-/* ---- adapters: an inner plugin of net ABI v6..v9 seen as v10 (what NCCL's own adapters do) ---- */
-
-static nbn_result_t old_init(nbn_logger_t log, nbn_prof_cb_t prof) {
-	(void)prof; /* before v10 a plugin reports no profiler events */
-	return g_old.init(log);
-}
-
-/* Fields the inner version lacks get the values NCCL gives them for such a plugin. out is a v10
- * structure of the wrapper's own (inner_props() below; maxMultiRequestSize already preset). */
-static nbn_result_t old_props(int dev, void *out) {
-	struct nbn_props *p = out;
-	union {
-		struct nbn_props_v6 v6;
-		struct nbn_props_v7 v7;
-		struct nbn_props_v8 v8;
-		struct nbn_props v9;
-	} o;
-	memset(&o, 0, sizeof o);
-	nbn_result_t rc = g_old.getProperties(dev, &o);
-	if (rc != NBN_SUCCESS) return rc;
-	if (g_in_version == 9) {
-		memcpy(p, &o.v9, NBN_PROPS_V10_SIZE);
-		return NBN_SUCCESS;
-	}
-	if (g_in_version == 8) {
-		p->name = o.v8.name;
-		p->pciPath = o.v8.pciPath;
-		p->guid = o.v8.guid;
-		p->ptrSupport = o.v8.ptrSupport;
-		p->regIsGlobal = o.v8.regIsGlobal;
-		p->speed = o.v8.speed;
-		p->port = o.v8.port;
-		p->latency = o.v8.latency;
-		p->maxComms = o.v8.maxComms;
-		p->maxRecvs = o.v8.maxRecvs;
-		p->netDeviceType = o.v8.netDeviceType;
-		p->netDeviceVersion = o.v8.netDeviceVersion;
-	} else {
-		const struct nbn_props_v6 *q = &o.v6; /* v7 begins with v6 */
-		p->name = q->name;
-		p->pciPath = q->pciPath;
-		p->guid = q->guid;
-		p->ptrSupport = q->ptrSupport;
-		p->regIsGlobal = 0;
-		p->speed = q->speed;
-		p->port = q->port;
-		p->latency = q->latency;
-		p->maxComms = q->maxComms;
-		p->maxRecvs = q->maxRecvs;
-		/* v6 knows no device offload: a host device, no offload version */
-		p->netDeviceType = g_in_version == 7 ? o.v7.netDeviceType : NBN_DEVICE_HOST;
-		p->netDeviceVersion = g_in_version == 7 ? o.v7.netDeviceVersion : NBN_DEVICE_INVALID_VERSION;
-	}
-	p->forceFlush = 0;
-	p->vProps.ndevs = 1;
-	p->vProps.devs[0] = dev;
-	p->maxP2pBytes = NBN_MAX_NET_SIZE;
-	p->maxCollBytes = NBN_MAX_COLLNET_SIZE;
-	return NBN_SUCCESS;
-}
-
-static nbn_result_t old_connect(int dev, struct nbn_comm_config *cfg, void *handle, void **sendComm,
-                                struct nbn_dev_handle **sendDevComm) {
-	(void)cfg; /* before v10 a connection has no traffic class */
-	if (g_in_version == 6) {
-		/* v6 has no device offload: no device handle (NCCL's adapter leaves the caller's variable,
-		 * which NCCL zeroes beforehand; the wrapper stores NULL, whoever the caller is) */
-		if (sendDevComm) *sendDevComm = NULL;
-		return ((nbn_connect_v6_t)g_old.connect)(dev, handle, sendComm);
-	}
-	return ((nbn_connect_v7_t)g_old.connect)(dev, handle, sendComm, sendDevComm);
-}
-
-static nbn_result_t old_accept_v6(void *listenComm, void **recvComm, struct nbn_dev_handle **recvDevComm) {
-	if (recvDevComm) *recvDevComm = NULL; /* v6 has no device offload (old_connect) */
-	return ((nbn_accept_v6_t)g_old.accept)(listenComm, recvComm);
-}
-
-/* v6, v7: a registration's size is an int. */
-static nbn_result_t old_regMr_int(void *comm, void *data, size_t size, int type, void **mhandle) {
-	if (size >= (1ull << 31)) return NBN_INTERNAL_ERROR;
-	return ((nbn_regmr_int_t)g_old.regMr)(comm, data, (int)size, type, mhandle);
-}
-
-/* v6..v8: sizes are ints, and NCCL sends at most MAX_NET_SIZE at once to such a plugin. */
-static nbn_result_t old_isend_int(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
-                                  void **request) {
-	(void)phandle;
-	if (size > NBN_MAX_NET_SIZE) return NBN_INTERNAL_ERROR;
-	return ((nbn_isend_int_t)g_old.isend)(sendComm, data, (int)size, tag, mhandle, request);
-}
-
-static nbn_result_t old_irecv_int(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
-                                  void **phandles, void **request) {
-	(void)phandles;
-	int isizes[NBN_MAX_SUBS];
-	if (n < 0 || n > NBN_MAX_SUBS) return NBN_INTERNAL_ERROR;
-	/* the "no completion needed" hint came with v9: an older plugin would take it for a request */
-	if (*request == NBN_OPTIONAL_RECV_COMPLETION) *request = NULL;
-	for (int i = 0; i < n; i++) {
-		if (sizes[i] > NBN_MAX_NET_SIZE) return NBN_INTERNAL_ERROR;
-		isizes[i] = (int)sizes[i];
-	}
-	return ((nbn_irecv_int_t)g_old.irecv)(recvComm, n, data, isizes, tags, mhandles, request);
-}
-
-static nbn_result_t old_isend_v9(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
-                                 void **request) {
-	(void)phandle;
-	return ((nbn_isend_v9_t)g_old.isend)(sendComm, data, size, tag, mhandle, request);
-}
-
-static nbn_result_t old_irecv_v9(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
-                                 void **phandles, void **request) {
-	(void)phandles;
-	return ((nbn_irecv_v9_t)g_old.irecv)(recvComm, n, data, sizes, tags, mhandles, request);
-}
-
-/* adapt_old fills g_in.v10 from the v6..v9 table t. */
-static void adapt_old(const void *t, int v) {
-	size_t size = v == 6 ? NBN_NET_V6_SIZE : v <= 8 ? NBN_NET_V7_SIZE : NBN_NET_V9_SIZE;
-	memset(&g_old, 0, sizeof g_old);
-	memcpy(&g_old, t, size);
-	struct nbn_net_v10 *a = &g_in.v10;
-	memset(a, 0, sizeof *a);
-	a->name = g_old.name;
-	a->init = g_old.init ? old_init : NULL;
-	a->devices = g_old.devices;
-	a->getProperties = g_old.getProperties ? old_props : NULL;
-	a->listen_ = (void *)g_old.listen;
-	a->connect_ = g_old.connect ? (void *)old_connect : NULL;
-	a->accept = !g_old.accept ? NULL : v == 6 ? old_accept_v6 : (nbn_accept_v7_t)g_old.accept;
-	a->regMr = !g_old.regMr ? NULL : v <= 7 ? old_regMr_int : (nbn_regmr_t)g_old.regMr;
-	a->regMrDmaBuf = g_old.regMrDmaBuf;
-	a->deregMr = g_old.deregMr;
-	a->isend = !g_old.isend ? NULL : v == 9 ? old_isend_v9 : old_isend_int;
-	a->irecv = !g_old.irecv ? NULL : v == 9 ? old_irecv_v9 : old_irecv_int;
-	a->iflush = g_old.iflush;
-	a->test = g_old.test;
-	a->closeSend = g_old.closeSend;
-	a->closeRecv = g_old.closeRecv;
-	a->closeListen = g_old.closeListen;
-	a->getDeviceMr = g_old.getDeviceMr;     /* NULL for v6 */
-	a->irecvConsumed = g_old.irecvConsumed; /* NULL for v6 */
-	a->makeVDevice = g_old.makeVDevice;     /* NULL before v9 */
-}
 
 /* missing_member names a member every version must have and t lacks, or returns NULL. */
 static const char *missing_member(const struct nbn_net_v10 *t) {
@@ -743,7 +543,7 @@ static void load_inner(void) {
 			return;
 		}
 		if (vers[i] <= 9)
-			adapt_old(t, vers[i]);
+			nbn_adapt_old(t, vers[i], &g_in.v10);
 		else if (vers[i] == 10)
 			memcpy(&g_in.v10, t, sizeof g_in.v10);
 		else
@@ -808,7 +608,7 @@ static pthread_once_t g_first_init_once = PTHREAD_ONCE_INIT;
 static int g_table_ok;
 static size_t g_table_n;
 static void first_init(void) {
-	nbn_calibrate();
+	nb_ticks_calibrate();
 	size_t reqs = 16384;
 	const char *rq = getenv("NCCLBPF_NET_REQUESTS");
 	if (rq && *rq) {
@@ -862,13 +662,6 @@ __attribute__((constructor)) static void nbn_ctor(void) {
 	if (names_self(getenv("NCCL_NET_PLUGIN"))) pthread_once(&g_load_once, load_once);
 }
 
-/* tuner.c: loads the policy if needed and reports the outcome through log, once per process (the
- * net plugin may be the only one NCCL loads from this library). */
-void ncclbpf_report_load(nbn_logger_t log);
-/* tuner.c: 1 when NCCLBPF_STRICT is set and the policy did not load: the init fails (NCCL then uses its
- * next net transport; the tuner's failed init is what stops the communicator). */
-int ncclbpf_strict_failed(void) __attribute__((visibility("hidden")));
-
 /* init_common runs at every init: it reports a missing inner plugin once (WARN) and loads the policy,
  * reporting its outcome. */
 static int init_common(int outer, nbn_logger_t log) {
@@ -876,7 +669,7 @@ static int init_common(int outer, nbn_logger_t log) {
 	int expect = 0;
 	atomic_compare_exchange_strong(&g_outer_version, &expect, outer);
 	if (log)
-		ncclbpf_report_load(log);
+		ncclbpf_report_load((nb_loader_log_t)log);
 	else
 		ncclbpf_ensure_loaded();
 	if (ncclbpf_strict_failed()) return -1;
@@ -1118,7 +911,7 @@ static inline uintptr_t watching(int hook) {
 /* start_ticks is the request's start: the cycle counter when hook's program reads times, 0 (not
  * timed) otherwise. */
 static inline uint64_t start_ticks(int hook) {
-	return (atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nbn_ticks()
+	return (atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nb_ticks()
 	                                                                                                : 0;
 }
 
@@ -1210,8 +1003,8 @@ static inline __attribute__((always_inline)) void complete_on(struct nbn_req *e,
 		if (fill & NCCLBPF_NET_R_POSTED) ctx.posted_bytes = e->posted;
 		if (fill & (NCCLBPF_NET_R_TIMES | NCCLBPF_NET_R_FLAGS)) {
 			if (e->start) {
-				ctx.start_ns = nbn_ticks_ns(e->start);
-				ctx.end_ns = nbn_ticks_ns(nbn_ticks());
+				ctx.start_ns = nb_ticks_ns(e->start);
+				ctx.end_ns = nb_ticks_ns(nb_ticks());
 				ctx.duration_ns = ctx.end_ns - ctx.start_ns;
 			} else {
 				ctx.start_ns = ctx.end_ns = ctx.duration_ns = 0;

@@ -324,4 +324,8 @@ _Static_assert(NBN_NET_V9_SIZE == 160, "ncclNet_v9_t is 160 bytes");
 #undef NBN_AT
 #undef NBN_SIZE
 
+/* nbn_adapt_old gives the inner plugin's table t of ABI v (6..9) the shape of v10 in *out, through
+ * the adapters of net_abi.c (the wrapper's only; the test hosts do not call it). */
+void nbn_adapt_old(const void *t, int v, struct nbn_net_v10 *out) __attribute__((visibility("hidden")));
+
 #endif /* NCCLBPF_NET_ABI_H */

@@ -32,7 +32,7 @@
  *
  * Programs run through one slot per hook (see profiler.h): an atomically swapped entry point, and
  * per calling thread an odd/even word that gives the control plane a grace period before it frees
- * old code (the protocol of plugin/slot.c, with the membarrier-based asymmetric fence).
+ * old code (the protocol of grace.h, with the membarrier-based asymmetric fence).
  *
  * Environment (read by each init): NCCLBPF_PROF_POOL (events per communicator, default 4096),
  * NCCLBPF_PROF_RECLAIM_MS (default 1000), NCCLBPF_PROF_KCH_WAIT_MS (default 5000).
@@ -46,15 +46,15 @@
 #include <strings.h>
 #include <time.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/membarrier.h>
 
 #include "../include/ncclbpf_profiler.h"
 #include "profiler.h"
 #include "profiler_abi.h"
 #include "metrics.h"
-#include "sync_core.h"
+#include "clock.h"
+#include "grace.h"
+#include "loader.h"
 
 #define NBP_ALIGN 64
 #define NBP_TAG_MASK ((uintptr_t)(NBP_ALIGN - 1))
@@ -187,7 +187,6 @@ static _Atomic uint64_t g_ctx_serial;
 static int *_Atomic g_mask_ptr;
 static _Atomic int g_version;
 static _Atomic int g_mask_stored;
-static int g_membarrier; /* 1 registered, -1 unavailable */
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pctx *g_ctxs;
@@ -200,26 +199,6 @@ static _Atomic int trace_n;
 #else
 #define TRACE(...) do { } while (0)
 #endif
-
-static inline uint64_t now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The ages of stuck tasks (NCCLBPF_PROF_RECLAIM_MS, NCCLBPF_PROF_KCH_WAIT_MS) are measured with the
- * coarse clock: a few nanoseconds to read, where CLOCK_MONOTONIC costs tens (its resolution, a
- * kernel tick, is added to every age so that nothing is reclaimed early). */
-static uint64_t g_coarse_res = 10000000;
-__attribute__((constructor)) static void nbp_coarse_res(void) {
-	struct timespec res;
-	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0) g_coarse_res = (uint64_t)res.tv_nsec;
-}
-static inline uint64_t coarse_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void logmsg(struct pctx *pc, int level, const char *msg) {
 	if (pc && pc->log) pc->log(level, NBP_SUBSYS_PROFILE | NBP_SUBSYS_INIT, __FILE__, __LINE__, "%s", msg);
@@ -242,7 +221,7 @@ int ncclbpf_prof_hook_id(const char *name) {
  * unfilled reads 0 (start_ns: end_ns), as for an event that started while its hook had no program. */
 uintptr_t ncclbpf_prof_publish_needs(int hook, uintptr_t fn, uint32_t needs) {
 	if (hook < NCCLBPF_PROF_FIRST_HOOK || hook > NCCLBPF_PROF_LAST_HOOK) return 0;
-	if (fn) nb_sync_core_before_publish();
+	if (fn) nb_grace_before_publish();
 	atomic_store_explicit(&g_slots[hook].needs, fn ? needs & NCCLBPF_PROF_NEED_ALL : 0, memory_order_relaxed);
 	return atomic_exchange_explicit(&g_slots[hook].fn, fn, memory_order_acq_rel);
 }
@@ -254,30 +233,18 @@ uint32_t ncclbpf_prof_needs(int hook) {
 	return atomic_load(&g_slots[hook].fn) ? atomic_load(&g_slots[hook].needs) : 0;
 }
 
-static int nbp_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
-
-/* Registered at the first grace period, not at load time: in a process that already has threads,
- * registering waits for an RCU grace period of the kernel, which dlopen need not pay. */
-static pthread_once_t g_membarrier_once = PTHREAD_ONCE_INIT;
-static void nbp_register(void) {
-	g_membarrier = nbp_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 ? 1 : -1;
+/* The profiler's threads as readers of grace.h. */
+static _Atomic uint64_t *thr_next(void *it) {
+	int *i = it;
+	for (; *i < NBP_MAX_THREADS; ++*i)
+		if (atomic_load_explicit(&g_thr[*i].used, memory_order_acquire)) return &g_thr[(*i)++].active;
+	return NULL;
 }
 
 int ncclbpf_prof_synchronize(void) {
-	pthread_once(&g_membarrier_once, nbp_register);
-	if (g_membarrier != 1 || nbp_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return -1;
-	for (int i = 0; i < NBP_MAX_THREADS; i++) {
-		struct thr *r = &g_thr[i];
-		if (!atomic_load_explicit(&r->used, memory_order_acquire)) continue;
-		uint64_t s = atomic_load_explicit(&r->active, memory_order_acquire);
-		if (!(s & 1)) continue;
-		for (int spins = 0; atomic_load_explicit(&r->active, memory_order_acquire) == s; spins++) {
-			if (spins < 1000)
-				sched_yield();
-			else
-				nanosleep(&(struct timespec){0, 50000}, NULL);
-		}
-	}
+	if (nb_grace_fence() != 0) return -1;
+	int i = 0;
+	nb_grace_wait_all(thr_next, &i);
 	while (atomic_load(&g_overflow_inflight) != 0) sched_yield();
 	return 0;
 }
@@ -567,12 +534,12 @@ static void complete(struct pctx *pc, struct pev *e, uint32_t gen, uint64_t t);
 static void sweep(struct pctx *pc, uint32_t from, uint32_t count, uint64_t min_age, uint32_t flag) {
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(&pc->reclaiming, &expect, 1)) return;
-	uint64_t t = coarse_ns();
+	uint64_t t = nb_coarse_ns();
 	for (uint32_t j = 0; j < count && j < pc->n; j++) {
 		struct pev *e = &pc->pool[(from + j) % pc->n];
 		uint64_t s = atomic_load(&e->st);
 		if (PEND(s) == 0 || e->kind != K_TASK) continue;
-		if (!((uint32_t)s & ST_STOPPED) || (min_age && t - e->stamp_ns < min_age + g_coarse_res)) continue;
+		if (!((uint32_t)s & ST_STOPPED) || (min_age && t - e->stamp_ns < min_age + nb_coarse_res_ns)) continue;
 		/* Stopped, so pending = unstarted expected channels + 2 per live expected channel + 1 per
 		 * other live child: it equals the unstarted channels exactly when no child is live. */
 		uint32_t ks = atomic_load(&e->kch_started);
@@ -604,7 +571,7 @@ static void maintain(struct pctx *pc) {
 	if (!atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 	    !atomic_load_explicit(&pc->kch_absent, memory_order_relaxed)) {
 		uint64_t f = atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed);
-		if (f && coarse_ns() - f > pc->kch_wait_ns + g_coarse_res) {
+		if (f && nb_coarse_ns() - f > pc->kch_wait_ns + nb_coarse_res_ns) {
 			atomic_store(&pc->kch_absent, 1);
 			sweep(pc, 0, pc->n, 0, NCCLBPF_PROF_F_HOST_ONLY);
 		}
@@ -613,7 +580,7 @@ static void maintain(struct pctx *pc) {
 	atomic_store_explicit(&pc->tick, tick, memory_order_relaxed);
 	if ((tick & 63) != 0 || !atomic_load_explicit(&pc->waits, memory_order_relaxed)) return;
 	/* At most one chunk a millisecond: each entry read is a cache miss. */
-	uint64_t now = coarse_ns();
+	uint64_t now = nb_coarse_ns();
 	if (now - atomic_load_explicit(&pc->swept_ns, memory_order_relaxed) < 1000000) return;
 	atomic_store_explicit(&pc->swept_ns, now, memory_order_relaxed);
 	sweep(pc, atomic_load_explicit(&pc->reclaim_cursor, memory_order_relaxed), 64, pc->reclaim_ns, NCCLBPF_PROF_F_FORCED);
@@ -784,7 +751,7 @@ static void lat_add(struct pctx *pc, struct pev *e) {
 static void complete(struct pctx *pc, struct pev *e, uint32_t gen, uint64_t t) {
 	(void)gen;
 	if (t != NBP_NO_CLOCK && (e->needs & NCCLBPF_PROF_NEED_END) && e->kind != K_KCH) {
-		if (!t) t = now_ns();
+		if (!t) t = nb_mono_ns();
 		amax(&e->end_ns, t);
 	}
 	if (t == NBP_NO_CLOCK) t = 0;
@@ -1002,7 +969,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		e->id = v->id;
 		uint32_t needs = task_needs((int)v->id.hook);
 		e->needs = (uint8_t)needs;
-		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? now_ns() : 0;
+		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? nb_mono_ns() : 0;
 		/* Expect kernel channels only when NCCL sends them (v3+ and KernelCh in the mask) and
 		 * something needs them: the task's program or histograms (completion time, GPU span,
 		 * channel count), or children's programs that need the task as their parent. A task that
@@ -1015,7 +982,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		int wait = pc->version >= 3 && (mask & NBP_EV_KERNEL_CH) && !absent && deps;
 		e->expected = wait ? v->nch : 0;
 		if (e->expected) {
-			e->stamp_ns = coarse_ns();
+			e->stamp_ns = nb_coarse_ns();
 			if (!atomic_load_explicit(&pc->waits, memory_order_relaxed)) atomic_store(&pc->waits, 1);
 		}
 		if (pc->version <= 2 || (!wait && v->nch))
@@ -1066,7 +1033,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		if (!e) return;
 		e->needs = (uint8_t)needs;
 		/* A child's start time is only seen by its own hook: no clock read unless it reads it. */
-		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? now_ns() : 0;
+		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? nb_mono_ns() : 0;
 		p = NULL;
 		if (v->parent && (!v->has_pid || v->pid == pc->pid)) {
 			p = from_handle(pc, v->parent, &tag);
@@ -1126,7 +1093,7 @@ static void start_common(struct pctx *pc, void **eHandle, struct dview *v) {
 		}
 		uint32_t needs = hook_needs(NCCLBPF_PROF_KERNEL_PHASE_END);
 		e->needs = (uint8_t)needs;
-		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? now_ns() : 0;
+		e->start_ns = needs & NCCLBPF_PROF_NEED_START ? nb_mono_ns() : 0;
 		if (p) {
 			e->parent = p;
 			e->parent_gen = pgen;
@@ -1200,7 +1167,7 @@ static nbp_result_t stop_event(void *handle) {
 	uint64_t t = 0;
 	if ((e->needs & NCCLBPF_PROF_NEED_END) &&
 	    (e->kind != K_TASK || !e->expected || !atomic_load_explicit(&e->pc->kch_seen, memory_order_relaxed))) {
-		t = now_ns();
+		t = nb_mono_ns();
 		amax(&e->end_ns, t);
 	}
 	if (e->kind == K_TASK) {
@@ -1208,7 +1175,7 @@ static nbp_result_t stop_event(void *handle) {
 		if (e->expected && !atomic_load_explicit(&pc->kch_seen, memory_order_relaxed) &&
 		    !atomic_load_explicit(&pc->first_wait_ns, memory_order_relaxed)) {
 			uint64_t z = 0;
-			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, coarse_ns());
+			atomic_compare_exchange_strong(&pc->first_wait_ns, &z, nb_coarse_ns());
 		}
 	}
 	if (e->solo) { /* pending is 1, this stop's: no locked instruction */
@@ -1248,23 +1215,18 @@ static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi
 	return (uint32_t)v;
 }
 
-/* The tuner shim loads the policy once per process (plugin/tuner.c). NCCL initialises the profiler
- * before the tuner, so the profiler asks for that load first: its programs decide the event mask.
- * Weak, so that the profiler also builds and runs without the tuner side (tests). */
+/* The policy load (loader.h), weak: the profiler shim is also built on its own, without it
+ * (tests), and then loads nothing. A failed load under NCCLBPF_STRICT fails the profiler's init. */
 extern void ncclbpf_ensure_loaded(void) __attribute__((weak));
-/* ... and reports its outcome (one warning if it failed) through NCCL's logger, once per process, so
- * that a job that uses libncclbpf.so only as its profiler also hears about a policy that did not load. */
-extern void ncclbpf_report_load(nbp_logger_t log) __attribute__((weak));
-/* ... and says whether the init must fail (NCCLBPF_STRICT and the policy did not load): NCCL then
- * continues without the profiler (it fails no communicator for a profiler's init). */
-extern int ncclbpf_strict_failed(void) __attribute__((weak, visibility("hidden")));
+extern void ncclbpf_report_load(nb_loader_log_t log) __attribute__((weak));
+extern int ncclbpf_strict_failed(void) __attribute__((weak));
 
 static nbp_result_t init_common(void **context, int version, uint64_t comm_id, int *mask, int nranks, int rank,
                                 nbp_logger_t log) {
 	if (!context) return NBP_INTERNAL_ERROR;
 	*context = NULL;
 	if (ncclbpf_ensure_loaded) ncclbpf_ensure_loaded();
-	if (log && ncclbpf_report_load) ncclbpf_report_load(log);
+	if (log && ncclbpf_report_load) ncclbpf_report_load((nb_loader_log_t)log);
 	if (ncclbpf_strict_failed && ncclbpf_strict_failed()) return NBP_INTERNAL_ERROR;
 	struct pctx *pc = calloc(1, sizeof(*pc));
 	if (!pc) return NBP_INTERNAL_ERROR;

@@ -12,20 +12,7 @@
  */
 #include <stdatomic.h>
 #include <stdint.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-static inline uint64_t nb_cycles(void) { return __rdtsc(); }
-#elif defined(__aarch64__)
-/* The generic timer's virtual count (CNTVCT_EL0), readable from user space on Linux; the ISB
- * keeps the read from being hoisted above the code it times. */
-static inline uint64_t nb_cycles(void) {
-	uint64_t v;
-	__asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
-	return v;
-}
-#else
-#error "reload_cost.c: no cycle counter for this architecture"
-#endif
+#include "clock.h"
 
 #include "ncclbpf.h"
 #include "internal.h"

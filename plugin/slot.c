@@ -2,38 +2,20 @@
 /*
  * slot.c: hook slots, the communicator registry and grace periods.
  *
- * Publishing and retiring code (the protocol hot reload relies on):
- *
- *   caller (NCCL's thread, per call)          publisher (Go, off the hot path)
- *   ---------------------------------         ------------------------------------------
- *   c->active = a+1      (odd: inside)        old = exchange(slot->fn, new)
- *   compiler barrier                          membarrier(PRIVATE_EXPEDITED)
- *   fn = load_acquire(slot->fn)               for each registered communicator c:
- *   fn(ctx)                                       s = c->active
- *   c->active = a+2      (release; even)          if s is odd: wait until c->active != s
- *                                             => nobody still runs `old`: it may be freed
- *
- * The caller pays two plain stores and one load: no lock, no read-modify-write, no fence. The
- * membarrier() makes every running thread execute a full barrier, so after it either the caller's
- * "odd" store is visible to the publisher or the caller's load of slot->fn comes after the exchange
- * and sees the new code. This is the asymmetric-fence scheme of user-space RCU (membarrier flavour).
- * Only communicators registered by init are callers: every entry into published code goes through
- * one, and a communicator is unregistered by finalize, after its last call.
+ * Publishing and retiring code follows the grace-period protocol of grace.h: the readers are the
+ * registered communicators (their active word, bracketed by nb_enter/nb_leave in internal.h). Only
+ * communicators registered by init are callers: every entry into published code goes through one,
+ * and a communicator is unregistered by finalize, after its last call.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "comms.h"
 #include "internal.h"
+#include "loader.h"
 #include "reload.h"
-#include "sync_core.h"
+#include "grace.h"
 
 struct nb_slot nb_slots[NCCLBPF_NUM_SLOTS];
 
@@ -43,47 +25,30 @@ static struct nb_comm *nb_registry;
 static struct ncclbpf_tuner_stats nb_retired;
 static uint64_t nb_comms_total;
 
-static int nb_membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
-
-static int nb_membarrier_state; /* 0 unknown, 1 private expedited registered, -1 unavailable */
-
-/* Registered at the first grace period (a reload, off NCCL's threads), not at load time: in a
- * process that already has threads, registering waits for an RCU grace period of the kernel, which
- * dlopen need not pay. */
-static pthread_once_t nb_membarrier_once = PTHREAD_ONCE_INIT;
-static void nb_membarrier_register(void) {
-	if (nb_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
-		nb_membarrier_state = 1;
-	else
-		nb_membarrier_state = -1;
-}
-
 uintptr_t ncclbpf_slot_publish(int slot, uintptr_t fn) {
 	if (slot < 0 || slot >= NCCLBPF_NUM_SLOTS)
 		return 0;
 	if (fn)
-		nb_sync_core_before_publish();
+		nb_grace_before_publish();
 	return atomic_exchange_explicit(&nb_slots[slot].fn, fn, memory_order_acq_rel);
 }
 
+/* The registry as readers of grace.h: each communicator's active word (under the registry lock). */
+static _Atomic uint64_t *nb_registry_next(void *it) {
+	struct nb_comm **c = it;
+	if (*c == NULL)
+		return NULL;
+	_Atomic uint64_t *w = &(*c)->active;
+	*c = (*c)->next;
+	return w;
+}
+
 int ncclbpf_slot_synchronize(void) {
-	pthread_once(&nb_membarrier_once, nb_membarrier_register);
-	if (nb_membarrier_state != 1 || nb_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+	if (nb_grace_fence() != 0)
 		return -1;
 	pthread_mutex_lock(&nb_registry_lock);
-	for (struct nb_comm *c = nb_registry; c; c = c->next) {
-		uint64_t s = atomic_load_explicit(&c->active, memory_order_acquire);
-		if ((s & 1) == 0)
-			continue;
-		for (int spins = 0; atomic_load_explicit(&c->active, memory_order_acquire) == s; spins++) {
-			if (spins < 1000) {
-				sched_yield();
-			} else {
-				struct timespec ts = {0, 50000};
-				nanosleep(&ts, NULL);
-			}
-		}
-	}
+	struct nb_comm *it = nb_registry;
+	nb_grace_wait_all(nb_registry_next, &it);
 	pthread_mutex_unlock(&nb_registry_lock);
 	return 0;
 }

@@ -25,7 +25,7 @@
 #include "tuner_abi.h"
 #include "decisions_fold.h"
 #include "metrics_fold.h"
-#include "_cgo_export.h"
+#include "loader.h"
 
 #define NB_SUCCESS 0
 #define NB_INVALID_USAGE 5 /* ncclInvalidUsage */
@@ -36,95 +36,10 @@ _Static_assert(sizeof(float) == sizeof(uint32_t), "float bits");
 
 /* NCCL's tuner ABI (v2..v7): tuner_abi.h. */
 
-/* ---- policy load (once per process, in Go) --------------------------------------------------- */
-
-static pthread_once_t nb_load_once = PTHREAD_ONCE_INIT;
-static atomic_int nb_load_rc = 2; /* see ncclbpf_tuner_stats.load_status */
-static char nb_load_msg[1024];
-static atomic_int nb_load_reported;
-static atomic_int nb_load_strict; /* NCCLBPF_STRICT: a failed load fails every init */
-
-/*
- * Go code may return to C with the upper halves of the YMM registers dirty (AVX used without a
- * final VZEROUPPER). Until they are cleared, every legacy-SSE instruction on this thread, in NCCL
- * and in the shim, pays a state-merge penalty (measured: +7 ns per getCollInfo). Clear them after
- * every call into Go.
- */
-static void nb_clean_upper_state(void) {
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx"))
-		__asm__ volatile("vzeroupper" ::: "memory");
-#endif
-}
-
-static void nb_do_load(void) {
-	nb_dlog_configure(getenv("NCCLBPF_DECISION_LOG"));
-	int strict = 0;
-	int rc = ncclbpfGoLoad(nb_load_msg, sizeof nb_load_msg, &strict);
-	nb_load_msg[sizeof nb_load_msg - 1] = 0;
-	nb_clean_upper_state();
-	atomic_store(&nb_load_strict, strict);
-	atomic_store(&nb_load_rc, rc);
-	/* A policy that did not load is said on stderr too, once per process (this runs once): NCCL
-	 * prints its WARN lines only when NCCL_DEBUG asks for them. */
-	if (rc < 0) {
-		fprintf(stderr, "%s\n", nb_load_msg);
-		fflush(stderr);
-	}
-}
-
-int ncclbpf_strict_failed(void) {
-	pthread_once(&nb_load_once, nb_do_load);
-	return atomic_load(&nb_load_rc) < 0 && atomic_load(&nb_load_strict);
-}
-
 static void nb_log(nb_logger_t log, int level, unsigned long flags, int line, const char *msg) {
 	if (log)
 		log(level, flags, __FILE__, line, "%s", msg); /* "%s": messages may contain '%' */
 }
-
-/* NCCL's logger of the first init, for bpf_printk lines (the logger is process-wide in NCCL). */
-static _Atomic(nb_logger_t) nb_first_log;
-
-static void nb_printk(void *ctx, const char *line, uint32_t len) {
-	(void)ctx;
-	(void)len;
-	nb_logger_t log = atomic_load_explicit(&nb_first_log, memory_order_acquire);
-	if (log)
-		log(NB_LOG_INFO, NB_SUBSYS_TUNING, __FILE__, __LINE__, "ncclbpf printk: %s", line);
-}
-
-uintptr_t ncclbpf_printk_sink(void) { return (uintptr_t)nb_printk; }
-
-/* The outcome of the policy load, through NCCL's logger, once per process (by whichever init with a
- * logger comes first: the profiler's runs before the tuner's). */
-static void nb_report_load(nb_logger_t log) {
-	if (atomic_exchange(&nb_load_reported, 1) == 0) {
-		if (nb_load_rc < 0)
-			nb_log(log, NB_LOG_WARN, NB_SUBSYS_INIT | NB_SUBSYS_TUNING, __LINE__, nb_load_msg);
-		else
-			nb_log(log, NB_LOG_INFO, NB_SUBSYS_INIT | NB_SUBSYS_TUNING, __LINE__, nb_load_msg);
-	}
-}
-
-static void nb_ensure_loaded(nb_logger_t log) {
-	nb_logger_t none = NULL;
-	if (log)
-		atomic_compare_exchange_strong(&nb_first_log, &none, log);
-	pthread_once(&nb_load_once, nb_do_load);
-	nb_report_load(log);
-}
-
-void ncclbpf_report_load(nb_logger_t log) {
-	if (log == NULL)
-		return; /* profiler ABI v1-v3 give no logger: leave the report to a later init */
-	pthread_once(&nb_load_once, nb_do_load);
-	nb_report_load(log);
-}
-
-const char *ncclbpf_load_message(void) { return nb_load_msg; }
-
-void ncclbpf_ensure_loaded(void) { pthread_once(&nb_load_once, nb_do_load); }
 
 _Static_assert(sizeof(((struct nb_comm *)0)->tctx) == sizeof(struct ncclbpf_tuner_ctx), "nb_comm.tctx size");
 
@@ -138,7 +53,7 @@ static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 	if (ctx == NULL)
 		return NB_SUCCESS; /* nowhere to put state: NCCL will pass NULL to getCollInfo */
 	*ctx = NULL;
-	nb_ensure_loaded(log);
+	nb_load_for_init(log);
 	if (ncclbpf_strict_failed())
 		return NB_INVALID_USAGE; /* NCCLBPF_STRICT: NCCL fails the communicator's init */
 	/* nb_comm has 64-byte aligned members: calloc's alignment is not enough. */
@@ -646,5 +561,3 @@ __attribute__((visibility("default"))) const nb_tuner_v3_t ncclTunerPlugin_v3 = 
     NB_NAME, nb_init_v3, nb_get_coll_info_v3, nb_finalize};
 __attribute__((visibility("default"))) const nb_tuner_v2_t ncclTunerPlugin_v2 = {
     NB_NAME, nb_init_v2, nb_get_coll_info_v2, nb_finalize};
-
-int nb_load_status(void) { return atomic_load(&nb_load_rc); }

@@ -51,7 +51,7 @@
 // other than the compiling one must also pass a context-synchronizing
 // event before running it; the plugin's slots do that with
 // membarrier(PRIVATE_EXPEDITED_SYNC_CORE) before publishing (see
-// plugin/sync_core.h).
+// plugin/grace.c).
 //
 // Like jit/amd64, the package is an encoder and a lowering of each
 // instruction: the analysis before lowering (functions and jump targets

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Instructions per hot-path call of several libncclbpf.so builds side by side, in one run (callgrind,
+# exact): the tuner's getCollInfo (../shared/bench/tunerbench, counted inside nb_get_coll_info; noop,
+# size_aware, rules with 100 rules), the net wrapper's isend + test pair (testhost/net_host pairs over
+# tcpnet, counted inside w_isend and w_test; no program, counting, timing) and the profiler
+# (scripts/count-profiler.sh, plain and timed). Each figure is the difference of a run of 2N and one of N.
+#
+#   scripts/count-hotpaths.sh LIB...     TOOLS (default /tmp/tools) holds tunerbench, net_host,
+#   libnccl-net-tcpnet.so and rules100.conf:
+#     gcc -O2 -o $TOOLS/tunerbench ../shared/bench/tunerbench.c -ldl
+#     gcc -O2 -pthread -o $TOOLS/net_host testhost/net_host.c -ldl
+#     gcc -O2 -shared -fPIC -o $TOOLS/libnccl-net-tcpnet.so testhost/tcpnet.c
+#     gcc -O2 -pthread -I include -o $TOOLS/tuner-host testhost/host.c -ldl && $TOOLS/tuner-host genrules 100 $TOOLS/rules100.conf
+# GODEBUG cpu.rdtscp=off: valgrind 3.19 does not decode the Go runtime's RDTSCP.
+set -uo pipefail
+T=${TOOLS:-/tmp/tools}; cd "$(dirname "$0")/.."
+cgrun() { # cgrun TOGGLES... -- CMD...: total Ir collected; retried when valgrind trips on the Go runtime's rdtscp
+	local tog=() ; while [ "$1" != -- ]; do tog+=(--toggle-collect=$1); shift; done; shift
+	for try in 1 2 3 4 5 6; do
+		if env $CGENV valgrind --tool=callgrind "${tog[@]}" --callgrind-out-file=$T/cg.$$ "$@" >/dev/null 2>$T/cg.log; then
+			awk '/^(summary|totals):/ {print $2; exit}' $T/cg.$$; rm -f $T/cg.$$; return; fi
+	done; echo "FAILED" >&2; echo 0
+}
+for L in "$@"; do
+	echo "== $L"
+	for p in "noop:NCCLBPF_POLICY=builtin:noop" "size_aware:NCCLBPF_POLICY=builtin:size_aware" "rules100:NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE=$T/rules100.conf"; do
+		e="GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off NCCLBPF_CONTROL=0 ${p#*:}"
+		CGENV=$e; a=$(cgrun nb_get_coll_info -- $T/tunerbench "$L" 100000 1); b=$(cgrun nb_get_coll_info -- $T/tunerbench "$L" 200000 1)
+		echo "tuner ${p%%:*}: $(awk -v a=$a -v b=$b 'BEGIN{printf "%.2f", (b-a)/100000}') instructions per getCollInfo (inside the plugin)"
+	done
+	for p in none testhost/net_count_a.bpf.o testhost/net_timing_times.bpf.o; do
+		e="GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off NCCLBPF_CONTROL=0 TCPNET_NULL=1 NCCLBPF_NET_PLUGIN=$T/libnccl-net-tcpnet.so NCCLBPF_POLICY=$p"
+		CGENV=$e; a=$(cgrun w_isend w_test -- $T/net_host pairs "$L" 20000); b=$(cgrun w_isend w_test -- $T/net_host pairs "$L" 120000)
+		echo "net $p: $(awk -v a=$a -v b=$b 'BEGIN{printf "%.2f", (b-a)/100000}') instructions per isend+test pair (inside the wrapper, inner plugin included)"
+	done
+	for m in "1000" "500 timed"; do
+		for try in 1 2 3 4 5 6; do out=$(scripts/count-profiler.sh "$L" $m 2>/dev/null) && break; done
+		echo "profiler ($m): $(grep -E 'per call:|locked instructions' <<<"$out" | tr '\n' ' ')"
+	done
+done
