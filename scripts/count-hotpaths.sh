@@ -6,11 +6,10 @@
 # (scripts/count-profiler.sh, plain and timed). Each figure is the difference of a run of 2N and one of N.
 #
 #   scripts/count-hotpaths.sh LIB...     TOOLS (default /tmp/tools) holds tunerbench, net_host,
-#   libnccl-net-tcpnet.so and rules100.conf:
-#     gcc -O2 -o $TOOLS/tunerbench ../shared/bench/tunerbench.c -ldl
-#     gcc -O2 -pthread -o $TOOLS/net_host testhost/net_host.c -ldl
-#     gcc -O2 -shared -fPIC -o $TOOLS/libnccl-net-tcpnet.so testhost/tcpnet.c
-#     gcc -O2 -pthread -I include -o $TOOLS/tuner-host testhost/host.c -ldl && $TOOLS/tuner-host genrules 100 $TOOLS/rules100.conf
+#   libnccl-net-tcpnet.so and rules100.conf, built by the one recipe:
+#     scripts/build.sh tunerbench $TOOLS/tunerbench; scripts/build.sh net-host $TOOLS/net_host
+#     scripts/build.sh tcpnet $TOOLS/libnccl-net-tcpnet.so; scripts/build.sh host $TOOLS/tuner-host
+#     $TOOLS/tuner-host genrules 100 $TOOLS/rules100.conf
 # GODEBUG cpu.rdtscp=off: valgrind 3.19 does not decode the Go runtime's RDTSCP.
 set -uo pipefail
 T=${TOOLS:-/tmp/tools}; cd "$(dirname "$0")/.."
