@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +84,10 @@ func (s *TCPStore) dial() (net.Conn, error) {
 	return c, nil
 }
 
+// probeQuiet is how long the probe waits for an answer before it gives a
+// libuv server the byte it waits for.
+const probeQuiet = 300 * time.Millisecond
+
 // probe tells the protocol generations apart (see above).
 func (s *TCPStore) probe() (int, error) {
 	c, err := s.dial()
@@ -100,11 +105,31 @@ func (s *TCPStore) probe() (int, error) {
 		return 0, err
 	}
 	var b [8]byte
+	// A 1.x server answers the CHECK at once. PyTorch 2.x's libuv server
+	// (the default since 2.4) parses a new connection's first query only
+	// as a VALIDATE: anything else waits, unparsed, until more bytes come,
+	// and is then read as an ordinary query. So when no answer comes
+	// quickly, one more byte (0: a 1.x SET or a 2.x VALIDATE, incomplete
+	// either way, dropped with the connection) makes such a server read
+	// the probe as the ADD it is.
+	c.SetReadDeadline(time.Now().Add(min(s.timeout, probeQuiet)))
 	if _, err := io.ReadFull(c, b[:1]); err != nil {
 		if errors.Is(err, io.EOF) {
 			return 2, nil // refused before a VALIDATE: 2.x
 		}
-		return 0, fmt.Errorf("probe: %w", err)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, fmt.Errorf("probe: %w", err)
+		}
+		c.SetDeadline(time.Now().Add(s.timeout))
+		if _, err := c.Write([]byte{0}); err != nil {
+			return 0, fmt.Errorf("probe: %w", err)
+		}
+		if _, err := io.ReadFull(c, b[:1]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 2, nil
+			}
+			return 0, fmt.Errorf("probe: %w", err)
+		}
 	}
 	c.SetReadDeadline(time.Now().Add(min(s.timeout, 300*time.Millisecond)))
 	if n, _ := io.ReadFull(c, b[1:]); n == 7 {
