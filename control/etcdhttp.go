@@ -1,12 +1,9 @@
 package control
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -19,10 +16,11 @@ import (
 // same mechanisms: ADD is a transaction on the key's mod revision, WAIT a
 // watch from the revision read, compare-set a transaction, and SetLive
 // puts a key on a lease that a goroutine renews every HeartbeatPeriod.
+// HTTP is control/http1.go's (plain TCP, no net/http).
 type EtcdHTTP struct {
 	base    string
 	timeout time.Duration
-	hc      *http.Client
+	hc      *http1
 
 	mu    sync.Mutex
 	lease string
@@ -33,7 +31,7 @@ type EtcdHTTP struct {
 // DialEtcdHTTP connects to etcd at addr (host:port); timeout bounds every
 // call. A store that does not answer is an error here.
 func DialEtcdHTTP(addr string, timeout time.Duration) (*EtcdHTTP, error) {
-	s := &EtcdHTTP{base: "http://" + addr, timeout: timeout, hc: &http.Client{}, stop: make(chan struct{})}
+	s := &EtcdHTTP{base: "http://" + addr, timeout: timeout, hc: &http1{addr: addr}, stop: make(chan struct{})}
 	if _, _, err := s.rangeKey("ncclbpf/"); err != nil {
 		return nil, err
 	}
@@ -52,32 +50,35 @@ type eheader struct {
 
 func (s *EtcdHTTP) post(ctx context.Context, path string, in, out any) error {
 	b, _ := json.Marshal(in)
-	req, err := http.NewRequestWithContext(ctx, "POST", s.base+path, bytes.NewReader(b))
+	resp, done, err := s.hc.do(ctx, path, b)
 	if err != nil {
-		return err
+		return s.failed(ctx, path, err)
 	}
-	resp, err := s.hc.Do(req)
+	defer done()
+	body, err := s.hc.readAll(resp)
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
-		}
-		return fmt.Errorf("etcd %s: %w", s.base, err)
+		return s.failed(ctx, path, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.status != 200 {
 		var e struct {
 			Message string `json:"message"`
 		}
-		json.NewDecoder(resp.Body).Decode(&e)
-		return fmt.Errorf("etcd %s%s: %s %s", s.base, path, resp.Status, e.Message)
+		json.Unmarshal(body, &e)
+		return fmt.Errorf("etcd %s%s: %d %s %s", s.base, path, resp.status, resp.text, e.Message)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
-		}
+	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("etcd %s%s: %w", s.base, path, err)
 	}
 	return nil
+}
+
+// failed is the error of a call that got no answer: ErrStoreTimeout when
+// its time ran out.
+func (s *EtcdHTTP) failed(ctx context.Context, path string, err error) error {
+	if ctx.Err() != nil || isTimeout(err) {
+		return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
+	}
+	return fmt.Errorf("etcd %s%s: %w", s.base, path, err)
 }
 
 func (s *EtcdHTTP) call(path string, in, out any) error {
@@ -266,19 +267,16 @@ func (s *EtcdHTTP) Wait(d time.Duration, keys ...string) error {
 
 func (s *EtcdHTTP) watchPut(ctx context.Context, key string, from int64) error {
 	b, _ := json.Marshal(map[string]any{"create_request": map[string]any{"key": []byte(key), "start_revision": strconv.FormatInt(from, 10)}})
-	req, err := http.NewRequestWithContext(ctx, "POST", s.base+"/v3/watch", bytes.NewReader(b))
+	resp, done, err := s.hc.do(ctx, "/v3/watch", b)
 	if err != nil {
-		return err
+		return s.failed(ctx, "/v3/watch", err)
 	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
-		}
-		return fmt.Errorf("etcd %s: watch: %w", s.base, err)
+	defer done()
+	defer resp.conn.c.Close() // a watch's stream does not end: its connection is not reused
+	if resp.status != 200 {
+		return fmt.Errorf("etcd %s/v3/watch: %d %s", s.base, resp.status, resp.text)
 	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(bufio.NewReader(resp.Body))
+	dec := json.NewDecoder(resp.body)
 	for {
 		var m struct {
 			Result struct {
@@ -289,7 +287,7 @@ func (s *EtcdHTTP) watchPut(ctx context.Context, key string, from int64) error {
 			} `json:"result"`
 		}
 		if err := dec.Decode(&m); err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || isTimeout(err) {
 				return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
 			}
 			return fmt.Errorf("etcd %s: watch of %s: %w", s.base, key, err)
@@ -333,7 +331,7 @@ func (s *EtcdHTTP) Close() error {
 		defer cancel()
 		s.post(ctx, "/v3/lease/revoke", map[string]any{"ID": id}, &r)
 	}
-	s.hc.CloseIdleConnections()
+	s.hc.closeIdle()
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"syscall"
@@ -488,64 +487,68 @@ func putIntWord(buf []byte, word string, size int, off int, what string, either 
 }
 
 // parseIntRange reads an integer word (decimal, or hex with 0x; a leading
-// - for negatives) and checks that it fits bits bits: signed, unsigned or,
-// when either, both ranges. It returns the two's-complement bits.
+// - for negatives) and checks that it fits bits bits (1 to 64): signed,
+// unsigned or, when either, both ranges. It returns the two's-complement
+// bits.
 func parseIntRange(word string, bits int, signed, either bool, what, width string) (uint64, error) {
-	n, ok := parseBig(word)
+	neg, mag, ok, fits64 := parseWord(word)
 	if !ok {
 		return 0, fmt.Errorf("%s %q is not an integer (decimal, or hex with 0x; bytes: hex 01 00 ...)", what, word)
 	}
-	lo, hi := new(big.Int), new(big.Int).Lsh(big.NewInt(1), uint(bits))
-	hi.Sub(hi, big.NewInt(1))
+	mask := ^uint64(0) >> (64 - bits)
+	hi, loMag := mask, uint64(0) // the range is -loMag..hi
 	kind := "unsigned "
 	switch {
 	case either:
-		lo.Lsh(big.NewInt(1), uint(bits-1))
-		lo.Neg(lo)
+		loMag = 1 << (bits - 1)
 		kind = ""
 	case signed:
-		lo.Lsh(big.NewInt(1), uint(bits-1))
-		lo.Neg(lo)
-		hi.Sub(new(big.Int).Neg(lo), big.NewInt(1))
+		loMag = 1 << (bits - 1)
+		hi = loMag - 1
 		kind = "signed "
 	}
-	if n.Cmp(lo) < 0 || n.Cmp(hi) > 0 {
-		return 0, fmt.Errorf("value %s does not fit the %s %s (%s%s..%s)", word, width, what, kind, lo, hi)
+	if !fits64 || (neg && mag > loMag) || (!neg && mag > hi) {
+		lo := "0"
+		if loMag > 0 {
+			lo = "-" + strconv.FormatUint(loMag, 10)
+		}
+		return 0, fmt.Errorf("value %s does not fit the %s %s (%s%s..%d)", word, width, what, kind, lo, hi)
 	}
-	if n.Sign() < 0 {
-		n.Add(n, new(big.Int).Lsh(big.NewInt(1), uint(bits)))
+	if neg {
+		return -mag & mask, nil
 	}
-	return n.Uint64(), nil
+	return mag, nil
 }
 
-// parseBig reads [-]decimal or [-]0x hex, nothing else (no octal, no
-// guessing from the digits).
-func parseBig(word string) (*big.Int, bool) {
-	neg := strings.HasPrefix(word, "-")
+// parseWord reads [-]decimal or [-]0x hex, nothing else (no octal, no
+// guessing from the digits): its sign and magnitude, whether it is an
+// integer at all, and whether its magnitude fits 64 bits.
+func parseWord(word string) (neg bool, mag uint64, ok, fits64 bool) {
+	neg = strings.HasPrefix(word, "-")
 	s := strings.TrimPrefix(word, "-")
 	base := 10
 	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
 		s, base = s[2:], 16
 	}
 	if s == "" || strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") || strings.Contains(s, "_") {
-		return nil, false
+		return neg, 0, false, false
 	}
-	n, ok := new(big.Int).SetString(s, base)
-	if !ok {
-		return nil, false
+	mag, err := strconv.ParseUint(s, base, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return neg, 0, true, false
+		}
+		return neg, 0, false, false
 	}
-	if neg {
-		n.Neg(n)
-	}
-	return n, true
+	return neg, mag, true, true
 }
 
 func parseUint(word string) (uint64, error) {
-	n, ok := parseBig(word)
-	if !ok || n.Sign() < 0 || !n.IsUint64() {
+	neg, mag, ok, fits64 := parseWord(word)
+	if !ok || !fits64 || (neg && mag != 0) {
 		return 0, errors.New("not an unsigned integer")
 	}
-	return n.Uint64(), nil
+	return mag, nil
 }
 
 // IndexError is an array map key past the map's max_entries.

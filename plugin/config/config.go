@@ -8,7 +8,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -147,7 +146,7 @@ func spaceSeparated(s string) (string, bool) {
 	var items []string
 	found := false
 	for _, item := range strings.Split(s, ",") {
-		item = blanksAroundEq.ReplaceAllString(strings.TrimSpace(item), "=")
+		item = tightenEq(strings.TrimSpace(item))
 		if strings.Count(item, "=") > 1 && strings.ContainsAny(item, " \t\r\n") {
 			found = true
 		}
@@ -156,7 +155,22 @@ func spaceSeparated(s string) (string, bool) {
 	return strings.Join(items, ","), found
 }
 
-var blanksAroundEq = regexp.MustCompile(`\s*=\s*`)
+// blanks are what a blank around "=" may be.
+const blanks = " \t\n\f\r"
+
+// tightenEq drops the blanks around every "=" of s ("a = 1" is "a=1").
+func tightenEq(s string) string {
+	parts := strings.Split(s, "=")
+	for i := range parts {
+		if i > 0 {
+			parts[i] = strings.TrimLeft(parts[i], blanks)
+		}
+		if i < len(parts)-1 {
+			parts[i] = strings.TrimRight(parts[i], blanks)
+		}
+	}
+	return strings.Join(parts, "=")
+}
 
 var suffixes = map[string]uint64{"k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
 

@@ -147,3 +147,23 @@ func TestRules(t *testing.T) {
 		}
 	}
 }
+
+// TestTightenEq: the blanks around "=" go, as `\s*=\s*` replaced by "="
+// would drop them, and nothing else changes.
+func TestTightenEq(t *testing.T) {
+	for in, want := range map[string]string{
+		"a=1":         "a=1",
+		"a = 1":       "a=1",
+		"a\t=\r\n1 b": "a=1 b",
+		"a = = b":     "a==b",
+		" a =1 b= 2 ": " a=1 b=2 ",
+		"=":           "=",
+		" = ":         "=",
+		"a\v=1":       "a\v=1",
+		"no equals  ": "no equals  ",
+	} {
+		if got := tightenEq(in); got != want {
+			t.Errorf("tightenEq(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"debug/elf"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,5 +66,76 @@ func TestFootprint(t *testing.T) {
 	if b["threads_load"] != b["threads_rest"] || b["threads_rest"]-b["threads_before"] > max(6, e["threads_rest"]-e["threads_before"]) {
 		t.Errorf("threads: %v before, %v at rest, %v after 8 threads of calls; want at most 6 added, none under load",
 			b["threads_before"], b["threads_rest"], b["threads_load"])
+	}
+}
+
+// notInPlugin are packages whose code costs NCCL's processes resident
+// memory and that the plugin does without: net/http and what it brings
+// (crypto/tls, crypto/x509, HTTP/2's tables; etcd is reached through
+// control/http1.go), regexp (with the Unicode tables it links), math/big.
+// The command line links them where it needs them.
+var notInPlugin = []string{"net/http", "crypto/tls", "crypto/x509", "net/url", "mime", "regexp", "math/big"}
+
+// TestPluginImports: no package of notInPlugin is imported by the plugin
+// (math/big, which crypto/rand imports, is checked in the linked library
+// instead: TestPluginLinks).
+func TestPluginImports(t *testing.T) {
+	c := exec.Command("go", "list", "-deps", "-tags", "ncclbpf_testing", "./plugin")
+	c.Dir = repoRoot(t)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	cmd := exec.Command("go", "list", "-deps", "./plugin")
+	cmd.Dir = repoRoot(t)
+	prod, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, prod)
+	}
+	deps := map[string]bool{}
+	for _, p := range strings.Fields(string(out) + " " + string(prod)) {
+		deps[p] = true
+	}
+	if !deps["github.com/ncclbpf/ncclbpf/control"] {
+		t.Fatalf("go list -deps ./plugin does not list package control: %s", prod)
+	}
+	for _, p := range notInPlugin {
+		if p != "math/big" && deps[p] {
+			t.Errorf("the plugin imports %s (go list -deps ./plugin): it costs NCCL's processes resident memory; keep it on the command line's side", p)
+		}
+	}
+}
+
+// TestPluginLinks: no function of notInPlugin, beside a package's init,
+// is linked into libncclbpf.so.
+func TestPluginLinks(t *testing.T) {
+	artifacts(t)
+	f, err := elf.Open(art.lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatalf("%s: %v (the tests need a library with its symbol table)", art.lib, err)
+	}
+	found := map[string]string{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || strings.HasSuffix(s.Name, ".init") {
+			continue // a package's (empty) init stays where the package is imported
+		}
+		for _, p := range notInPlugin {
+			if strings.HasPrefix(s.Name, p+".") && found[p] == "" {
+				found[p] = s.Name
+			}
+		}
+	}
+	if !slices.ContainsFunc(syms, func(s elf.Symbol) bool { return strings.HasPrefix(s.Name, "github.com/ncclbpf/ncclbpf/control.") }) {
+		t.Fatal("no function of package control in the library's symbols: the check would see nothing")
+	}
+	for _, p := range notInPlugin {
+		if found[p] != "" {
+			t.Errorf("libncclbpf.so links %s (%s): it costs NCCL's processes resident memory", p, found[p])
+		}
 	}
 }

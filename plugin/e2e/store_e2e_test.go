@@ -2,7 +2,8 @@ package e2e
 
 import (
 	"bufio"
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/control/storetest"
+	"github.com/ncclbpf/ncclbpf/envconfig"
 )
 
 // tcpStoreServer starts a real PyTorch TCPStore server (Debian's
@@ -182,5 +184,67 @@ func channelsSwitchAt(t *testing.T, dir string, pid int, lo, n uint64, before, a
 	}
 	if below == 0 || from == 0 {
 		t.Fatalf("pid %d: the kept calls do not straddle %d (%d before, %d after)", pid, n, below, from)
+	}
+}
+
+// TestStoreDownOneWarning: the real plugin in a host whose job store is
+// down (nothing listens at NCCLBPF_STORE's address; then a TCPStore
+// address that refuses, then etcd's) prints exactly one warning however
+// often it tries again, and NCCL's calls go on being answered meanwhile.
+func TestStoreDownOneWarning(t *testing.T) {
+	artifacts(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().String()
+	l.Close() // nothing listens there now
+	for _, url := range []string{"tcpstore://" + down, "etcd://" + down} {
+		t.Run(strings.SplitN(url, ":", 2)[0], func(t *testing.T) {
+			cmd := hostCommand(art.host, "run", art.lib, "5")
+			cmd.Env = append(cleanEnv(), control.EnvStore+"="+url, envconfig.ControlDir+"="+t.TempDir())
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			c := call{comm: 0, coll: 4, nBytes: 1 << 20, pipeOps: 1}
+			for i := range c.table {
+				c.table[i] = float32(1 + i)
+			}
+			io.WriteString(in, "init 0 1 8 1 1 8 8\n")
+			// The agent tries again every 2 s: three tries at least while
+			// NCCL's calls keep coming.
+			deadline := time.Now().Add(5 * time.Second)
+			n := 0
+			for ; time.Now().Before(deadline); n++ {
+				io.WriteString(in, c.String()+"\n")
+				time.Sleep(20 * time.Millisecond)
+			}
+			io.WriteString(in, "fin 0\n")
+			in.Close()
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("host: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+			}
+			if got := len(parseResults(t, out.String())); got != n {
+				t.Errorf("%d of %d calls answered", got, n)
+			}
+			warns := 0
+			for _, line := range strings.Split(errb.String(), "\n") {
+				if strings.Contains(line, "job store") {
+					warns++
+					if !strings.Contains(line, "NCCL runs on") {
+						t.Errorf("warning %q does not say that NCCL runs on", line)
+					}
+				}
+			}
+			if warns != 1 {
+				t.Errorf("%d warnings about the store, want exactly 1; stderr:\n%s", warns, errb.String())
+			}
+		})
 	}
 }
