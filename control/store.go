@@ -274,9 +274,11 @@ func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan stru
 // ExchangeStore is a store that does the steps of a mailbox exchange in
 // fewer round trips than the plain calls (both stores here implement it).
 type ExchangeStore interface {
-	// SetRev sets key and returns the store's revision of the write (0
-	// when the store keeps none).
-	SetRev(key string, value []byte) (int64, error)
+	// Post takes the next number k from the counter (as Add(counter, 1))
+	// and sets prefix+k to value, in one step where the store allows; it
+	// returns k and the store's revision of the write (0 when the store
+	// keeps none).
+	Post(counter, prefix string, value []byte) (k, rev int64, err error)
 	// Take waits at most d for key (ErrStoreTimeout), written after
 	// revision rev when rev > 0, and returns its value; ok is false when
 	// the key went again before it was read. With del, it also removes
@@ -350,21 +352,17 @@ func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) 
 	if err != nil {
 		return nil, err
 	}
-	k, err := s.Store.Add(box+"next", 1)
+	xs, fast := s.Store.(ExchangeStore)
+	var k, rev int64
+	if fast {
+		k, rev, err = xs.Post(box+"next", box+"req/", b)
+	} else if k, err = s.Store.Add(box+"next", 1); err == nil {
+		err = s.Store.Set(box+"req/"+strconv.FormatInt(k, 10), b)
+	}
 	if err != nil {
 		return nil, err
 	}
 	ks := strconv.FormatInt(k, 10)
-	xs, fast := s.Store.(ExchangeStore)
-	var rev int64
-	if fast {
-		rev, err = xs.SetRev(box+"req/"+ks, b)
-	} else {
-		err = s.Store.Set(box+"req/"+ks, b)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var line []byte
 	ok := false
 	if fast {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -369,9 +370,14 @@ func (s *TCPStore) release(w *TCPStore) {
 	w.Close()
 }
 
-// SetRev implements ExchangeStore: a TCPStore keeps no revisions.
-func (s *TCPStore) SetRev(key string, value []byte) (int64, error) {
-	return 0, s.Set(key, value)
+// Post implements ExchangeStore: the number, then the write (a TCPStore
+// keeps no revisions).
+func (s *TCPStore) Post(counter, prefix string, value []byte) (int64, int64, error) {
+	k, err := s.Add(counter, 1)
+	if err != nil {
+		return 0, 0, err
+	}
+	return k, 0, s.Set(prefix+strconv.FormatInt(k, 10), value)
 }
 
 // Take implements ExchangeStore: the wait, then the read on the wait's
