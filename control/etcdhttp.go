@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -23,6 +24,9 @@ type EtcdHTTP struct {
 	hc      *http1
 
 	mu    sync.Mutex
+	count map[string]int64 // the counters' values last seen (Add, Post)
+	drop  []string         // answers read, to remove (Take)
+	bg    sync.WaitGroup   // removals off the caller's path (Take)
 	lease string
 	lost  chan struct{}
 	stop  chan struct{}
@@ -188,36 +192,64 @@ type txnResp struct {
 	} `json:"responses"`
 }
 
-// Add implements Store.
+// Add implements Store: one transaction that sets the counter if it
+// holds the value last seen (or is missing, for one not seen yet), and
+// reads it otherwise; a failed one is tried again with the value read.
 func (s *EtcdHTTP) Add(key string, delta int64) (int64, error) {
-	for {
+	if delta == 0 {
 		kv, _, err := s.rangeKey(key)
-		if err != nil {
+		if err != nil || kv == nil {
 			return 0, err
 		}
-		var cur int64
-		rev := "0"
-		if kv != nil {
-			if cur, err = strconv.ParseInt(string(kv.Value), 10, 64); err != nil {
-				return 0, fmt.Errorf("etcd %s: %s holds %q, not a counter", s.base, key, kv.Value)
-			}
-			rev = kv.ModRevision
-		}
-		if delta == 0 {
-			return cur, nil
+		return s.counter(key, kv)
+	}
+	s.mu.Lock()
+	cur, seen := s.count[key]
+	s.mu.Unlock()
+	for {
+		cmp := map[string]any{"target": "CREATE", "key": []byte(key), "create_revision": "0", "result": "EQUAL"}
+		if seen {
+			cmp = map[string]any{"target": "VALUE", "key": []byte(key), "value": []byte(strconv.FormatInt(cur, 10)), "result": "EQUAL"}
 		}
 		var t txnResp
-		err = s.call("/v3/kv/txn", map[string]any{
-			"compare": []any{map[string]any{"target": "MOD", "key": []byte(key), "mod_revision": rev, "result": "EQUAL"}},
+		err := s.call("/v3/kv/txn", map[string]any{
+			"compare": []any{cmp},
 			"success": []any{map[string]any{"request_put": map[string]any{"key": []byte(key), "value": []byte(strconv.FormatInt(cur+delta, 10))}}},
+			"failure": []any{map[string]any{"request_range": map[string]any{"key": []byte(key)}}},
 		}, &t)
 		if err != nil {
 			return 0, err
 		}
 		if t.Succeeded {
+			s.remember(key, cur+delta)
 			return cur + delta, nil
 		}
+		cur, seen = 0, false
+		if len(t.Responses) > 0 && t.Responses[0].Range != nil && len(t.Responses[0].Range.Kvs) > 0 {
+			if cur, err = s.counter(key, &t.Responses[0].Range.Kvs[0]); err != nil {
+				return 0, err
+			}
+			seen = true
+		}
 	}
+}
+
+func (s *EtcdHTTP) counter(key string, kv *ekv) (int64, error) {
+	n, err := strconv.ParseInt(string(kv.Value), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("etcd %s: %s holds %q, not a counter", s.base, key, kv.Value)
+	}
+	s.remember(key, n)
+	return n, nil
+}
+
+func (s *EtcdHTTP) remember(key string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.count == nil {
+		s.count = map[string]int64{}
+	}
+	s.count[key] = n
 }
 
 // CompareSet implements Store.
@@ -266,15 +298,26 @@ func (s *EtcdHTTP) Wait(d time.Duration, keys ...string) error {
 }
 
 func (s *EtcdHTTP) watchPut(ctx context.Context, key string, from int64) error {
+	_, err := s.watchValue(ctx, key, from)
+	return err
+}
+
+// errCompacted says that a watch started before the oldest revision etcd
+// keeps.
+var errCompacted = errors.New("revision compacted")
+
+// watchValue waits for a put of key from revision from on and returns the
+// value put.
+func (s *EtcdHTTP) watchValue(ctx context.Context, key string, from int64) ([]byte, error) {
 	b, _ := json.Marshal(map[string]any{"create_request": map[string]any{"key": []byte(key), "start_revision": strconv.FormatInt(from, 10)}})
 	resp, done, err := s.hc.do(ctx, "/v3/watch", b)
 	if err != nil {
-		return s.failed(ctx, "/v3/watch", err)
+		return nil, s.failed(ctx, "/v3/watch", err)
 	}
 	defer done()
 	defer resp.conn.c.Close() // a watch's stream does not end: its connection is not reused
 	if resp.status != 200 {
-		return fmt.Errorf("etcd %s/v3/watch: %d %s", s.base, resp.status, resp.text)
+		return nil, fmt.Errorf("etcd %s/v3/watch: %d %s", s.base, resp.status, resp.text)
 	}
 	dec := json.NewDecoder(resp.body)
 	for {
@@ -282,25 +325,171 @@ func (s *EtcdHTTP) watchPut(ctx context.Context, key string, from int64) error {
 			Result struct {
 				Events []struct {
 					Type string `json:"type"` // absent: PUT
+					KV   ekv    `json:"kv"`
 				} `json:"events"`
-				Canceled bool `json:"canceled"`
+				Canceled        bool   `json:"canceled"`
+				CompactRevision string `json:"compact_revision"`
 			} `json:"result"`
 		}
 		if err := dec.Decode(&m); err != nil {
 			if ctx.Err() != nil || isTimeout(err) {
-				return fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
+				return nil, fmt.Errorf("etcd %s: %w", s.base, ErrStoreTimeout)
 			}
-			return fmt.Errorf("etcd %s: watch of %s: %w", s.base, key, err)
+			return nil, fmt.Errorf("etcd %s: watch of %s: %w", s.base, key, err)
 		}
 		if m.Result.Canceled {
-			return fmt.Errorf("etcd %s: watch of %s canceled", s.base, key)
+			if m.Result.CompactRevision != "" && m.Result.CompactRevision != "0" {
+				return nil, errCompacted
+			}
+			return nil, fmt.Errorf("etcd %s: watch of %s canceled", s.base, key)
 		}
 		for _, ev := range m.Result.Events {
 			if ev.Type == "" || ev.Type == "PUT" {
-				return nil
+				return ev.KV.Value, nil
 			}
 		}
 	}
+}
+
+// Post implements ExchangeStore: one transaction takes the number (as
+// Add does) and writes the request; it also carries the removal of the
+// answers read since the last one (Take).
+func (s *EtcdHTTP) Post(counter, prefix string, value []byte) (int64, int64, error) {
+	s.mu.Lock()
+	cur, seen := s.count[counter]
+	drop := s.drop
+	if len(drop) > maxDrops {
+		drop = drop[:maxDrops]
+	}
+	s.drop = s.drop[len(drop):]
+	s.mu.Unlock()
+	for {
+		k := strconv.FormatInt(cur+1, 10)
+		cmp := map[string]any{"target": "CREATE", "key": []byte(counter), "create_revision": "0", "result": "EQUAL"}
+		if seen {
+			cmp = map[string]any{"target": "VALUE", "key": []byte(counter), "value": []byte(strconv.FormatInt(cur, 10)), "result": "EQUAL"}
+		}
+		ops := []any{
+			map[string]any{"request_put": map[string]any{"key": []byte(counter), "value": []byte(k)}},
+			map[string]any{"request_put": map[string]any{"key": []byte(prefix + k), "value": value}},
+		}
+		for _, d := range drop {
+			ops = append(ops, map[string]any{"request_delete_range": map[string]any{"key": []byte(d)}})
+		}
+		var t struct {
+			Header eheader `json:"header"`
+			txnResp
+		}
+		err := s.call("/v3/kv/txn", map[string]any{
+			"compare": []any{cmp},
+			"success": ops,
+			"failure": []any{map[string]any{"request_range": map[string]any{"key": []byte(counter)}}},
+		}, &t)
+		if err != nil {
+			s.mu.Lock()
+			s.drop = append(s.drop, drop...)
+			s.mu.Unlock()
+			return 0, 0, err
+		}
+		if t.Succeeded {
+			s.remember(counter, cur+1)
+			rev, _ := strconv.ParseInt(t.Header.Revision, 10, 64)
+			return cur + 1, rev, nil
+		}
+		cur, seen = 0, false
+		if len(t.Responses) > 0 && t.Responses[0].Range != nil && len(t.Responses[0].Range.Kvs) > 0 {
+			if cur, err = s.counter(counter, &t.Responses[0].Range.Kvs[0]); err != nil {
+				return 0, 0, err
+			}
+			seen = true
+		}
+	}
+}
+
+// maxDrops bounds the removals one transaction carries (etcd allows 128
+// operations in one by default).
+const maxDrops = 64
+
+// flushDrops removes the answers read that no Post carried away.
+func (s *EtcdHTTP) flushDrops() {
+	for {
+		s.mu.Lock()
+		drop := s.drop
+		if len(drop) > maxDrops {
+			drop = drop[:maxDrops]
+		}
+		s.drop = s.drop[len(drop):]
+		s.mu.Unlock()
+		if len(drop) == 0 {
+			return
+		}
+		var ops []any
+		for _, d := range drop {
+			ops = append(ops, map[string]any{"request_delete_range": map[string]any{"key": []byte(d)}})
+		}
+		var t txnResp
+		if s.call("/v3/kv/txn", map[string]any{"success": ops}, &t) != nil {
+			return
+		}
+	}
+}
+
+// Take implements ExchangeStore: with a revision, one watch from the
+// revision after it, whose event carries the value (no read first); the
+// removal is sent in the background.
+func (s *EtcdHTTP) Take(d time.Duration, key string, rev int64, del bool) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var value []byte
+	for {
+		if rev <= 0 {
+			kv, hrev, err := s.rangeKey(key)
+			if err != nil {
+				return nil, false, err
+			}
+			if kv != nil {
+				value = kv.Value
+				break
+			}
+			rev, _ = strconv.ParseInt(hrev, 10, 64)
+		}
+		v, err := s.watchValue(ctx, key, rev+1)
+		if errors.Is(err, errCompacted) {
+			rev = 0 // read it, and watch from the revision read
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		value = v
+		break
+	}
+	if del {
+		// Removed by the next Post's transaction, or at Close.
+		s.mu.Lock()
+		s.drop = append(s.drop, key)
+		flush := len(s.drop) >= 4*maxDrops
+		s.mu.Unlock()
+		if flush {
+			s.bg.Add(1)
+			go func() {
+				defer s.bg.Done()
+				s.flushDrops()
+			}()
+		}
+	}
+	return value, true, nil
+}
+
+// SetDelete implements ExchangeStore: one transaction.
+func (s *EtcdHTTP) SetDelete(set string, value []byte, del string) error {
+	var t txnResp
+	return s.call("/v3/kv/txn", map[string]any{
+		"success": []any{
+			map[string]any{"request_put": map[string]any{"key": []byte(set), "value": value}},
+			map[string]any{"request_delete_range": map[string]any{"key": []byte(del)}},
+		},
+	}, &t)
 }
 
 // Delete implements Store.
@@ -316,6 +505,8 @@ func (s *EtcdHTTP) Delete(key string) (bool, error) {
 
 // Close revokes the lease (this process's live keys go at once).
 func (s *EtcdHTTP) Close() error {
+	s.bg.Wait()
+	s.flushDrops()
 	s.mu.Lock()
 	id := s.lease
 	s.lease = ""

@@ -205,7 +205,16 @@ func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan stru
 			lastBeat = time.Now()
 		}
 		key := box + "req/" + strconv.FormatInt(k, 10)
-		err := kv.Wait(HeartbeatPeriod, key)
+		xs, fast := kv.(ExchangeStore)
+		var b []byte
+		ok := false
+		var err error
+		if fast {
+			// The wait and the read in one exchange where the store allows.
+			b, ok, err = xs.Take(HeartbeatPeriod, key, 0, false)
+		} else if err = kv.Wait(HeartbeatPeriod, key); err == nil {
+			b, ok, err = kv.Get(key)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrStoreTimeout) {
 				fail(err)
@@ -236,9 +245,8 @@ func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan stru
 		}
 		down, missingSince = false, time.Time{}
 		var resp *Response
-		b, ok, err := kv.Get(key)
 		switch {
-		case err != nil || !ok:
+		case !ok:
 			continue
 		default:
 			req, perr := ParseRequest(b)
@@ -252,10 +260,34 @@ func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan stru
 			resp.OK = true
 		}
 		out, _ := json.Marshal(resp)
-		kv.Set(box+"resp/"+strconv.FormatInt(k, 10), out)
-		kv.Delete(key)
+		answer := box + "resp/" + strconv.FormatInt(k, 10)
+		if fast {
+			xs.SetDelete(answer, out, key)
+		} else {
+			kv.Set(answer, out)
+			kv.Delete(key)
+		}
 		k++
 	}
+}
+
+// ExchangeStore is a store that does the steps of a mailbox exchange in
+// fewer round trips than the plain calls (both stores here implement it).
+type ExchangeStore interface {
+	// Post takes the next number k from the counter (as Add(counter, 1))
+	// and sets prefix+k to value, in one step where the store allows; it
+	// returns k and the store's revision of the write (0 when the store
+	// keeps none).
+	Post(counter, prefix string, value []byte) (k, rev int64, err error)
+	// Take waits at most d for key (ErrStoreTimeout), written after
+	// revision rev when rev > 0, and returns its value; ok is false when
+	// the key went again before it was read. With del, it also removes
+	// the key (one only the caller removes), off the caller's path where
+	// the store allows.
+	Take(d time.Duration, key string, rev int64, del bool) (value []byte, ok bool, err error)
+	// SetDelete sets one key and removes another, in one step where the
+	// store allows.
+	SetDelete(set string, value []byte, del string) error
 }
 
 // laterRequest is the first request after k up to n that is in the
@@ -320,26 +352,33 @@ func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) 
 	if err != nil {
 		return nil, err
 	}
-	k, err := s.Store.Add(box+"next", 1)
+	xs, fast := s.Store.(ExchangeStore)
+	var k, rev int64
+	if fast {
+		k, rev, err = xs.Post(box+"next", box+"req/", b)
+	} else if k, err = s.Store.Add(box+"next", 1); err == nil {
+		err = s.Store.Set(box+"req/"+strconv.FormatInt(k, 10), b)
+	}
 	if err != nil {
 		return nil, err
 	}
 	ks := strconv.FormatInt(k, 10)
-	if err := s.Store.Set(box+"req/"+ks, b); err != nil {
-		return nil, err
+	var line []byte
+	ok := false
+	if fast {
+		line, ok, err = xs.Take(timeout, box+"resp/"+ks, rev, true)
+	} else if err = s.Store.Wait(timeout, box+"resp/"+ks); err == nil {
+		line, ok, err = s.Store.Get(box + "resp/" + ks)
+		s.Store.Delete(box + "resp/" + ks)
 	}
-	if err := s.Store.Wait(timeout, box+"resp/"+ks); err != nil {
+	if errors.Is(err, ErrStoreTimeout) {
 		s.Store.Delete(box + "req/" + ks)
-		if errors.Is(err, ErrStoreTimeout) {
-			return nil, fmt.Errorf("%s: no answer within %v through the store (the process is gone or hung)", s.Name(), timeout)
-		}
-		return nil, err
+		return nil, fmt.Errorf("%s: no answer within %v through the store (the process is gone or hung)", s.Name(), timeout)
 	}
-	line, ok, err := s.Store.Get(box + "resp/" + ks)
 	if err != nil || !ok {
+		s.Store.Delete(box + "req/" + ks)
 		return nil, fmt.Errorf("%s: answer lost: %v", s.Name(), err)
 	}
-	s.Store.Delete(box + "resp/" + ks)
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		return nil, fmt.Errorf("%s: answer to %s: %w", s.Name(), req.Op, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,12 @@ type TCPStore struct {
 	mu      sync.Mutex
 	c       net.Conn
 	r       *bufio.Reader
+
+	// idle holds the connections of finished waits, for the next ones (a
+	// wait that timed out is dropped with its connection).
+	wmu    sync.Mutex
+	idle   []*TCPStore
+	closed bool
 }
 
 // Query types, 2.x numbering (1.x: one less up to GETNUMKEYS, no VALIDATE;
@@ -162,6 +169,13 @@ func (s *TCPStore) Generation() int { return s.gen }
 
 // Close closes the connection.
 func (s *TCPStore) Close() error {
+	s.wmu.Lock()
+	idle := s.idle
+	s.idle, s.closed = nil, true
+	s.wmu.Unlock()
+	for _, w := range idle {
+		w.Close()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.c == nil {
@@ -194,6 +208,22 @@ func (s *TCPStore) query(q byte) tsMsg {
 func (s *TCPStore) roundTrip(m tsMsg, wait time.Duration, read func(r *bufio.Reader) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.exchange(m, wait, read)
+}
+
+// call is a round trip on the store's connection, or, while another call
+// holds it, on an idle one: concurrent calls do not queue behind each other.
+func (s *TCPStore) call(m tsMsg, read func(r *bufio.Reader) error) error {
+	if s.mu.TryLock() {
+		defer s.mu.Unlock()
+		return s.exchange(m, 0, read)
+	}
+	w := s.waiter()
+	defer s.release(w)
+	return w.roundTrip(m, 0, read)
+}
+
+func (s *TCPStore) exchange(m tsMsg, wait time.Duration, read func(r *bufio.Reader) error) error {
 	if s.c == nil {
 		if err := s.connect(); err != nil {
 			return fmt.Errorf("tcpstore %s: %w", s.addr, err)
@@ -236,7 +266,7 @@ func readVec(r *bufio.Reader) ([]byte, error) {
 
 // Set sets key to value.
 func (s *TCPStore) Set(key string, value []byte) error {
-	return s.roundTrip(s.query(tsSet).key(key).bytes(value), 0, nil)
+	return s.call(s.query(tsSet).key(key).bytes(value), nil)
 }
 
 // CompareSet sets key to desired if its value is expected (a missing key
@@ -244,7 +274,7 @@ func (s *TCPStore) Set(key string, value []byte) error {
 // value after the call.
 func (s *TCPStore) CompareSet(key string, expected, desired []byte) ([]byte, error) {
 	var out []byte
-	err := s.roundTrip(s.query(tsCompareSet).key(key).bytes(expected).bytes(desired), 0, func(r *bufio.Reader) (err error) {
+	err := s.call(s.query(tsCompareSet).key(key).bytes(expected).bytes(desired), func(r *bufio.Reader) (err error) {
 		out, err = readVec(r)
 		return err
 	})
@@ -255,7 +285,7 @@ func (s *TCPStore) CompareSet(key string, expected, desired []byte) ([]byte, err
 func (s *TCPStore) Add(key string, delta int64) (int64, error) {
 	var out int64
 	m := binary.LittleEndian.AppendUint64(s.query(tsAdd).key(key), uint64(delta))
-	err := s.roundTrip(m, 0, func(r *bufio.Reader) error {
+	err := s.call(m, func(r *bufio.Reader) error {
 		var b [8]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
 			return err
@@ -273,7 +303,7 @@ func (s *TCPStore) Check(keys ...string) (bool, error) {
 		m = m.key(k)
 	}
 	var ready bool
-	err := s.roundTrip(m, 0, func(r *bufio.Reader) error {
+	err := s.call(m, func(r *bufio.Reader) error {
 		b, err := r.ReadByte()
 		ready = b == 0
 		return err
@@ -287,7 +317,7 @@ func (s *TCPStore) Get(key string) (value []byte, ok bool, err error) {
 	if ok, err := s.Check(key); err != nil || !ok {
 		return nil, false, err
 	}
-	err = s.roundTrip(s.query(tsGet).key(key), 0, func(r *bufio.Reader) (err error) {
+	err = s.call(s.query(tsGet).key(key), func(r *bufio.Reader) (err error) {
 		value, err = readVec(r)
 		return err
 	})
@@ -297,14 +327,90 @@ func (s *TCPStore) Get(key string) (value []byte, ok bool, err error) {
 // Wait blocks until every key is set, at most d (ErrStoreTimeout). The
 // wait holds a connection of its own (a timed-out wait is dropped with it).
 func (s *TCPStore) Wait(d time.Duration, keys ...string) error {
-	w := &TCPStore{addr: s.addr, gen: s.gen, timeout: s.timeout}
-	defer w.Close()
-	m := tsMsg(binary.LittleEndian.AppendUint64(w.query(tsWait), uint64(len(keys))))
+	w := s.waiter()
+	defer s.release(w)
+	return w.wait(d, keys...)
+}
+
+func (s *TCPStore) wait(d time.Duration, keys ...string) error {
+	m := tsMsg(binary.LittleEndian.AppendUint64(s.query(tsWait), uint64(len(keys))))
 	for _, k := range keys {
 		m = m.key(k)
 	}
-	return w.roundTrip(m, d, func(r *bufio.Reader) error {
+	return s.roundTrip(m, d, func(r *bufio.Reader) error {
 		_, err := r.ReadByte()
+		return err
+	})
+}
+
+// waiter is a connection for a wait: an idle one, or a new one.
+func (s *TCPStore) waiter() *TCPStore {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if n := len(s.idle); n > 0 {
+		w := s.idle[n-1]
+		s.idle = s.idle[:n-1]
+		return w
+	}
+	return &TCPStore{addr: s.addr, gen: s.gen, timeout: s.timeout}
+}
+
+// release keeps w for the next wait if its connection is sound.
+func (s *TCPStore) release(w *TCPStore) {
+	w.mu.Lock()
+	sound := w.c != nil
+	w.mu.Unlock()
+	s.wmu.Lock()
+	if sound && !s.closed && len(s.idle) < 256 {
+		s.idle = append(s.idle, w)
+		s.wmu.Unlock()
+		return
+	}
+	s.wmu.Unlock()
+	w.Close()
+}
+
+// Post implements ExchangeStore: the number, then the write (a TCPStore
+// keeps no revisions).
+func (s *TCPStore) Post(counter, prefix string, value []byte) (int64, int64, error) {
+	k, err := s.Add(counter, 1)
+	if err != nil {
+		return 0, 0, err
+	}
+	return k, 0, s.Set(prefix+strconv.FormatInt(k, 10), value)
+}
+
+// Take implements ExchangeStore: the wait, then the read on the wait's
+// connection; with del, the read and the removal go in one write (the key
+// is there, and only the caller removes it).
+func (s *TCPStore) Take(d time.Duration, key string, rev int64, del bool) ([]byte, bool, error) {
+	w := s.waiter()
+	defer s.release(w)
+	if err := w.wait(d, key); err != nil {
+		return nil, false, err
+	}
+	if !del {
+		return w.Get(key)
+	}
+	var value []byte
+	m := append(w.query(tsGet).key(key), w.query(tsDelete).key(key)...)
+	err := w.call(m, func(r *bufio.Reader) (err error) {
+		if value, err = readVec(r); err != nil {
+			return err
+		}
+		var n [8]byte
+		_, err = io.ReadFull(r, n[:])
+		return err
+	})
+	return value, err == nil, err
+}
+
+// SetDelete implements ExchangeStore: both queries in one write.
+func (s *TCPStore) SetDelete(set string, value []byte, del string) error {
+	m := append(s.query(tsSet).key(set).bytes(value), s.query(tsDelete).key(del)...)
+	return s.call(m, func(r *bufio.Reader) error {
+		var n [8]byte
+		_, err := io.ReadFull(r, n[:])
 		return err
 	})
 }
@@ -312,7 +418,7 @@ func (s *TCPStore) Wait(d time.Duration, keys ...string) error {
 // Delete removes key; it reports whether it was there.
 func (s *TCPStore) Delete(key string) (bool, error) {
 	var n int64
-	err := s.roundTrip(s.query(tsDelete).key(key), 0, func(r *bufio.Reader) error {
+	err := s.call(s.query(tsDelete).key(key), func(r *bufio.Reader) error {
 		var b [8]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
 			return err

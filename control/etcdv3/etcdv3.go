@@ -31,10 +31,13 @@ type EtcdStore struct {
 	timeout time.Duration
 	c       *clientv3.Client
 
+	bg    sync.WaitGroup // removals off the caller's path (Take)
 	mu    sync.Mutex
 	lease clientv3.LeaseID
 	lost  chan struct{} // closed when the lease is lost
 }
+
+var _ control.ExchangeStore = (*EtcdStore)(nil)
 
 func init() {
 	control.SetEtcdDialer(func(addr string, timeout time.Duration) (control.Store, error) { return DialEtcd(addr, timeout) })
@@ -248,6 +251,105 @@ func (s *EtcdStore) Wait(d time.Duration, keys ...string) error {
 	return nil
 }
 
+// Post implements control.ExchangeStore: the number and the request in
+// one transaction on the counter's revision (retried if it moved).
+func (s *EtcdStore) Post(counter, prefix string, value []byte) (int64, int64, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	for {
+		r, err := s.c.Get(ctx, counter)
+		if err != nil {
+			return 0, 0, s.wrap(err)
+		}
+		var cur, rev int64
+		if len(r.Kvs) > 0 {
+			if cur, err = strconv.ParseInt(string(r.Kvs[0].Value), 10, 64); err != nil {
+				return 0, 0, fmt.Errorf("etcd %s: %s holds %q, not a counter", s.addr, counter, r.Kvs[0].Value)
+			}
+			rev = r.Kvs[0].ModRevision
+		}
+		k := strconv.FormatInt(cur+1, 10)
+		t, err := s.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(counter), "=", rev)).
+			Then(clientv3.OpPut(counter, k), clientv3.OpPut(prefix+k, string(value))).Commit()
+		if err != nil {
+			return 0, 0, s.wrap(err)
+		}
+		if t.Succeeded {
+			return cur + 1, t.Header.Revision, nil
+		}
+	}
+}
+
+// Take implements control.ExchangeStore: with a revision, one watch from
+// the revision after it, whose event carries the value; the removal is
+// sent in the background.
+func (s *EtcdStore) Take(d time.Duration, key string, rev int64, del bool) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var value []byte
+	found := false
+	for !found {
+		if rev <= 0 {
+			r, err := s.c.Get(ctx, key)
+			if err != nil {
+				return nil, false, s.wrap(err)
+			}
+			if len(r.Kvs) > 0 {
+				value, found = r.Kvs[0].Value, true
+				break
+			}
+			rev = r.Header.Revision
+		}
+		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for wr := range s.c.Watch(wctx, key, clientv3.WithRev(rev+1)) {
+			if wr.CompactRevision != 0 {
+				rev = 0 // read it, and watch from the revision read
+				break
+			}
+			if err := wr.Err(); err != nil {
+				wcancel()
+				if ctx.Err() != nil {
+					return nil, false, s.wrap(ctx.Err())
+				}
+				return nil, false, s.wrap(err)
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypePut {
+					value, found = ev.Kv.Value, true
+				}
+			}
+			if found {
+				break
+			}
+		}
+		wcancel()
+		if !found && rev != 0 {
+			if ctx.Err() != nil {
+				return nil, false, s.wrap(context.DeadlineExceeded)
+			}
+			return nil, false, fmt.Errorf("etcd %s: watch of %s ended", s.addr, key)
+		}
+	}
+	if del {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.Delete(key)
+		}()
+	}
+	return value, true, nil
+}
+
+// SetDelete implements control.ExchangeStore: one transaction.
+func (s *EtcdStore) SetDelete(set string, value []byte, del string) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	if _, err := s.c.Txn(ctx).Then(clientv3.OpPut(set, string(value)), clientv3.OpDelete(del)).Commit(); err != nil {
+		return s.wrap(err)
+	}
+	return nil
+}
+
 // Delete implements Store.
 func (s *EtcdStore) Delete(key string) (bool, error) {
 	ctx, cancel := s.ctx()
@@ -262,6 +364,7 @@ func (s *EtcdStore) Delete(key string) (bool, error) {
 // Close revokes the lease (this process's live keys go at once) and
 // closes the connection.
 func (s *EtcdStore) Close() error {
+	s.bg.Wait()
 	s.mu.Lock()
 	id := s.lease
 	s.mu.Unlock()

@@ -73,3 +73,61 @@ func TestEtcdClientAgainstEtcd(t *testing.T) {
 		t.Fatalf("after rank 0 finished: %v", err)
 	}
 }
+
+// TestMailboxAcrossClients: a process served by either etcd client answers
+// a coordinator on the other, request after request (numbers, answers and
+// removals as both write them); nothing of the exchanges is left behind.
+func TestMailboxAcrossClients(t *testing.T) {
+	addr := storetest.StartEtcd(t)
+	for _, v3serves := range []bool{true, false} {
+		prefix := "ncclbpf/mix-" + strconv.FormatBool(v3serves) + "/"
+		v3, err := DialEtcd(addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, err := control.DialEtcdHTTP(addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var server, client control.Store = gw, v3
+		if v3serves {
+			server, client = v3, gw
+		}
+		env := func(k string) string { return map[string]string{"RANK": "0", "WORLD_SIZE": "1"}[k] }
+		reg, err := control.Register(server, prefix, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			control.ServeStore(server, prefix, reg.Slot, func(req *control.Request) *control.Response {
+				return &control.Response{Entries: []control.KV{{Key: req.Map}}}
+			}, stop, func(error) {})
+		}()
+		ranks, err := control.StoreRanks(client, prefix, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			m := "m" + strconv.Itoa(i)
+			resp, err := ranks[0].Call(&control.Request{Op: control.OpMaps, Map: m}, 5*time.Second)
+			if err != nil || len(resp.Entries) != 1 || resp.Entries[0].Key != m {
+				t.Fatalf("v3 serves %v, call %d: %+v %v", v3serves, i, resp, err)
+			}
+		}
+		close(stop)
+		<-done
+		client.Close() // the answers read are removed by now
+		for _, k := range []string{"req/", "resp/"} {
+			for i := 1; i <= 3; i++ {
+				key := prefix + "mbox/" + strconv.FormatInt(reg.Slot, 10) + "/" + k + strconv.Itoa(i)
+				if _, ok, err := server.Get(key); err != nil || ok {
+					t.Errorf("v3 serves %v: %s left in the store (%v)", v3serves, key, err)
+				}
+			}
+		}
+		server.Close()
+	}
+}
