@@ -30,6 +30,8 @@ type EtcdHTTP struct {
 	lease string
 	lost  chan struct{}
 	stop  chan struct{}
+	under []string             // prefixes watched as one (WatchUnder)
+	hubs  map[string]*watchHub // the long-lived watches (Take)
 }
 
 // DialEtcdHTTP connects to etcd at addr (host:port); timeout bounds every
@@ -434,35 +436,22 @@ func (s *EtcdHTTP) flushDrops() {
 	}
 }
 
-// Take implements ExchangeStore: with a revision, one watch from the
-// revision after it, whose event carries the value (no read first); the
-// removal is sent in the background.
+// Take implements ExchangeStore: it waits on the process's long-lived
+// watch over the key's folder (or a prefix given to WatchUnder), whose
+// event carries the value; with a revision covered by that watch, no read
+// first. The removal is sent with the next Post, or in the background.
 func (s *EtcdHTTP) Take(d time.Duration, key string, rev int64, del bool) ([]byte, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var value []byte
-	for {
-		if rev <= 0 {
-			kv, hrev, err := s.rangeKey(key)
-			if err != nil {
-				return nil, false, err
-			}
-			if kv != nil {
-				value = kv.Value
-				break
-			}
-			rev, _ = strconv.ParseInt(hrev, 10, 64)
-		}
-		v, err := s.watchValue(ctx, key, rev+1)
-		if errors.Is(err, errCompacted) {
-			rev = 0 // read it, and watch from the revision read
-			continue
-		}
+	if h, err := s.hubFor(key); err == nil {
+		v, err := h.take(ctx, key, rev)
 		if err != nil {
 			return nil, false, err
 		}
 		value = v
-		break
+	} else {
+		return nil, false, err
 	}
 	if del {
 		// Removed by the next Post's transaction, or at Close.
@@ -515,6 +504,10 @@ func (s *EtcdHTTP) Close() error {
 	default:
 		close(s.stop)
 	}
+	for _, h := range s.hubs {
+		h.cancel()
+	}
+	s.hubs = nil
 	s.mu.Unlock()
 	if id != "" {
 		var r struct{}

@@ -353,6 +353,10 @@ func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) 
 		return nil, err
 	}
 	xs, fast := s.Store.(ExchangeStore)
+	if w, ok := s.Store.(interface{ WatchUnder(string) }); ok {
+		// one watch over every mailbox's answers, not one per exchange
+		w.WatchUnder(s.Prefix + "mbox/")
+	}
 	var k, rev int64
 	if fast {
 		k, rev, err = xs.Post(box+"next", box+"req/", b)
