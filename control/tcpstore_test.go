@@ -1,16 +1,14 @@
 package control
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ncclbpf/ncclbpf/internal/pytorchstore"
 )
 
 // startTCPStoreServer returns the address of a real PyTorch TCPStore
@@ -38,35 +36,14 @@ var (
 	errNoTorch   = errors.New("no python3 with PyTorch")
 )
 
-// launchTCPStoreServer starts the server with the first Python that has
-// PyTorch; importing PyTorch takes seconds, so no Python is probed first:
-// a Python without it fails at once, and the next is tried.
+// launchTCPStoreServer starts the server (package storetest).
 func launchTCPStoreServer(t testing.TB) (string, error) {
-	for _, py := range []string{os.Getenv("NCCLBPF_TEST_PYTHON"), "/usr/bin/python3", "python3"} {
-		if py == "" {
-			continue
-		}
-		cmd := exec.Command(py, filepath.Join(repoDir(t), "control", "testdata", "tcpstore_server.py"))
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			continue
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			in.Close()
-			cmd.Wait()
-			if strings.Contains(stderr.String(), "No module named") {
-				continue
-			}
-			return "", fmt.Errorf("%s: %v\n%s", py, err, stderr.String())
-		}
-		tcpStoreStop = func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }
-		return "127.0.0.1:" + strings.TrimSpace(line), nil
+	addr, stop, err := pytorchstore.LaunchTCPStore(repoDir(t))
+	if errors.Is(err, pytorchstore.ErrNoTorch) {
+		return "", errNoTorch
 	}
-	return "", errNoTorch
+	tcpStoreStop = stop
+	return addr, err
 }
 
 func TestMain(m *testing.M) {

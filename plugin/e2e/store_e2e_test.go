@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"bufio"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -16,6 +16,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/control/storetest"
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/pytorchstore"
 )
 
 // tcpStoreServer starts a real PyTorch TCPStore server (Debian's
@@ -24,32 +25,15 @@ import (
 // seconds: no Python is probed first, one without PyTorch fails at once.
 func tcpStoreServer(t *testing.T) string {
 	t.Helper()
-	for _, py := range []string{os.Getenv(envconfig.TestPython), "/usr/bin/python3", "python3"} {
-		if py == "" {
-			continue
-		}
-		cmd := exec.Command(py, filepath.Join(repoRoot(t), "control", "testdata", "tcpstore_server.py"))
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			continue
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			in.Close()
-			cmd.Wait()
-			if strings.Contains(stderr.String(), "No module named") {
-				continue
-			}
-			t.Fatalf("tcpstore server: %v\n%s", err, stderr.String())
-		}
-		t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-		return "127.0.0.1:" + strings.TrimSpace(line)
+	addr, stop, err := pytorchstore.LaunchTCPStore(repoRoot(t))
+	if errors.Is(err, pytorchstore.ErrNoTorch) {
+		t.Skip(err.Error())
 	}
-	t.Skip("no python3 with PyTorch (Debian: apt-get install python3-torch; scripts/setup.sh does)")
-	return ""
+	if err != nil {
+		t.Fatalf("tcpstore server: %v", err)
+	}
+	t.Cleanup(stop)
+	return addr
 }
 
 // TestTwoNodesThroughTCPStore and TestTwoNodesThroughEtcd: a simulated
