@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/internal/offline"
 )
 
 // TestJSONOutputs: every command that prints data has --json, and what it
@@ -45,8 +46,11 @@ func TestJSONOutputs(t *testing.T) {
 		check func(v any) bool
 		raw   string // must appear verbatim
 	}{
-		{args: []string{"verify", "--json", sizeAwareObj}, into: &[]verifyReport{},
-			check: func(v any) bool { r := *v.(*[]verifyReport); return len(r) == 1 && r[0].OK && r[0].Hook == "tuner" }},
+		{args: []string{"verify", "--json", sizeAwareObj}, into: &[]offline.VerifyReport{},
+			check: func(v any) bool {
+				r := *v.(*[]offline.VerifyReport)
+				return len(r) == 1 && r[0].OK && r[0].Hook == "tuner"
+			}},
 		{args: []string{"run", "--json", odd, "--bytes", "4MiB"}, into: &jsonReport{}, raw: `"object": "` + odd + `"`,
 			check: func(v any) bool { return v.(*jsonReport).Verified && v.(*jsonReport).Hook == "tuner" }},
 		{args: []string{"disasm", "--json", sizeAwareObj}, into: &[]disasmProgram{},

@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ncclbpf/ncclbpf/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -136,19 +137,14 @@ type env struct {
 }
 
 // usageError is an error caused by how the command was invoked.
-type usageError struct{ err error }
-
-func (u *usageError) Error() string { return u.err.Error() }
-func (u *usageError) Unwrap() error { return u.err }
+type usageError = cli.UsageError
 
 // usageErrorf returns an error that makes the command exit with status 2.
-func usageErrorf(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
+func usageErrorf(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 // errSilentFailure makes a command exit with status 1 without printing an
 // error: the command has already reported what went wrong on its output.
-var errSilentFailure = errors.New("failed")
+var errSilentFailure = cli.ErrReported
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -261,9 +257,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		}
 		writeMainHelp(stderr, root)
-		return &usageError{errors.New("want a command")}
+		return &usageError{Err: errors.New("want a command")}
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{cleanFlagError(err)} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{Err: cleanFlagError(err)} })
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
 		if c == root {
 			writeMainHelp(c.OutOrStdout(), root)
