@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/internal/disasm"
 	"github.com/ncclbpf/ncclbpf/internal/offline"
 )
 
@@ -53,9 +54,9 @@ func TestJSONOutputs(t *testing.T) {
 			}},
 		{args: []string{"run", "--json", odd, "--bytes", "4MiB"}, into: &jsonReport{}, raw: `"object": "` + odd + `"`,
 			check: func(v any) bool { return v.(*jsonReport).Verified && v.(*jsonReport).Hook == "tuner" }},
-		{args: []string{"disasm", "--json", sizeAwareObj}, into: &[]disasmProgram{},
+		{args: []string{"disasm", "--json", sizeAwareObj}, into: &[]disasm.Program{},
 			check: func(v any) bool {
-				p := *v.(*[]disasmProgram)
+				p := *v.(*[]disasm.Program)
 				return len(p) == 1 && p[0].Section == "tuner" && len(p[0].Insns) > 10 && p[0].Insns[0].Line > 0 && p[0].Insns[0].Function != ""
 			}},
 		{args: []string{"asm", "--json", s}, into: &[]asmInsn{},
