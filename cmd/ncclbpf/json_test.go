@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/internal/ctl"
 	"github.com/ncclbpf/ncclbpf/internal/disasm"
 	"github.com/ncclbpf/ncclbpf/internal/offline"
 )
@@ -77,9 +78,9 @@ func TestJSONOutputs(t *testing.T) {
 			check: func(v any) bool { p := *v.(*[]map[string]any); return len(p) == 1 && p[0]["name"] == "hits" }},
 		{args: []string{"map", "dump", "--json", "--dir", dir, pid, "hits"}, into: &map[string]any{}, raw: `"hits<&>"`,
 			check: func(v any) bool { return (*v.(*map[string]any))["name"] == "hits<&>" }},
-		{args: []string{"check", "--json", "--dir", dir}, into: &[]checkResult{},
+		{args: []string{"check", "--json", "--dir", dir}, into: &[]ctl.CheckResult{},
 			check: func(v any) bool {
-				p := *v.(*[]checkResult)
+				p := *v.(*[]ctl.CheckResult)
 				return len(p) == 1 && p[0].CommID == "0x5e5e" && !p[0].Compared
 			}},
 		{args: []string{"agree", "--json", "--combine", "-o", all, partA, partB}, into: &map[string]any{},

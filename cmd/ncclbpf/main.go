@@ -131,9 +131,8 @@ func register(c *command) {
 // env is what a running command sees: its output streams and its own
 // registration (for usage messages).
 type env struct {
-	Stdout io.Writer
-	Stderr io.Writer
-	cmd    *command
+	cli.Streams
+	cmd *command
 }
 
 // usageError is an error caused by how the command was invoked.
@@ -385,7 +384,7 @@ func build(c *command, stdout, stderr io.Writer) *cobra.Command {
 				fmt.Fprintf(stderr, "ncclbpf %s: --%s is deprecated: use --%s\n", c.path(), f.Name, now[0])
 			}
 		})
-		return runIt(&env{Stdout: stdout, Stderr: stderr, cmd: c}, args)
+		return runIt(&env{Streams: cli.Streams{Stdout: stdout, Stderr: stderr}, cmd: c}, args)
 	}
 	return cc
 }

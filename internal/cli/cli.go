@@ -61,3 +61,10 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
+
+// Streams are where a command prints: its report (Stdout) and its notes
+// and warnings (Stderr).
+type Streams struct {
+	Stdout io.Writer
+	Stderr io.Writer
+}
