@@ -23,6 +23,11 @@
 //		})
 //	}
 //
+// The commands are thin: the work is done by libraries (internal/offline
+// for verify and run, internal/disasm, internal/ctl for the commands that
+// talk to running processes), which return cli.UsageError for misuse and
+// cli.ErrReported for a failure they have already printed.
+//
 // Exit codes: 0 success, 1 failure, 2 usage error. An error is printed once,
 // to stderr, as "ncclbpf CMD: message".
 package main
