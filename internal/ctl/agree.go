@@ -34,11 +34,8 @@ type AgreeOptions struct {
 // combines partial reductions, as o says. A round that aborted is reported
 // on e.Stderr and returns cli.ErrReported.
 func Agree(e cli.Streams, args []string, o *AgreeOptions) error {
-	dir, asJSON := &o.Dir, &o.JSON
-	from, to, reduce, elem, atSeq, comm := &o.From, &o.To, &o.Reduce, &o.Elem, &o.AtSeq, &o.Comm
-	export, combine, out, imp, timeout := &o.Export, &o.Combine, &o.Out, &o.Import, &o.Timeout
-	if *combine {
-		if *out == "" || len(args) == 0 {
+	if o.Combine {
+		if o.Out == "" || len(args) == 0 {
 			return cli.Usagef("--combine needs --output FILE and the partial files")
 		}
 		var all *control.Partial
@@ -53,62 +50,62 @@ func Agree(e cli.Streams, args []string, o *AgreeOptions) error {
 				return fmt.Errorf("%s: %w", f, err)
 			}
 		}
-		if err := all.WriteFile(*out); err != nil {
+		if err := all.WriteFile(o.Out); err != nil {
 			return err
 		}
-		if *asJSON {
-			return cli.WriteJSON(e.Stdout, map[string]any{"combined": args, "keys": len(all.Entries), "output": *out})
+		if o.JSON {
+			return cli.WriteJSON(e.Stdout, map[string]any{"combined": args, "keys": len(all.Entries), "output": o.Out})
 		}
-		fmt.Fprintf(e.Stdout, "combined %d files: %d keys into %s\n", len(args), len(all.Entries), *out)
+		fmt.Fprintf(e.Stdout, "combined %d files: %d keys into %s\n", len(args), len(all.Entries), o.Out)
 		return nil
 	}
 	if o.Store.URL != "" {
 		return agreeStore(e, o, args)
 	}
-	pids, err := targets(*dir, args)
+	pids, err := targets(o.Dir, args)
 	if err != nil {
 		return err
 	}
-	if *comm != "" {
-		id, err := parseCommID(*comm)
+	if o.Comm != "" {
+		id, err := parseCommID(o.Comm)
 		if err != nil {
 			return err
 		}
-		if pids, err = withComm(*dir, pids, id); err != nil {
+		if pids, err = withComm(o.Dir, pids, id); err != nil {
 			return err
 		}
 	}
 	var part *control.Partial
 	switch {
-	case *imp != "":
-		if *from != "" || *export != "" {
+	case o.Import != "":
+		if o.From != "" || o.Export != "" {
 			return cli.Usagef("--import replaces --from and --export")
 		}
-		if strings.HasPrefix(*atSeq, "+") || *atSeq == "" {
+		if strings.HasPrefix(o.AtSeq, "+") || o.AtSeq == "" {
 			return cli.Usagef("--import needs an absolute --at-seq N, the same on every node (+K resolves per host)")
 		}
-		if part, err = control.ReadPartial(*imp); err != nil {
+		if part, err = control.ReadPartial(o.Import); err != nil {
 			return err
 		}
 	default:
-		if *from == "" || *reduce == "" {
+		if o.From == "" || o.Reduce == "" {
 			return cli.Usagef("want --from MAP and --reduce SPEC (or --import FILE, or --combine)")
 		}
-		if part, err = gather(e, *dir, pids, *from, *reduce, *elem); err != nil {
+		if part, err = gather(e, o.Dir, pids, o.From, o.Reduce, o.Elem); err != nil {
 			return err
 		}
 	}
-	if *export != "" {
-		if err := part.WriteFile(*export); err != nil {
+	if o.Export != "" {
+		if err := part.WriteFile(o.Export); err != nil {
 			return err
 		}
-		if *asJSON {
-			return cli.WriteJSON(e.Stdout, map[string]any{"map": part.Map, "keys": len(part.Entries), "pids": pids, "export": *export})
+		if o.JSON {
+			return cli.WriteJSON(e.Stdout, map[string]any{"map": part.Map, "keys": len(part.Entries), "pids": pids, "export": o.Export})
 		}
-		fmt.Fprintf(e.Stdout, "exported %d keys of %s from %d processes to %s\n", len(part.Entries), part.Map, len(pids), *export)
+		fmt.Fprintf(e.Stdout, "exported %d keys of %s from %d processes to %s\n", len(part.Entries), part.Map, len(pids), o.Export)
 		return nil
 	}
-	if *to == "" || *atSeq == "" {
+	if o.To == "" || o.AtSeq == "" {
 		return cli.Usagef("want --to MAP and --at-seq N|+K (or --export FILE)")
 	}
 	kvs, err := part.Result()
@@ -118,7 +115,7 @@ func Agree(e cli.Streams, args []string, o *AgreeOptions) error {
 	if len(kvs) == 0 {
 		return control.ErrNoEntries
 	}
-	n, err := resolveSeq(*dir, pidTargets(pids), *atSeq)
+	n, err := resolveSeq(o.Dir, pidTargets(pids), o.AtSeq)
 	if err != nil {
 		return err
 	}
@@ -126,14 +123,14 @@ func Agree(e cli.Streams, args []string, o *AgreeOptions) error {
 	for i, pid := range pids {
 		names[i] = fmt.Sprint(pid)
 	}
-	ranks, err := socketRanks(*dir, names, *timeout)
+	ranks, err := socketRanks(o.Dir, names, o.Timeout)
 	if err != nil {
 		return err
 	}
-	res := control.TwoPhase(ranks, &control.Request{Map: *to, Entries: kvs, AtSeq: &n}, control.SwitchOptions{})
+	res := control.TwoPhase(ranks, &control.Request{Map: o.To, Entries: kvs, AtSeq: &n}, control.SwitchOptions{})
 	return reportSwitch(e, "agree", res, func(string) string {
-		return fmt.Sprintf("%s: %d keys, active from call %d", *to, len(kvs), n)
-	}, *asJSON)
+		return fmt.Sprintf("%s: %d keys, active from call %d", o.To, len(kvs), n)
+	}, o.JSON)
 }
 
 // agreeStore is agree over every process registered in the job's store.

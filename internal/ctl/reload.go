@@ -39,39 +39,37 @@ type ReloadOptions struct {
 // switch of several processes is two-phase. A target that failed is
 // reported on e.Stderr and makes it return cli.ErrReported.
 func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
-	dir, asJSON, all, atSeq, timeout := &o.Dir, &o.JSON, &o.All, &o.AtSeq, &o.Timeout
-	rollback, noManifest, cancel, expect := &o.Rollback, &o.NoManifest, &o.Cancel, &o.Expect
 	vars := strings.Join(cli.SplitVars(o.Vars), ",")
-	if *rollback && *cancel {
+	if o.Rollback && o.Cancel {
 		return cli.Usagef("--rollback and --cancel exclude each other")
 	}
-	if *timeout <= 0 || *timeout > maxActivationTimeout {
-		return cli.Usagef("--timeout %v: want more than 0 and at most %v", *timeout, maxActivationTimeout)
+	if o.Timeout <= 0 || o.Timeout > maxActivationTimeout {
+		return cli.Usagef("--timeout %v: want more than 0 and at most %v", o.Timeout, maxActivationTimeout)
 	}
-	if *expect < 0 || (*expect > 0 && !*all) {
+	if o.Expect < 0 || (o.Expect > 0 && !o.All) {
 		return cli.Usagef("--expect N goes with --all, N > 0")
 	}
 	want := 2
-	if *all {
+	if o.All {
 		want--
 	}
-	if *rollback || *cancel {
+	if o.Rollback || o.Cancel {
 		want--
 	}
 	if len(args) != want {
 		return cli.Usagef("want PID|--all and OBJ (or --rollback PID|--all, --cancel PID|--all), got %d arguments", len(args))
 	}
 	if o.Store.URL != "" {
-		if !*all || *rollback || *cancel || *atSeq == "" {
+		if !o.All || o.Rollback || o.Cancel || o.AtSeq == "" {
 			return cli.Usagef("--store goes with --all --at-seq N|+K OBJ (every rank of the job switches at one call)")
 		}
-		o.Store.Expect = *expect
+		o.Store.Expect = o.Expect
 		return reloadStore(e, args[0], vars, o)
 	}
 	var pids []target
 	var err error
-	if *all {
-		pids, err = allTargets(*dir, *expect)
+	if o.All {
+		pids, err = allTargets(o.Dir, o.Expect)
 		if err != nil {
 			return err
 		}
@@ -83,11 +81,11 @@ func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
 		pids = []target{pid}
 		args = args[1:]
 	}
-	if *cancel {
-		return sendAll(e, *dir, pids, &control.Request{Op: control.OpCancel}, *asJSON)
+	if o.Cancel {
+		return sendAll(e, o.Dir, pids, &control.Request{Op: control.OpCancel}, o.JSON)
 	}
-	req := &control.Request{Op: control.OpReload, Vars: vars, TimeoutMS: timeout.Milliseconds()}
-	if *rollback {
+	req := &control.Request{Op: control.OpReload, Vars: vars, TimeoutMS: o.Timeout.Milliseconds()}
+	if o.Rollback {
 		req.Op = control.OpRollback
 	} else {
 		path := args[0]
@@ -113,36 +111,36 @@ func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}
-		if !*noManifest {
-			if _, err := applyManifest(e.Stdout, args[0], *atSeq, o.TimeoutSet, req); err != nil {
+		if !o.NoManifest {
+			if _, err := applyManifest(e.Stdout, args[0], o.AtSeq, o.TimeoutSet, req); err != nil {
 				return err
 			}
 		}
 		req.Object, req.Name = obj, path
 	}
-	if *atSeq != "" {
-		n, err := resolveSeq(*dir, pids, *atSeq)
+	if o.AtSeq != "" {
+		n, err := resolveSeq(o.Dir, pids, o.AtSeq)
 		if err != nil {
 			return err
 		}
 		req.AtSeq = &n
 	}
-	if *all && req.AtSeq != nil && req.Op == control.OpReload {
+	if o.All && req.AtSeq != nil && req.Op == control.OpReload {
 		// Every process switches at N or none does (two-phase).
 		names := make([]string, len(pids))
 		for i, p := range pids {
 			names[i] = string(p)
 		}
-		ranks, err := socketRanks(*dir, names, 30*time.Second)
+		ranks, err := socketRanks(o.Dir, names, 30*time.Second)
 		if err != nil {
 			return err
 		}
 		res := control.TwoPhase(ranks, req, control.SwitchOptions{})
 		return reportSwitch(e, "reload", res, func(string) string {
 			return fmt.Sprintf("%s: armed: communicators switch at call %d", req.Name, *req.AtSeq)
-		}, *asJSON)
+		}, o.JSON)
 	}
-	return sendAll(e, *dir, pids, req, *asJSON)
+	return sendAll(e, o.Dir, pids, req, o.JSON)
 }
 
 // reloadStore is reload --all --at-seq over every rank of the job's store.
