@@ -118,6 +118,12 @@ _Static_assert(sizeof(struct pev) == NBP_EV_ALIGN, "an event is one 256-byte slo
 
 /* One latency histogram of a context (metrics.h). key 0 = free: claimed by a compare-and-swap, as
  * several threads complete tasks of one context; counts are relaxed additions. */
+/* A key is 1 << 63 | tag index << NBP_LAT_TAG_SHIFT | proto + 1 << 24 | algo + 1 << 16 | size bucket << 8
+ * | collective. Tag index 0: untagged; 1..NCCLBPF_LAT_TAGS: pctx.lat_tags[index - 1]; NBP_LAT_TAG_OTHER:
+ * tagged, no room. */
+#define NBP_LAT_TAG_SHIFT 32
+#define NBP_LAT_TAG_OTHER 0xffu
+_Static_assert(NCCLBPF_LAT_TAGS < NBP_LAT_TAG_OTHER, "tag indexes fit 8 bits below the other tag");
 struct lat_ent {
 	_Alignas(NBP_ALIGN) _Atomic uint64_t key;
 	_Atomic uint64_t sum_ns;
@@ -150,6 +156,10 @@ struct pctx {
 	struct pctx *next_ctx; /* registry, under g_reg_lock */
 	struct lat_ent *lat;   /* NCCLBPF_LAT_TAB_N latency histograms (metrics.h) */
 	_Atomic uint64_t lat_overflow;
+	/* The user tags of the latency histograms: slot i holds the tag of key tag index i + 1 (0: free),
+	 * claimed in order and never freed (lat_tag_index); lat_tagged counts the entries of tagged keys. */
+	_Atomic uint64_t lat_tags[NCCLBPF_LAT_TAGS];
+	_Atomic uint32_t lat_tagged;
 };
 
 /* A hook slot: the entry point of the published program (0: none), one per cache line. The same
@@ -294,6 +304,9 @@ int ncclbpf_metrics_latency(struct ncclbpf_latency_hist *out, int max, uint64_t 
 			h->size_bucket = (int32_t)(uint8_t)(k >> 8);
 			h->algo = (int32_t)(uint8_t)(k >> 16) - 1;
 			h->proto = (int32_t)(uint8_t)(k >> 24) - 1;
+			uint32_t ti = (uint32_t)(k >> NBP_LAT_TAG_SHIFT) & 0xff;
+			h->other_tag = ti == NBP_LAT_TAG_OTHER;
+			if (ti >= 1 && ti <= NCCLBPF_LAT_TAGS) h->user_tag = atomic_load_explicit(&pc->lat_tags[ti - 1], memory_order_acquire);
 			/* The count is the sum of the buckets read (a task completing meanwhile may be in the
 			 * sum of latencies and not yet in the buckets, or the reverse). */
 			h->sum_ns = atomic_load_explicit(&l->sum_ns, memory_order_relaxed);
@@ -712,8 +725,66 @@ static void child_done(struct pctx *pc, struct pev *e, uint32_t units, uint64_t 
 	if (release(p, pgen, units)) complete(pc, p, pgen, t);
 }
 
+/* lat_tag_index is the tag index of user tag t (not 0) in pc's latency keys: 1 + its slot in
+ * pc->lat_tags, claiming the first free slot for a new tag, or NBP_LAT_TAG_OTHER once all are taken.
+ * Slots are claimed in order and never freed, so two threads that meet a new tag at once end in the
+ * same slot. Only tagged tasks come here. */
+__attribute__((noinline)) static uint32_t lat_tag_index(struct pctx *pc, uint64_t t) {
+	for (uint32_t i = 0; i < NCCLBPF_LAT_TAGS; i++) {
+		uint64_t c = atomic_load_explicit(&pc->lat_tags[i], memory_order_acquire);
+		if (c == 0) {
+			uint64_t z = 0;
+			c = atomic_compare_exchange_strong_explicit(&pc->lat_tags[i], &z, t, memory_order_acq_rel, memory_order_acquire) ? t : z;
+		}
+		if (c == t) return i + 1;
+	}
+	return NBP_LAT_TAG_OTHER;
+}
+
+/* lat_claim takes a free histogram entry for key, a compare-and-swap on its key word; a key with a
+ * user tag of its own also takes one of the NCCLBPF_LAT_TAGGED_N tagged entries, or none: then the
+ * task goes to the tag "other". Returns the key the entry holds now (key: claimed). */
+static uint64_t lat_claim(struct pctx *pc, struct lat_ent *l, uint64_t key) {
+	uint32_t ti = (uint32_t)(key >> NBP_LAT_TAG_SHIFT) & 0xff;
+	int tagged = ti != 0 && ti != NBP_LAT_TAG_OTHER;
+	if (tagged && atomic_fetch_add_explicit(&pc->lat_tagged, 1, memory_order_relaxed) >= NCCLBPF_LAT_TAGGED_N) {
+		atomic_fetch_sub_explicit(&pc->lat_tagged, 1, memory_order_relaxed);
+		return 0;
+	}
+	uint64_t zero = 0;
+	if (atomic_compare_exchange_strong_explicit(&l->key, &zero, key, memory_order_acq_rel, memory_order_acquire)) return key;
+	if (tagged) atomic_fetch_sub_explicit(&pc->lat_tagged, 1, memory_order_relaxed);
+	return zero;
+}
+
+/* lat_count adds one latency (bucket li, ns) to key's histogram: its entry, found or claimed within 8
+ * probes. Returns 0 if there is none. Entries are never freed: a key is in the first free entry of
+ * its probe sequence, so a probe that meets a free entry it cannot claim for key can stop. */
+static inline int lat_count(struct pctx *pc, uint64_t key, uint32_t li, uint64_t ns) {
+	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 57); /* 7 bits: NCCLBPF_LAT_TAB_N */
+	for (uint32_t i = 0; i < 8; i++) {
+		struct lat_ent *l = &pc->lat[(h + i) & (NCCLBPF_LAT_TAB_N - 1)];
+		uint64_t k = atomic_load_explicit(&l->key, memory_order_acquire);
+		if (k == 0 && (k = lat_claim(pc, l, key)) == 0) return 0;
+		if (k != key) continue;
+		atomic_fetch_add_explicit(&l->b[li], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&l->sum_ns, ns, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
+/* lat_miss counts a task whose key found no entry: a tagged one under the tag "other", else (or if
+ * that finds none either) in the context's overflow. */
+__attribute__((noinline)) static void lat_miss(struct pctx *pc, uint64_t key, uint32_t li, uint64_t ns) {
+	uint64_t other = (key & ~(0xffull << NBP_LAT_TAG_SHIFT)) | (uint64_t)NBP_LAT_TAG_OTHER << NBP_LAT_TAG_SHIFT;
+	if (((key >> NBP_LAT_TAG_SHIFT) & 0xff) != 0 && key != other && lat_count(pc, other, li, ns)) return;
+	atomic_fetch_add_explicit(&pc->lat_overflow, 1, memory_order_relaxed);
+}
+
 /* lat_add counts a completed collective task in its context's latency histograms: the GPU span when
- * NCCL gave GPU timestamps, else the host span (ncclbpf_prof_latency_ns's choice). */
+ * NCCL gave GPU timestamps, else the host span (ncclbpf_prof_latency_ns's choice). An untagged task
+ * pays one test for the tag. */
 static void lat_add(struct pctx *pc, struct pev *e) {
 	if (!pc->lat) return;
 	uint64_t end = atomic_load_explicit(&e->end_ns, memory_order_relaxed), start = e->start_ns ? e->start_ns : end;
@@ -723,25 +794,10 @@ static void lat_add(struct pctx *pc, struct pev *e) {
 	if (gs != UINT64_MAX && ge != 0 && ge >= gs) ns = ge - gs;
 	uint64_t key = 1ull << 63 | (uint64_t)(uint8_t)e->id.func | (uint64_t)ncclbpf_size_bucket(e->id.bytes) << 8 |
 	               (uint64_t)(uint8_t)(e->id.algo + 1) << 16 | (uint64_t)(uint8_t)(e->id.proto + 1) << 24;
-	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 57); /* 7 bits: NCCLBPF_LAT_TAB_N */
+	if (__builtin_expect(e->id.user_tag != 0, 0)) key |= (uint64_t)lat_tag_index(pc, e->id.user_tag) << NBP_LAT_TAG_SHIFT;
 	uint32_t li = ns <= (1ull << NCCLBPF_LAT_MIN_LOG2) ? 0 : 64 - (uint32_t)__builtin_clzll(ns - 1) - NCCLBPF_LAT_MIN_LOG2;
 	if (li >= NCCLBPF_LAT_BUCKETS) li = NCCLBPF_LAT_BUCKETS - 1;
-	for (uint32_t i = 0; i < 8; i++) {
-		struct lat_ent *l = &pc->lat[(h + i) & (NCCLBPF_LAT_TAB_N - 1)];
-		uint64_t k = atomic_load_explicit(&l->key, memory_order_acquire);
-		if (k == 0) {
-			uint64_t zero = 0;
-			if (atomic_compare_exchange_strong_explicit(&l->key, &zero, key, memory_order_acq_rel, memory_order_acquire))
-				k = key;
-			else
-				k = zero;
-		}
-		if (k != key) continue;
-		atomic_fetch_add_explicit(&l->b[li], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&l->sum_ns, ns, memory_order_relaxed);
-		return;
-	}
-	atomic_fetch_add_explicit(&pc->lat_overflow, 1, memory_order_relaxed);
+	if (!lat_count(pc, key, li, ns)) lat_miss(pc, key, li, ns);
 }
 
 /* An event ends when its last unit is released: its own stop or its last child's. The end time is
