@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * metrics.h: what the exporter reads from a process (declarations only, for cgo). The hot-path side
- * is metrics_fold.h (tuner) and profiler.c (latency).
+ * is metrics_fold.h (tuner) and profiler_events.c (latency).
  *
  * Decision counts: every getCollInfo call that runs a program counts one decision in its
  * communicator's table, keyed by (collective, size bucket, outcome cell, channels, whether the cell
