@@ -200,7 +200,7 @@ func TestRunSizeAware(t *testing.T) {
 		t.Errorf("--mem with ring/simple available: r0 %d, %+v", r.R0, r.Outputs)
 	}
 	// Derived inputs follow the given ones.
-	r = runJSON(t, sizeAwareObj, "--ranks", "16", "--nodes", "2", "--costs", "nvls=na")
+	r = runJSON(t, sizeAwareObj, "--ranks", "16", "--nodes", "2", "--costs", "all=1,nvls=na")
 	if r.in("n_nvl_domains") != 2 || r.in("min_ranks_per_nvl_domain") != 8 || r.in("avail_mask") != 0x1fffff&^(7<<12) {
 		t.Errorf("derived: n_nvl_domains %d, min ranks %d, avail_mask %#x", r.in("n_nvl_domains"),
 			r.in("min_ranks_per_nvl_domain"), r.in("avail_mask"))
@@ -563,7 +563,7 @@ func TestTunerEffect(t *testing.T) {
 		{0, []string{"algorithm=ring", "protocol=simple"}, true, "ring", "simple", "0", "NCCL runs ring/simple with its own channel count"},
 		{0, []string{"algorithm=ring", "protocol=ll"}, false, "", "", "", "dropped (the chosen cell is unavailable (-1.0))"},
 		{0, []string{"algorithm=ring"}, true, "ring", "simple", "0", "(the cheapest cell of the row chosen)"},
-		{0, []string{"protocol=ll"}, true, "nvls", "ll", "0", "(the cheapest cell of the column chosen)"},
+		{0, []string{"protocol=ll"}, true, "tree", "ll", "0", "(the cheapest cell of the column chosen)"},
 		{0, []string{"protocol=ll", "abi_version=2"}, false, "", "", "", "tuner v2 cannot take"},
 		{0, []string{"n_channels=100"}, true, "nvls", "simple", "64", "with 64 channels (clamped from 100)"},
 		{0, []string{"n_channels=-1"}, false, "", "", "", "dropped (negative channel count)"},
