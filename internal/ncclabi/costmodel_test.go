@@ -265,9 +265,11 @@ func loadCapture(t *testing.T, dir string) (*Tuning, *Capture) {
 }
 
 // A wrong model must fail the comparison: each part of NCCL's model left
-// out in turn, on every capture where that part is seen.
+// out in turn, on every capture where that part is seen, and each part is
+// seen in one capture at least.
 func TestCapturesCatchWrongModel(t *testing.T) {
 	dirs, _ := filepath.Glob("testdata/capture/*/costs.json")
+	seen := map[string]bool{}
 	for _, costs := range dirs {
 		tu, capt := loadCapture(t, filepath.Dir(costs))
 		treeSeen := false
@@ -276,18 +278,28 @@ func TestCapturesCatchWrongModel(t *testing.T) {
 				treeSeen = true
 			}
 		}
-		if !treeSeen {
-			t.Errorf("%s: no AllReduce with Tree available: the tree correction is not put to the test", costs)
+		plateauSeen := tu.Comm.NNodes > 1 && tu.BW[funcAllReduce][algoRing][protoSimple] > 0
+		for _, part := range []struct {
+			name string
+			seen bool
+			m    modelParts
+		}{
+			{"the tree correction", treeSeen, modelParts{noTreeCorrection: true}},
+			{"the ring plateau", plateauSeen, modelParts{noPlateau: true}},
+			{"the left-out algorithms", anySkipped(tu, capt), modelParts{noSkips: true}},
+		} {
+			if !part.seen {
+				continue
+			}
+			seen[part.name] = true
+			if bad := tu.check(capt, part.m); len(bad) == 0 {
+				t.Errorf("%s: the model without %s passes", costs, part.name)
+			}
 		}
-		if bad := tu.check(capt, modelParts{noTreeCorrection: true}); len(bad) == 0 {
-			t.Errorf("%s: the model without the tree correction passes", costs)
-		}
-		if bad := tu.check(capt, modelParts{noSkips: true}); len(bad) == 0 && anySkipped(tu, capt) {
-			t.Errorf("%s: the model that skips no algorithm passes", costs)
-		}
-		plateau := tu.Comm.NNodes > 1 && tu.BW[funcAllReduce][algoRing][protoSimple] > 0
-		if bad := tu.check(capt, modelParts{noPlateau: true}); len(bad) == 0 && plateau {
-			t.Errorf("%s: the model without the ring plateau passes", costs)
+	}
+	for _, name := range []string{"the tree correction", "the ring plateau", "the left-out algorithms"} {
+		if !seen[name] {
+			t.Errorf("no capture puts %s to the test", name)
 		}
 	}
 }
@@ -307,4 +319,44 @@ func anySkipped(tu *Tuning, capt *Capture) bool {
 	return false
 }
 
-var _ = os.ReadFile
+// Check reports exactly the cells that differ: a cost just outside the
+// printing precision, and a cell available on one side only.
+func TestCheckFindsCells(t *testing.T) {
+	tu, capt := loadCapture(t, "testdata/capture/synthetic-h100x16")
+	c := *capt
+	c.Calls = append([]CapturedCall(nil), capt.Calls...)
+	i := len(c.Calls) - 1 // AllReduce 1 GiB
+	cell := c.Calls[i].CostBits[1*NumProtos+2]
+	lo, hi := tu.CostBounds(Comm{Version: tu.Comm.Version, NRanks: 16, NNodes: 2, LocalRanks: 8, NChannels: 24, MinCompCap: 90},
+		Call{Func: c.Calls[i].Coll, Bytes: c.Calls[i].Bytes, NumPipeOps: 1}, PrintedLatErr, PrintedBWErr)
+	if got := math.Float32frombits(cell); got < lo[1][2] || got > hi[1][2] {
+		t.Fatalf("Ring/Simple at 1 GiB: %g outside [%g, %g] before any change", got, lo[1][2], hi[1][2])
+	}
+	c.Calls[i].CostBits[1*NumProtos+2] = math.Float32bits(hi[1][2] * 1.001)
+	c.Calls[0].CostBits[algoNVLS*NumProtos+protoSimple] = math.Float32bits(50) // NCCL leaves NVLS out across nodes
+	bad := tu.Check(&c)
+	if len(bad) != 2 || bad[0].Algo != algoNVLS || bad[0].Lo != Unavailable || bad[1].Algo != algoRing || bad[1].Proto != protoSimple {
+		t.Errorf("Check: %v; want NVLS/Simple of the first call and Ring/Simple of the last", bad)
+	}
+	if len(bad) == 2 && !strings.Contains(bad[0].String(), "Broadcast 8 B (pipe ops 1) NVLS/Simple: NCCL 50, model unavailable") {
+		t.Errorf("mismatch text %q", bad[0])
+	}
+}
+
+func TestReadCaptureErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ json, want string }{
+		{`{"calls":[]}`, "no calls"},
+		{`{"calls":[{"coll":5,"n_ranks":2,"n_nodes":1}]}`, "call 0: coll 5"},
+		{`{"calls":[{"coll":4,"n_ranks":0,"n_nodes":1}]}`, "want coll 0..4 and at least one rank and node"},
+		{`{"calls":`, "unexpected end of JSON"},
+	} {
+		path := filepath.Join(dir, "costs.json")
+		if err := os.WriteFile(path, []byte(tc.json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadCapture(path); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v; want an error naming the file with %q", tc.json, err, tc.want)
+		}
+	}
+}
