@@ -57,7 +57,8 @@ tables are of one 8-GPU H100 node (a synthetic example in NCCL's format,
 internal/ncclabi/testdata/default/tuning.log); --tuning-log LOG reads yours
 from an NCCL log taken with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING
 (its first communicator with tables; its ranks and nodes become the
-defaults of --ranks and --nodes). --costs edits the table: ALGO=US sets a row, PROTO=US a column, ALGO/PROTO=US one cell, all=US
+defaults of --ranks and --nodes; docs/cost-model.md). --costs edits the
+table: ALGO=US sets a row, PROTO=US a column, ALGO/PROTO=US one cell, all=US
 every cell, "none" makes every cell unavailable, e.g.
   --costs none,ring/simple=40,tree/ll=55     only two cells available
   --costs nvls=na,collnet_direct=na,collnet_chain=na
