@@ -28,6 +28,7 @@
 #   nccl-p2p             testhost/gpu/nccl_p2p.c against NCCL (NCCL_HOME, else the system's) and
 #                        CUDA (CUDA_HOME, default /usr/local/cuda); rpaths to both
 #   nccl-allreduce       testhost/gpu/nccl_allreduce.c, the same way
+#   nccl-sweep           testhost/gpu/nccl_sweep.c, the same way (scripts/gpu-cost-capture.sh)
 #   tunerbench           the independent tuner harness (SHARED_BENCH/tunerbench.c)
 #   harness-native       its native plugin (SHARED_BENCH/native_size_aware.c)
 #
@@ -95,7 +96,7 @@ footprint) SRC=(testhost/footprint.c) && prog "$@" ;;
 native) SRC=(testhost/native_size_aware.c) && dso "$@" ;;
 tcpnet) SRC=(testhost/tcpnet.c) && dso "$@" ;;
 profiler-standalone) SRC=(plugin/profiler.c plugin/profiler_events.c plugin/profiler_abi.c plugin/clock.c plugin/grace.c) && dso "$@" ;;
-nccl-p2p | nccl-allreduce)
+nccl-p2p | nccl-allreduce | nccl-sweep)
 	CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 	nccl=() nl=-lnccl
 	if [ -n "${NCCL_HOME:-}" ]; then
@@ -104,6 +105,7 @@ nccl-p2p | nccl-allreduce)
 	fi
 	src=testhost/gpu/nccl_p2p.c
 	[ "$TARGET" = nccl-allreduce ] && src=testhost/gpu/nccl_allreduce.c
+	[ "$TARGET" = nccl-sweep ] && src=testhost/gpu/nccl_sweep.c
 	"$CC" "${EXT_CFLAGS[@]}" "$@" "${nccl[@]}" -I"$CUDA_HOME/include" -o "$OUTPUT" "$src" \
 		-L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" "$nl" -lcudart
 	;;

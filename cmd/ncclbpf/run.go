@@ -38,10 +38,16 @@ suffixes), names for collectives, algorithms and protocols, or, for the
 tuner's cost cells, microseconds as a float ("na" or -1: unavailable; 0x...:
 raw float bits).
 
-Tuner contexts: by default the cost table is an illustrative model (latency
-plus size over bandwidth) in which every cell is available and the cheapest
-cell depends on --bytes and --ranks; it is not NCCL's model. --costs edits
-it: ALGO=US sets a row, PROTO=US a column, ALGO/PROTO=US one cell, all=US
+Tuner contexts: the cost table is what NCCL would hand the tuner for the
+call: NCCL's own per-call model (latency per pipelined op plus bytes over
+bandwidth, with its tree correction, ring plateau and unavailable cells)
+over the latency and bandwidth tables NCCL prints at init. The built-in
+tables are of one 8-GPU H100 node (a synthetic example in NCCL's format,
+internal/ncclabi/testdata/default/tuning.log); --tuning-log LOG reads yours
+from an NCCL log taken with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING
+(its first communicator with tables; its ranks and nodes become the
+defaults of --ranks and --nodes; docs/cost-model.md). --costs edits the
+table: ALGO=US sets a row, PROTO=US a column, ALGO/PROTO=US one cell, all=US
 every cell, "none" makes every cell unavailable, e.g.
   --costs none,ring/simple=40,tree/ll=55     only two cells available
   --costs nvls=na,collnet_direct=na,collnet_chain=na
@@ -100,6 +106,7 @@ func runFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.Ranks, "ranks", "", "`N` ranks in the communicator")
 	fs.StringVar(&o.Nodes, "nodes", "", "`N` nodes spanned by the communicator")
 	fs.StringVar(&o.Costs, "costs", "", "edit the tuner's cost table: a `LIST` of ALGO=US, PROTO=US, ALGO/PROTO=US, all=US, none (US: microseconds or na)")
+	fs.StringVar(&o.TuningLog, "tuning-log", "", "tuner: compute the cost table from the tables of this NCCL `LOG` (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING) instead of the built-in ones")
 	fs.StringVar(&o.Mem, "mem", "", "`HEX` bytes: r1/r2 of a generic program, or the raw initial context (@FILE reads them from FILE)")
 	varFlag(fs, &o.Vars)
 	fs.StringVar(&o.Rules, "rules", "", "fill the rules policy's table from this `FILE` (NCCL's example CSV tuner format)")

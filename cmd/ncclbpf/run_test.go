@@ -200,7 +200,7 @@ func TestRunSizeAware(t *testing.T) {
 		t.Errorf("--mem with ring/simple available: r0 %d, %+v", r.R0, r.Outputs)
 	}
 	// Derived inputs follow the given ones.
-	r = runJSON(t, sizeAwareObj, "--ranks", "16", "--nodes", "2", "--costs", "nvls=na")
+	r = runJSON(t, sizeAwareObj, "--ranks", "16", "--nodes", "2", "--costs", "all=1,nvls=na")
 	if r.in("n_nvl_domains") != 2 || r.in("min_ranks_per_nvl_domain") != 8 || r.in("avail_mask") != 0x1fffff&^(7<<12) {
 		t.Errorf("derived: n_nvl_domains %d, min ranks %d, avail_mask %#x", r.in("n_nvl_domains"),
 			r.in("min_ranks_per_nvl_domain"), r.in("avail_mask"))

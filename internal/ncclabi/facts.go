@@ -11,6 +11,11 @@
 // (`cc -dM -E`). A release whose headers are not at hand is described by a
 // facts file (testdata/*.facts): the same facts, written by WriteFacts, no
 // header text.
+//
+// It also holds NCCL's per-call cost model (costmodel.go): the cost table
+// NCCL hands a tuner, computed from the tables NCCL logs at init
+// (tuninglog.go) and checked against captures of real runs (capture.go,
+// testdata/capture).
 package ncclabi
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/internal/cli"
+	"github.com/ncclbpf/ncclbpf/internal/ncclabi"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/ncclbpf/ncclbpf/tuner"
 )
@@ -55,7 +56,7 @@ func (r *runTarget) buildContext(o *Options) error {
 		raw = b
 	}
 	if r.hook == nil {
-		if len(o.Sets) > 0 || o.Coll != "" || o.Bytes != "" || o.Ranks != "" || o.Nodes != "" || o.Costs != "" {
+		if len(o.Sets) > 0 || o.Coll != "" || o.Bytes != "" || o.Ranks != "" || o.Nodes != "" || o.Costs != "" || o.TuningLog != "" {
 			return cli.Usagef("program %s has no hook, hence no context fields: give its memory with --mem, or a hook with --hook", r.prog.Name)
 		}
 		r.ctx = raw
@@ -75,6 +76,9 @@ func (r *runTarget) buildContext(o *Options) error {
 				return fmt.Errorf("BUG: default %s: %w", s, err)
 			}
 		}
+	}
+	if err := r.loadTuningLog(o, raw == nil); err != nil {
+		return err
 	}
 	aliases := []struct {
 		flag, val string
@@ -136,6 +140,10 @@ func (r *runTarget) buildContext(o *Options) error {
 		}
 	} else if o.Costs != "" {
 		return fmt.Errorf("--costs: hook %s has no cost table (only tuner programs do)", r.hook.Name)
+	}
+	if c := r.tuning; c != nil && (int64(c.Comm.NRanks) != r.get("n_ranks") || int64(c.Comm.NNodes) != r.get("n_nodes")) {
+		r.notes = append(r.notes, fmt.Sprintf("the tables of %s are of %d ranks on %d nodes; %d ranks on %d nodes change only the per-call parts of the model",
+			o.TuningLog, c.Comm.NRanks, c.Comm.NNodes, r.get("n_ranks"), r.get("n_nodes")))
 	}
 	if raw == nil {
 		r.derive()
@@ -298,32 +306,46 @@ func (r *runTarget) setCost(i int, bits uint32) {
 	el.Put(r.ctx, uint64(bits))
 }
 
-// The illustrative cost model: latency (µs) and bandwidth (GB/s) per
-// algorithm and protocol factors. Only the ordering it produces matters:
-// LL for small sizes, Simple for large ones, Tree before Ring when ranks
-// grow.
-var (
-	modelLat = [7]func(ranks, nodes float64) float64{
-		func(r, n float64) float64 { return 1.5 * math.Log2(max(r, 2)) },       // tree
-		func(r, n float64) float64 { return 0.8 * (max(r, 2) - 1) },            // ring
-		func(r, n float64) float64 { return 6 + n },                            // collnet_direct
-		func(r, n float64) float64 { return 7 + n },                            // collnet_chain
-		func(r, n float64) float64 { return 5 + 2*n },                          // nvls
-		func(r, n float64) float64 { return 6 + 2*math.Log2(max(n, 1)) },       // nvls_tree
-		func(r, n float64) float64 { return 1.2 * math.Log2(max(r, 2)) * 1.5 }, // pat
+// loadTuningLog reads --tuning-log: NCCL's tables for the cost model, whose
+// communicator's ranks and nodes become the typical values (defaults).
+func (r *runTarget) loadTuningLog(o *Options, defaults bool) error {
+	if o.TuningLog == "" {
+		return nil
 	}
-	modelBW         = [7]float64{60, 80, 50, 45, 100, 90, 30}
-	modelProtoLat   = [3]float64{0.4, 0.7, 1.5}
-	modelProtoBWFac = [3]float64{0.5, 0.92, 1.0}
-)
+	if r.hook.Context.Name != tunerCtxName {
+		return fmt.Errorf("--tuning-log: hook %s has no cost table (only tuner programs do)", r.hook.Name)
+	}
+	ts, err := ncclabi.ParseTuningLogFile(o.TuningLog)
+	if err != nil {
+		return fmt.Errorf("--tuning-log: %w", err)
+	}
+	r.tuning = ts[0]
+	if c := r.tuning.Comm; defaults && c.NRanks > 0 {
+		r.put("n_ranks", int64(c.NRanks))
+		r.put("n_nodes", int64(c.NNodes))
+	}
+	return nil
+}
 
+// fillModelCosts fills the cost table as NCCL would hand it to the tuner
+// for this call: NCCL's per-call model (internal/ncclabi) over the tables
+// of --tuning-log, or the built-in ones, for the context's collective,
+// size, pipelined ops, ranks and nodes.
 func (r *runTarget) fillModelCosts() {
-	bytes := float64(uint64(r.get("n_bytes")))
-	ranks, nodes := float64(r.get("n_ranks")), float64(r.get("n_nodes"))
-	for a := 0; a < len(hook.AlgoNames); a++ {
-		for p := 0; p < len(hook.ProtoNames); p++ {
-			us := modelLat[a](ranks, nodes)*modelProtoLat[p] + bytes/(modelBW[a]*modelProtoBWFac[p]*1e3)
-			r.setCost(a*3+p, math.Float32bits(float32(us)))
+	t := r.tuning
+	if t == nil {
+		t = ncclabi.DefaultTuning()
+	}
+	comm := t.Comm
+	comm.NRanks, comm.NNodes = int(r.get("n_ranks")), int(r.get("n_nodes"))
+	if comm.NNodes > 0 && (comm.NRanks != t.Comm.NRanks || comm.NNodes != t.Comm.NNodes) {
+		comm.LocalRanks = (comm.NRanks + comm.NNodes - 1) / comm.NNodes
+	}
+	costs := t.Costs(comm, ncclabi.Call{Func: int(r.get("coll_type")), Bytes: uint64(r.get("n_bytes")),
+		NumPipeOps: int(r.get("num_pipe_ops"))})
+	for a := range costs {
+		for p := range costs[a] {
+			r.setCost(a*len(costs[a])+p, math.Float32bits(costs[a][p]))
 		}
 	}
 }

@@ -26,7 +26,7 @@ func TestTunerEffect(t *testing.T) {
 		{0, []string{"algorithm=ring", "protocol=simple"}, true, "ring", "simple", "0", "NCCL runs ring/simple with its own channel count"},
 		{0, []string{"algorithm=ring", "protocol=ll"}, false, "", "", "", "dropped (the chosen cell is unavailable (-1.0))"},
 		{0, []string{"algorithm=ring"}, true, "ring", "simple", "0", "(the cheapest cell of the row chosen)"},
-		{0, []string{"protocol=ll"}, true, "nvls", "ll", "0", "(the cheapest cell of the column chosen)"},
+		{0, []string{"protocol=ll"}, true, "tree", "ll", "0", "(the cheapest cell of the column chosen)"},
 		{0, []string{"protocol=ll", "abi_version=2"}, false, "", "", "", "tuner v2 cannot take"},
 		{0, []string{"n_channels=100"}, true, "nvls", "simple", "64", "with 64 channels (clamped from 100)"},
 		{0, []string{"n_channels=-1"}, false, "", "", "", "dropped (negative channel count)"},

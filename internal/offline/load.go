@@ -10,6 +10,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/internal/cli"
+	"github.com/ncclbpf/ncclbpf/internal/ncclabi"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
@@ -33,6 +34,7 @@ type Options struct {
 	Ranks      string   // ranks in the communicator
 	Nodes      string   // nodes spanned by the communicator
 	Costs      string   // edits of the tuner's cost table
+	TuningLog  string   // an NCCL log whose tables feed the tuner's cost model (empty: the built-in ones)
 	Sets       []string // FIELD=VALUE settings of context fields
 	Vars       []string // NAME=VALUE settings of volatile const globals (each may be a comma-separated list)
 	Repeat     int      // runs, sequence numbers counting up
@@ -112,6 +114,7 @@ type runTarget struct {
 	closers  []func() error
 	ctx      []byte // the context (or --mem) template
 	set      map[string]bool
+	tuning   *ncclabi.Tuning // NCCL's tables for the cost model (nil: the built-in ones)
 }
 
 func (r *runTarget) close() {

@@ -6,6 +6,7 @@
 #   p2p_count.bpf.o, p2p_count_b.bpf.o (-DVARIANT_B: the object a reload swaps in),
 #   p2p_empty.bpf.o (a P2p program that does nothing, for scripts/gpu-profiler-cost.sh),
 #   unsafe_null_deref.bpf.o, unsafe_join.bpf.o (rejected by the verifier, on purpose)
+#   cost_record.bpf.o (the recording tuner of scripts/gpu-cost-capture.sh)
 #   footprint, libnative.so, libemptygo.so   for scripts/footprint.sh
 #   net_host, libnccl-net-tcpnet.so          for testhost/gpu/net-check.sh and scripts/bench-net.sh
 #   profiler-host                            for scripts/bench-profiler.sh
@@ -59,8 +60,9 @@ fi
 # The eBPF objects as committed: scripts/build-bpf.sh is their one recipe, and internal/bpfbuild's
 # test holds them to it byte for byte.
 cp testhost/gpu/p2p_count.bpf.o testhost/gpu/p2p_count_b.bpf.o testhost/gpu/p2p_empty.bpf.o testhost/gpu/unsafe_null_deref.bpf.o \
-	testhost/gpu/unsafe_join.bpf.o "$ART/"
+	testhost/gpu/unsafe_join.bpf.o testhost/gpu/cost_record.bpf.o "$ART/"
 "$ART/ncclbpf" verify "$ART/p2p_count.bpf.o" >/dev/null
+"$ART/ncclbpf" verify "$ART/cost_record.bpf.o" >/dev/null
 "$ART/ncclbpf" verify "$ART/p2p_count_b.bpf.o" >/dev/null
 "$ART/ncclbpf" verify "$ART/p2p_empty.bpf.o" >/dev/null
 if "$ART/ncclbpf" verify "$ART/unsafe_null_deref.bpf.o" >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cuda_runtime.h (fake): the few CUDA runtime declarations testhost/gpu/nccl_p2p.c and nccl_allreduce.c use, for the dry
+/* cuda_runtime.h (fake): the few CUDA runtime declarations testhost/gpu/nccl_p2p.c, nccl_allreduce.c and nccl_sweep.c use, for the dry
  * run without a GPU (testhost/gpu/dry-run.sh). Written for this test; not NVIDIA's header. */
 #pragma once
 #include <stddef.h>
@@ -18,4 +18,5 @@ cudaError_t cudaMemsetAsync(void *, int, size_t, cudaStream_t);
 cudaError_t cudaMemcpyAsync(void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t);
 cudaError_t cudaMemcpy(void *, const void *, size_t, enum cudaMemcpyKind);
 cudaError_t cudaStreamSynchronize(cudaStream_t);
+cudaError_t cudaMemGetInfo(size_t *, size_t *);
 const char *cudaGetErrorString(cudaError_t);

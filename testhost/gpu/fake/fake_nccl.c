@@ -18,8 +18,14 @@
  * bench-procs): the id names a shared-memory file in which each rank's all-reduce input meets the
  * others' behind a barrier; each rank's tuner is asked as above, with one node per rank.
  *
- * It is no model of NCCL beyond that: no kernels, no transport. For testhost/gpu/dry-run.sh and
- * testhost/gpu/tuner-cost-dry.sh only. FAKE_CORRUPT=N corrupts the N-th group's received bytes.
+ * With FAKE_RANKS_APART=1, ncclCommInitRank takes communicators of several ranks, one process per
+ * rank (nothing moves between them): rank 0 prints a tuning table in NCCL's format (Ring only) and
+ * each AllReduce, AllGather, ReduceScatter, Broadcast and Reduce asks the tuner with the cost table
+ * that table gives (latency + bytes / (1000 * bandwidth)), for testhost/gpu/cost-capture-dry.sh.
+ *
+ * It is no model of NCCL beyond that: no kernels, no transport. For testhost/gpu/dry-run.sh,
+ * testhost/gpu/tuner-cost-dry.sh and testhost/gpu/cost-capture-dry.sh only. FAKE_CORRUPT=N corrupts
+ * the N-th group's received bytes.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -63,6 +69,10 @@ cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n, int k, cudaStrea
 }
 cudaError_t cudaMemcpy(void *d, const void *src, size_t n, int k) { (void)k; memcpy(d, src, n); return 0; }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return 0; }
+cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total) {
+	*freeb = *total = (size_t)4 << 30;
+	return 0;
+}
 const char *cudaGetErrorString(cudaError_t e) { return e ? "fake CUDA error" : "no error"; }
 
 /* ---- NCCL's logger ---- */
@@ -123,6 +133,7 @@ struct ncclComm {
 	void *pctx, *tctx;
 	volatile int mask;
 	struct xproc *xp; /* a communicator of several processes */
+	int apart; /* a rank of FAKE_RANKS_APART: its collectives only ask the tuner */
 };
 
 /* The shared memory of a communicator of several processes: a barrier and one input slot per rank. */
@@ -164,7 +175,13 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *u) {
 	return bad ? ncclInternalError : ncclSuccess;
 }
 
+static ncclResult_t init_apart(ncclComm_t *out, int nranks, int rank);
+
 ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
+	if ((nranks != 1 || rank != 0) && getenv("FAKE_RANKS_APART")) {
+		if (rank == 0) shm_unlink(id.internal); /* the ranks apart share nothing */
+		return init_apart(out, nranks, rank);
+	}
 	if (nranks < 1 || nranks > XP_MAXR || rank < 0 || rank >= nranks) return ncclInvalidArgument;
 	struct ncclComm *c = calloc(1, sizeof *c);
 	if (!c) return ncclInternalError;
@@ -280,11 +297,14 @@ static int tune(ncclComm_t c, size_t n) {
 	return best;
 }
 
+static ncclResult_t ask_apart(ncclComm_t c, int func, size_t n);
+
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c,
                            cudaStream_t st) {
 	(void)st;
 	if (!c || t != ncclFloat || op != ncclSum) return ncclInvalidArgument;
 	size_t n = count * sizeof(float);
+	if (c->apart) return ask_apart(c, 4, n);
 	int cell = tune(c, n);
 	if (cell >= 0) tuned[cell]++;
 	if (!depth) {
@@ -366,4 +386,94 @@ const char *ncclGetErrorString(ncclResult_t r) { return r ? "fake NCCL error" : 
 ncclResult_t ncclGetVersion(int *v) {
 	*v = 22899; /* not a real NCCL version: the fake */
 	return ncclSuccess;
+}
+
+/* ---- FAKE_RANKS_APART: one process per rank; rank 0 prints its tuning table ---- */
+/* Ring's latency (µs) and bandwidth (GB/s) per function and protocol, exact in one decimal */
+static const float apart_lat[5][3] = {{4.5f, 7.5f, 12.5f}, {4.5f, 7.5f, 12.5f}, {5.5f, 8.5f, 14.0f},
+                                      {5.5f, 8.5f, 14.0f}, {9.5f, 15.0f, 26.5f}};
+static const float apart_bw[5][3] = {{10.0f, 30.5f, 45.0f}, {10.0f, 30.5f, 45.0f}, {8.5f, 25.0f, 40.0f},
+                                     {8.5f, 25.0f, 40.0f}, {5.0f, 15.5f, 22.5f}};
+
+static void print_apart_table(void) {
+	static const char *algos[7] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+	static const char *protos[3] = {"LL", "LL128", "Simple"};
+	static const char *funcs[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+	char line[1024];
+	for (int b = 0; b < 3; b++) {
+		int o = snprintf(line, sizeof line, "  Algorithm   |");
+		for (int a = b * 3; a < b * 3 + 3 && a < 7; a++) o += snprintf(line + o, sizeof line - o, " %14s   %14s   %14s |", "", algos[a], "");
+		logger(3, 0, __FILE__, __LINE__, "%s", line);
+		o = snprintf(line, sizeof line, "  Protocol    |");
+		for (int i = 0; i < 9; i++) o += snprintf(line + o, sizeof line - o, " %14s |", protos[i % 3]);
+		logger(3, 0, __FILE__, __LINE__, "%s", line);
+		o = snprintf(line, sizeof line, " Max NThreads |");
+		for (int a = b * 3; a < b * 3 + 3 && a < 7; a++)
+			for (int p = 0; p < 3; p++) o += snprintf(line + o, sizeof line - o, " %14d |", 512);
+		logger(3, 0, __FILE__, __LINE__, "%s", line);
+		for (int f = 0; f < 5; f++) {
+			o = snprintf(line, sizeof line, "%13s |", funcs[f]);
+			for (int a = b * 3; a < b * 3 + 3 && a < 7; a++)
+				for (int p = 0; p < 3; p++)
+					o += snprintf(line + o, sizeof line - o, "%8.1f/%6.1f |", a == 1 ? apart_lat[f][p] : 0.0f,
+					              a == 1 ? apart_bw[f][p] : 0.0f);
+			logger(3, 0, __FILE__, __LINE__, "%s", line);
+		}
+	}
+}
+
+static ncclResult_t init_apart(ncclComm_t *out, int nranks, int rank) {
+	if (nranks < 2 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+	struct ncclComm *c = calloc(1, sizeof *c);
+	if (!c) return ncclInternalError;
+	c->id = 0x5eedfa4eull * 0x9e3779b97f4a7c15ull;
+	c->nranks = nranks;
+	c->rank = rank;
+	c->apart = 1;
+	load_plugins();
+	if (tuner && tuner->init(&c->tctx, c->id, (size_t)nranks, 1, logger, NULL, NULL) != 0) c->tctx = NULL;
+	logger(3, 0, __FILE__, __LINE__, "NCCL version 2.28.9+fake");
+	logger(3, 0, __FILE__, __LINE__, "comm %p rank %d nRanks %d nNodes 1 localRanks %d localRank %d MNNVL 0", (void *)c,
+	       rank, nranks, nranks, rank);
+	if (rank == 0) print_apart_table();
+	logger(3, 0, __FILE__, __LINE__, "2 coll channels, 2 collnet channels, 0 nvls channels, 2 p2p channels, 2 p2p channels per peer");
+	*out = c;
+	return ncclSuccess;
+}
+
+/* ask_apart asks the tuner for a call of func on n bytes with the table rank 0 printed. */
+static ncclResult_t ask_apart(ncclComm_t c, int func, size_t n) {
+	if (!tuner || !c->tctx) return ncclSuccess;
+	float cost[7][3];
+	for (int a = 0; a < 7; a++)
+		for (int p = 0; p < 3; p++) cost[a][p] = a == 1 ? apart_lat[func][p] + (float)n / (1000 * apart_bw[func][p]) : -1.0f;
+	int nch = 0;
+	return tuner->getCollInfo(c->tctx, func, n, 1, (float **)cost, 7, 3, 0, &nch) ? ncclInternalError : ncclSuccess;
+}
+
+ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
+	(void)s, (void)r, (void)st;
+	if (!c || !c->apart || t != ncclFloat) return ncclInvalidArgument;
+	return ask_apart(c, 2, count * sizeof(float) * (size_t)c->nranks);
+}
+
+ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c,
+                               cudaStream_t st) {
+	(void)s, (void)r, (void)st;
+	if (!c || !c->apart || t != ncclFloat || op != ncclSum) return ncclInvalidArgument;
+	return ask_apart(c, 3, count * sizeof(float) * (size_t)c->nranks);
+}
+
+ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t t, int root, ncclComm_t c,
+                           cudaStream_t st) {
+	(void)s, (void)r, (void)st;
+	if (!c || !c->apart || t != ncclFloat || root < 0 || root >= c->nranks) return ncclInvalidArgument;
+	return ask_apart(c, 0, count * sizeof(float));
+}
+
+ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t c,
+                        cudaStream_t st) {
+	(void)s, (void)r, (void)st;
+	if (!c || !c->apart || t != ncclFloat || op != ncclSum || root < 0 || root >= c->nranks) return ncclInvalidArgument;
+	return ask_apart(c, 1, count * sizeof(float));
 }

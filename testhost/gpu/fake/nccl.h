@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* nccl.h (fake): the few NCCL declarations testhost/gpu/nccl_p2p.c and nccl_allreduce.c use, for the dry run without a
+/* nccl.h (fake): the few NCCL declarations testhost/gpu/nccl_p2p.c, nccl_allreduce.c and nccl_sweep.c use, for the dry run without a
  * GPU (testhost/gpu/dry-run.sh). Written for this test; not NVIDIA's header. */
 #pragma once
 #include <cuda_runtime.h>
@@ -12,6 +12,10 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *);
 ncclResult_t ncclCommInitRank(ncclComm_t *, int, ncclUniqueId, int);
 ncclResult_t ncclCommInitAll(ncclComm_t *, int, const int *);
 ncclResult_t ncclAllReduce(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+ncclResult_t ncclAllGather(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+ncclResult_t ncclReduceScatter(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+ncclResult_t ncclBroadcast(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+ncclResult_t ncclReduce(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t);
 ncclResult_t ncclCommFinalize(ncclComm_t);
 ncclResult_t ncclCommDestroy(ncclComm_t);
 ncclResult_t ncclGroupStart(void);
