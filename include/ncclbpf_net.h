@@ -66,8 +66,8 @@ typedef unsigned long long __u64;
                                     * posted_bytes */
 
 struct ncclbpf_net_ctx {
-	__ncclbpf_uniform __u64 comm_id;     /*   0 NCCL's communicator hash (net ABI v11+, from init); 0 on
-	                                      *     v10 */
+	__ncclbpf_uniform __u64 comm_id;     /*   0 NCCL's communicator hash (net ABI v11+, from init); 0
+	                                      *     before */
 	__ncclbpf_local __u64 peer_key;      /*   8 the remote endpoint, see above */
 	__ncclbpf_local __u64 conn_id;       /*  16 this process's connection number, from 1 */
 	__ncclbpf_local __u64 bytes;         /*  24 send: bytes sent; recv: bytes received (sum over the

@@ -240,8 +240,10 @@ const (
 )
 
 // Profiler is NCCL's profiler interface, ncclProfiler_v1 to _v7
-// (plugin/profiler.c: init_common, the start adapters, fill_ctx). A
-// kernel channel or kernel phase has its collective's identity fields.
+// (plugin/profiler.c: init_common, the start adapters, start_common,
+// fill_ctx). A kernel channel, proxy operation or kernel phase has its
+// task's identity fields (comm_id, seq, bytes, func, algorithm, protocol,
+// n_channels and the v7 fields): NCCL's, passed with the task.
 var Profiler = &Interface{
 	Name: "profiler", Oldest: 1, Newest: 7,
 	Contexts: []Context{{
@@ -286,13 +288,10 @@ var Profiler = &Interface{
 			{Field: "abi_version", Source: Shim},
 			{Field: "reserved", Source: Absent, Default: 0},
 			{Field: "user_tag", Since: 7, Source: NCCL, Before: Absent, Default: 0},
-			{Field: "user_tag", Hook: profProxyOpEnd, Source: Absent, Default: 0},
 			{Field: "kernel_variant", Since: 7, Source: NCCL, Before: Absent, Default: 0},
 			{Field: "kernel_variant", Hook: profP2pEnd, Source: Absent, Default: 0},
-			{Field: "kernel_variant", Hook: profProxyOpEnd, Source: Absent, Default: 0},
 			{Field: "is_sym_coll", Since: 7, Source: NCCL, Before: Absent, Default: 0},
 			{Field: "is_sym_coll", Hook: profP2pEnd, Source: Absent, Default: 0},
-			{Field: "is_sym_coll", Hook: profProxyOpEnd, Source: Absent, Default: 0},
 			{Field: "phase_id", Source: Absent, Default: -1},
 			{Field: "phase_id", Hook: profPhaseEnd, Source: NCCL},
 			{Field: "reserved2", Source: Absent, Default: 0},

@@ -104,7 +104,8 @@ func TestFill(t *testing.T) {
 		{"ncclbpf_prof_ctx", "profiler/coll_end", "n_channels", 3, NCCL, 0},
 		{"ncclbpf_prof_ctx", "profiler/coll_end", "user_tag", 6, Absent, 0},
 		{"ncclbpf_prof_ctx", "profiler/p2p_end", "user_tag", 7, NCCL, 0},
-		{"ncclbpf_prof_ctx", "profiler/proxy_op_end", "user_tag", 7, Absent, 0},
+		{"ncclbpf_prof_ctx", "profiler/proxy_op_end", "user_tag", 7, NCCL, 0},
+		{"ncclbpf_prof_ctx", "profiler/p2p_end", "kernel_variant", 7, Absent, 0},
 		{"ncclbpf_net_ctx", "net/send_end", "comm_id", 10, Absent, 0},
 		{"ncclbpf_net_ctx", "net/conn", "comm_id", 11, NCCL, 0},
 	} {
