@@ -36,9 +36,9 @@ func init() {
 		Name:     Tuner,
 		Sections: []string{"tuner"},
 		Context:  TunerContext,
-		Helpers: tunerHelpers,
-		Return:  Range{Min: TunerApply, Max: TunerDefault},
-		Decides: true,
+		Helpers:  tunerHelpers,
+		Return:   Range{Min: TunerApply, Max: TunerDefault},
+		Decides:  true,
 		Doc: "NCCL's getCollInfo: choose algorithm, protocol and channel count for one collective " +
 			"from NCCL's cost table (float bits as __u32; unavailable cells have bit 31 set). " +
 			"Outputs start at -1/-1/0 (leave it to NCCL); return 0 to apply them, 1 to ignore them.",
@@ -47,9 +47,9 @@ func init() {
 		Name:     TunerChunkSize,
 		Sections: []string{"tuner/chunk_size"},
 		Context:  ChunkContext,
-		Helpers: tunerHelpers,
-		Return:  Range{Min: TunerApply, Max: TunerDefault},
-		Decides: true,
+		Helpers:  tunerHelpers,
+		Return:   Range{Min: TunerApply, Max: TunerDefault},
+		Decides:  true,
 		Doc: "NCCL's getChunkSize (tuner v6): set new_chunk_size (bytes, 0 = leave it) for one " +
 			"part of a collective task; return 0 to apply it, 1 to ignore it.",
 	})

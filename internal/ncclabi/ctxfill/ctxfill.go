@@ -315,7 +315,7 @@ var Net = &Interface{
 		Hooks:  []Hook{{netConn, 8}, {netSendEnd, 8}, {netRecvEnd, 8}},
 		Rules: []Rule{
 			{Field: "comm_id", Since: 11, Source: NCCL, Before: Absent, Default: 0}, // init's commId
-			{Field: "peer_key", Source: Shim},                                        // a hash of the listener's handle
+			{Field: "peer_key", Source: Shim},                                       // a hash of the listener's handle
 			{Field: "conn_id", Source: Shim},
 			{Field: "bytes", Source: NCCL}, // the sizes test reports
 			{Field: "bytes", Hook: netConn, Source: Absent, Default: 0},
