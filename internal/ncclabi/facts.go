@@ -11,6 +11,10 @@
 // (`cc -dM -E`). A release whose headers are not at hand is described by a
 // facts file (testdata/*.facts): the same facts, written by WriteFacts, no
 // header text.
+//
+// What NCCL fills in each hook context per ABI version is the table of the
+// subpackage ctxfill; the layouts of the contexts themselves are generated
+// from ncclbpf's headers (hook/zz_contexts.go, internal/ctxgen).
 package ncclabi
 
 import (
