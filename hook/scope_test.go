@@ -3,6 +3,7 @@ package hook
 import (
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,7 +42,8 @@ func headerFieldDocs(t *testing.T, src, name string) map[string]string {
 // context from the headers' text (a second reading, independent of the
 // BTF that zz_contexts.go is generated from) and checks that each member
 // says exactly one of __ncclbpf_uniform or __ncclbpf_local, that only the
-// writable fields say __ncclbpf_out, and that the hook descriptions agree.
+// writable fields say __ncclbpf_out, and that the hook descriptions agree;
+// and that the offset each member's comment starts with is its offset.
 func TestHeaderMarksRankScope(t *testing.T) {
 	for _, c := range []struct {
 		file string
@@ -85,6 +87,10 @@ func TestHeaderMarksRankScope(t *testing.T) {
 			if out != (f.Access&Write != 0) {
 				t.Errorf("%s: %s.%s: the header says out=%v, the hook description access %d", c.file, c.ctx.Name, f.Name,
 					out, f.Access)
+			}
+			// The offset the comment starts with (a reader's aid) is the generated one.
+			if m := regexp.MustCompile(`/\*\s*(\d+)`).FindStringSubmatch(doc); m == nil || m[1] != strconv.Itoa(f.Offset) {
+				t.Errorf("%s: %s.%s: the comment should start with its offset %d:\n%s", c.file, c.ctx.Name, f.Name, f.Offset, doc)
 			}
 			if strings.Contains(doc, "[uniform]") || strings.Contains(doc, "[local]") {
 				t.Errorf("%s: %s.%s: a [uniform]/[local] mark in a comment: the macro is the mark", c.file, c.ctx.Name, f.Name)
