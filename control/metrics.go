@@ -35,6 +35,13 @@ const (
 	LatencyBuckets = 30
 	// LatencyMinLog2 is log2 of the first latency bucket's bound (1.024 µs).
 	LatencyMinLog2 = 10
+	// LatencyTags is the number of distinct user tags a profiler context
+	// keeps histograms for; tasks of further tags count under OtherTag.
+	LatencyTags = 16
+	// LatencyTaggedHists bounds the histograms of a profiler context with a
+	// tag of their own (its table holds 128): tasks of a further tagged key
+	// count under OtherTag.
+	LatencyTaggedHists = 48
 )
 
 // Outcome cells of a decision beyond the 21 full (algorithm, protocol)
@@ -100,18 +107,27 @@ type DecisionCount struct {
 	Count      uint64 `json:"count"`
 }
 
-// LatencyHist is the latency histogram of one (communicator, collective,
-// size bucket, algorithm, protocol), as the profiler measured it.
+// LatencyHist is the latency histogram of one (communicator, user tag,
+// collective, size bucket, algorithm, protocol), as the profiler measured
+// it.
 type LatencyHist struct {
-	Comm       uint64   `json:"comm"`
-	Rank       int      `json:"rank"`
-	Coll       int      `json:"coll"`
-	SizeBucket int      `json:"size_bucket"`
-	Algo       int      `json:"algo"`  // -1: NCCL did not say
-	Proto      int      `json:"proto"` // -1: NCCL did not say
-	Count      uint64   `json:"count"`
-	SumNS      uint64   `json:"sum_ns"`
-	Buckets    []uint64 `json:"buckets"` // LatencyBuckets, not cumulative
+	Comm       uint64 `json:"comm"`
+	Rank       int    `json:"rank"`
+	Coll       int    `json:"coll"`
+	SizeBucket int    `json:"size_bucket"`
+	Algo       int    `json:"algo"`  // -1: NCCL did not say
+	Proto      int    `json:"proto"` // -1: NCCL did not say
+	// Tag is the application's tag of these collectives (profiler ABI v7,
+	// ncclCollConfig_t's userProfilerTag); 0: untagged, as every
+	// collective before NCCL 2.31.
+	Tag uint64 `json:"tag,omitempty"`
+	// OtherTag: tagged collectives whose tag found no room in their
+	// context (more than LatencyTags distinct tags, or tagged histograms
+	// over LatencyTaggedHists); Tag is then 0.
+	OtherTag bool     `json:"other_tag,omitempty"`
+	Count    uint64   `json:"count"`
+	SumNS    uint64   `json:"sum_ns"`
+	Buckets  []uint64 `json:"buckets"` // LatencyBuckets, not cumulative
 }
 
 // SizeBucketBytes is the upper bound of size bucket b, in bytes.

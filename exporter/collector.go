@@ -31,7 +31,7 @@ type metricDef struct {
 var (
 	procLabels = []string{"host", "pid"}
 	commLabels = []string{"host", "pid", "comm"}
-	latLabels  = []string{"host", "pid", "comm", "rank", "collective", "size_bucket", "algorithm", "protocol"}
+	latLabels  = []string{"host", "pid", "comm", "rank", "collective", "size_bucket", "algorithm", "protocol", "tag"}
 	decLabels  = []string{"host", "pid", "comm", "collective", "size_bucket", "algorithm", "protocol", "channels", "not_cheapest"}
 )
 
@@ -59,7 +59,7 @@ var Metrics = []metricDef{
 	{"ncclbpf_tuner_chunk_sizes_refused_total", "chunk sizes the guardrail dropped", commLabels},
 	{"ncclbpf_tuner_decision_overflow_total", "decisions not counted in ncclbpf_decisions_total: the communicator's table was full", commLabels},
 	{"ncclbpf_decisions_total", "tuner decisions by collective, size bucket (upper bound in bytes, powers of two), outcome (algorithm and protocol, or nccl/partial/refused/channels), channels and whether the cell was costlier than NCCL's cheapest available one", decLabels},
-	{"ncclbpf_collective_latency_seconds", "collective latency measured by the profiler hook (GPU span when NCCL gives GPU timestamps, else host span), by collective, size bucket, algorithm and protocol", latLabels},
+	{"ncclbpf_collective_latency_seconds", "collective latency measured by the profiler hook (GPU span when NCCL gives GPU timestamps, else host span), by collective, size bucket, algorithm, protocol and the application's tag (NCCL 2.31+: hexadecimal, empty when untagged, \"other\" beyond the tags a communicator keeps)", latLabels},
 	{"ncclbpf_latency_overflow_total", "profiled collectives not counted in ncclbpf_collective_latency_seconds: a context's table was full", procLabels},
 	{"ncclbpf_latency_always", "1 if NCCLBPF_LATENCY asks NCCL for collective events whatever the policy", procLabels},
 	{"ncclbpf_profiler_hook_calls_total", "profiler program calls by hook", []string{"host", "pid", "hook"}},
@@ -219,10 +219,10 @@ func (e *emitter) process(m *control.Metrics) {
 		count, sum uint64
 		b          []uint64
 	}
-	lats := map[[6]string]*latSums{}
+	lats := map[[7]string]*latSums{}
 	for _, l := range m.Latency {
-		k := [6]string{CommLabel(l.Comm), strconv.Itoa(l.Rank), control.CollName(l.Coll), SizeLabel(l.SizeBucket),
-			control.AlgoName(l.Algo), control.ProtoName(l.Proto)}
+		k := [7]string{CommLabel(l.Comm), strconv.Itoa(l.Rank), control.CollName(l.Coll), SizeLabel(l.SizeBucket),
+			control.AlgoName(l.Algo), control.ProtoName(l.Proto), LatencyTagLabel(l)}
 		s := lats[k]
 		if s == nil {
 			s = &latSums{b: make([]uint64, control.LatencyBuckets)}
@@ -243,7 +243,7 @@ func (e *emitter) process(m *control.Metrics) {
 			buckets[float64(control.LatencyBucketNS(i))/1e9] = cum
 		}
 		e.ch <- prometheus.MustNewConstHistogram(e.c.descs["ncclbpf_collective_latency_seconds"], s.count, float64(s.sum)/1e9,
-			buckets, host, pid, k[0], k[1], k[2], k[3], k[4], k[5])
+			buckets, host, pid, k[0], k[1], k[2], k[3], k[4], k[5], k[6])
 	}
 	e.counter("ncclbpf_latency_overflow_total", m.LatencyOverflow, host, pid)
 	e.gauge("ncclbpf_latency_always", b2f(m.LatencyAlways), host, pid)

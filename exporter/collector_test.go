@@ -148,3 +148,59 @@ func TestCollectorFromSocket(t *testing.T) {
 		t.Errorf("a file as the directory: %v", f)
 	}
 }
+
+// TestCollectorLatencyTags: the latency histograms of one key that differ by
+// user tag are separate series with the label "tag": hexadecimal, empty for
+// an untagged one (as a policy map's user_tag 0), "other" for the
+// collectives whose tag found no room; histograms of one key and tag from
+// several contexts of a communicator are summed.
+func TestCollectorLatencyTags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ctl")
+	hist := func(tag uint64, other bool, count uint64) control.LatencyHist {
+		h := control.LatencyHist{Comm: 0x10, Rank: 1, Coll: 4, SizeBucket: 20, Algo: 1, Proto: 2, Tag: tag, OtherTag: other,
+			Count: count, SumNS: 3000 * count, Buckets: make([]uint64, control.LatencyBuckets)}
+		h.Buckets[2] = count
+		return h
+	}
+	m := &control.Metrics{
+		Info: control.Info{PID: os.Getpid(), Running: true},
+		Latency: []control.LatencyHist{hist(0, false, 5), hist(0x11, false, 3), hist(0xabc0000000000001, false, 2),
+			hist(0x11, false, 4), hist(0, true, 7)},
+	}
+	serveFake(t, dir, m)
+	fams := gather(t, NewCollector(dir, "n1", time.Second))
+	h := fams["ncclbpf_collective_latency_seconds"]
+	if h == nil {
+		t.Fatal("no latency histograms")
+	}
+	got := map[string]uint64{}
+	for _, s := range h.Metric {
+		tagged := false
+		for _, l := range s.GetLabel() {
+			tagged = tagged || l.GetName() == "tag"
+		}
+		if !tagged {
+			t.Errorf("series without the label tag: %v", s)
+		}
+		if _, dup := got[label(s, "tag")]; dup {
+			t.Errorf("two series of tag %q", label(s, "tag"))
+		}
+		got[label(s, "tag")] = s.GetHistogram().GetSampleCount()
+		if s.GetHistogram().GetSampleSum() != float64(3000*s.GetHistogram().GetSampleCount())/1e9 {
+			t.Errorf("tag %q: sum %v for %d", label(s, "tag"), s.GetHistogram().GetSampleSum(), s.GetHistogram().GetSampleCount())
+		}
+	}
+	want := map[string]uint64{"": 5, "0x11": 7, "0xabc0000000000001": 2, OtherTagLabel: 7}
+	if len(got) != len(want) {
+		t.Fatalf("tags %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("tag %q: count %d, want %d", k, got[k], v)
+		}
+	}
+	// The untagged histogram's label is what a policy map's user_tag 0 gives.
+	if TagValueLabel(0) != TagLabel("0") || TagValueLabel(0x11) != TagLabel("17") {
+		t.Errorf("latency tags %q %q, policy map tags %q %q", TagValueLabel(0), TagValueLabel(0x11), TagLabel("0"), TagLabel("17"))
+	}
+}

@@ -91,10 +91,31 @@ func TagLabel(v json.Number) string {
 	if err != nil {
 		return v.String()
 	}
+	return TagValueLabel(u)
+}
+
+// TagValueLabel is TagLabel of the tag u.
+func TagValueLabel(u uint64) string {
 	if u == 0 {
 		return ""
 	}
 	return "0x" + strconv.FormatUint(u, 16)
+}
+
+// OtherTagLabel is the "tag" label of the shim's latency histogram that
+// holds the tagged collectives whose tag found no room in their profiler
+// context (control.LatencyHist.OtherTag). Tags are written in hexadecimal:
+// no tag is written this way.
+const OtherTagLabel = "other"
+
+// LatencyTagLabel is the "tag" label of a latency histogram of the shim:
+// as a policy map's user_tag (TagValueLabel: empty when untagged), or
+// OtherTagLabel.
+func LatencyTagLabel(l control.LatencyHist) string {
+	if l.OtherTag {
+		return OtherTagLabel
+	}
+	return TagValueLabel(l.Tag)
 }
 
 // PolicyMetric is one series of a policy map.

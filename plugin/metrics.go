@@ -22,6 +22,14 @@ import (
 // threads write without locks; reading them takes the registries' locks
 // only, which no NCCL hot path takes.
 
+// The shim's bounds are control's: a difference does not compile (a
+// negative constant converted to uint).
+const (
+	_ = uint(C.NCCLBPF_LAT_TAGS-control.LatencyTags) + uint(control.LatencyTags-C.NCCLBPF_LAT_TAGS)
+	_ = uint(C.NCCLBPF_LAT_TAGGED_N-control.LatencyTaggedHists) + uint(control.LatencyTaggedHists-C.NCCLBPF_LAT_TAGGED_N)
+	_ = uint(C.NCCLBPF_LAT_BUCKETS-control.LatencyBuckets) + uint(control.LatencyBuckets-C.NCCLBPF_LAT_BUCKETS)
+)
+
 var (
 	lastCostMu sync.Mutex
 	lastCost   []control.HookCost // the last `stats --cost` sample
@@ -84,7 +92,8 @@ func currentMetrics() *control.Metrics {
 	m.LatencyOverflow = uint64(ov)
 	for _, h := range metricLat[:nl] {
 		lh := control.LatencyHist{Comm: uint64(h.comm_id), Rank: int(h.rank), Coll: int(h.coll), SizeBucket: int(h.size_bucket),
-			Algo: int(h.algo), Proto: int(h.proto), Count: uint64(h.count), SumNS: uint64(h.sum_ns),
+			Algo: int(h.algo), Proto: int(h.proto), Tag: uint64(h.user_tag), OtherTag: h.other_tag != 0,
+			Count: uint64(h.count), SumNS: uint64(h.sum_ns),
 			Buckets: make([]uint64, control.LatencyBuckets)}
 		b := unsafe.Slice((*C.uint64_t)(unsafe.Pointer(&h.buckets[0])), control.LatencyBuckets)
 		for i := range lh.Buckets {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * metrics.h: what the exporter reads from a process (declarations only, for cgo). The hot-path side
- * is metrics_fold.h (tuner) and profiler.c (latency).
+ * is metrics_fold.h (tuner) and profiler_events.c (latency).
  *
  * Decision counts: every getCollInfo call that runs a program counts one decision in its
  * communicator's table, keyed by (collective, size bucket, outcome cell, channels, whether the cell
@@ -11,9 +11,16 @@
  * overflow instead.
  *
  * Latency: every collective task the profiler completes adds its latency (the GPU span when NCCL
- * gave GPU timestamps, else the host span) to a histogram of its context keyed by (collective, size
- * bucket, algorithm, protocol); several threads may complete tasks of one context, so these counts
- * are relaxed atomic additions, one entry per cache-line group.
+ * gave GPU timestamps, else the host span) to a histogram of its context keyed by (user tag,
+ * collective, size bucket, algorithm, protocol); several threads may complete tasks of one context, so
+ * these counts are relaxed atomic additions, one entry per cache-line group.
+ *
+ * The user tag is what the application gave the call (ncclCollConfig_t's userProfilerTag, profiler
+ * ABI v7; 0: none, and always 0 before v7). A context keeps at most NCCLBPF_LAT_TAGS distinct tags, in
+ * the order they come; a tagged task whose tag finds no room is counted under the tag "other" (key
+ * with other_tag set), as is one whose tagged histogram would take more than NCCLBPF_LAT_TAGGED_N
+ * entries of the table: tagged traffic never takes the whole table from the untagged histograms.
+ * A task that finds no entry at all is counted in overflow.
  *
  * Size bucket b (0..NCCLBPF_SIZE_BUCKETS-1) holds sizes in (2^(b-1), 2^b] bytes (b = 0: 0 or 1 byte;
  * the last bucket: everything above). Latency bucket i (0..NCCLBPF_LAT_BUCKETS-1) holds latencies
@@ -29,6 +36,8 @@
 #define NCCLBPF_LAT_TAB_N 128
 #define NCCLBPF_LAT_BUCKETS 30
 #define NCCLBPF_LAT_MIN_LOG2 10
+#define NCCLBPF_LAT_TAGS 16     /* distinct user tags per profiler context */
+#define NCCLBPF_LAT_TAGGED_N 48 /* entries of a context's table that tagged histograms may take */
 
 /* Outcome cells beyond the 21 (algorithm * 3 + protocol) cells of a full decision. */
 #define NCCLBPF_CELL_DEFAULT 21 /* the program returned DEFAULT or left everything to NCCL */
@@ -65,7 +74,9 @@ int ncclbpf_metrics_decisions(struct ncclbpf_comm_counters *comms, int max_comms
 /* One latency histogram. */
 struct ncclbpf_latency_hist {
 	uint64_t comm_id;
-	int32_t rank, coll, size_bucket, algo, proto, pad;
+	int32_t rank, coll, size_bucket, algo, proto;
+	int32_t other_tag;  /* 1: tasks whose tag found no room (user_tag then 0) */
+	uint64_t user_tag;  /* the application's tag (profiler ABI v7); 0: untagged */
 	uint64_t count, sum_ns;
 	uint64_t buckets[NCCLBPF_LAT_BUCKETS]; /* not cumulative */
 };

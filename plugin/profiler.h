@@ -2,10 +2,11 @@
 /*
  * profiler.h: the profiler side of libncclbpf.so, as the Go control plane (and the test host) sees it.
  *
- * The shim (profiler.c) exports ncclProfiler_v6 .. ncclProfiler_v1 and does all event bookkeeping in
- * C: no Go, no lock and no allocation on NCCL's threads. Policies run through one slot per profiler
- * hook; a slot holds the entry point of a compiled program (`uint64_t fn(void *ctx)`, System V ABI,
- * what vm.NativeExecutable.Entry returns) and is swapped atomically.
+ * The shim (profiler.c, profiler_events.c, profiler_abi.c) exports ncclProfiler_v7 .. ncclProfiler_v1
+ * and does all event bookkeeping in C: no Go, no lock and no allocation on NCCL's threads. Policies
+ * run through one slot per profiler hook; a slot holds the entry point of a compiled program
+ * (`uint64_t fn(void *ctx)`, System V ABI, what vm.NativeExecutable.Entry returns) and is swapped
+ * atomically.
  *
  * Publishing a bundle (from Go, off the hot path):
  *

@@ -24,7 +24,7 @@
 #   footprint            testhost/footprint.c
 #   native               testhost/native_size_aware.c, the native C tuner plugin
 #   tcpnet               testhost/tcpnet.c, a socket net plugin
-#   profiler-standalone  plugin/profiler.c with its clock and grace period, without Go (its host publishes native programs)
+#   profiler-standalone  plugin/profiler*.c with its clock and grace period, without Go (its host publishes native programs)
 #   nccl-p2p             testhost/gpu/nccl_p2p.c against NCCL (NCCL_HOME, else the system's) and
 #                        CUDA (CUDA_HOME, default /usr/local/cuda); rpaths to both
 #   nccl-allreduce       testhost/gpu/nccl_allreduce.c, the same way
@@ -94,7 +94,7 @@ profiler-host) SRC=(testhost/profiler_host.c testhost/profiler_native.c) && prog
 footprint) SRC=(testhost/footprint.c) && prog "$@" ;;
 native) SRC=(testhost/native_size_aware.c) && dso "$@" ;;
 tcpnet) SRC=(testhost/tcpnet.c) && dso "$@" ;;
-profiler-standalone) SRC=(plugin/profiler.c plugin/clock.c plugin/grace.c) && dso "$@" ;;
+profiler-standalone) SRC=(plugin/profiler.c plugin/profiler_events.c plugin/profiler_abi.c plugin/clock.c plugin/grace.c) && dso "$@" ;;
 nccl-p2p | nccl-allreduce)
 	CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 	nccl=() nl=-lnccl

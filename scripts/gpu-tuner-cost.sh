@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# gpu-tuner-cost.sh ART [ROUNDS] [NGPUS]: the tuner's cost on NCCL's launch path (BENCHMARKS.md, "The
-# tuner on NCCL's launch path"), on a machine with NGPUS (2) GPUs or more. ROUNDS (15) rounds alternate
-# four configurations, one process each running `nccl_allreduce bench NGPUS 2000 7 4096` (7 blocks of
-# 2,000 groups of one 4 KiB float all-reduce per rank; the calling thread's CPU time from
-# ncclGroupStart to the return of ncclGroupEnd, per all-reduce call; the median block): no tuner
-# plugin; the size_aware policy as a native C tuner (ART/libnative.so); libncclbpf.so with
-# NCCLBPF_POLICY=builtin:size_aware; libncclbpf.so with builtin:rules and 100 rules (ART/rules100.conf).
-# No profiler plugin in any. Prints each configuration's rounds, the medians, and the median over
-# rounds of each round's ratios. Builds the all-reduce program (scripts/build.sh nccl-allreduce) against the system's NCCL (
-# CUDA_HOME=/usr/local/cuda) or NCCL_HOME (include/nccl.h, lib/libnccl.so[.2]); ART comes from
-# testhost/gpu/build-art.sh. A 1-rank all-reduce is a copy that never asks the tuner: NGPUS < 2 is
-# refused. testhost/gpu/tuner-cost-dry.sh runs this script on the fake NCCL, without a GPU.
+# gpu-tuner-cost.sh ART [ROUNDS] [NRANKS]: the tuner's cost on NCCL's launch path (BENCHMARKS.md, "The
+# tuner on NCCL's launch path"). ROUNDS (15) rounds alternate four configurations, one run each of
+# testhost/gpu/nccl_allreduce.c (7 blocks of 2,000 groups of one 4 KiB float all-reduce per rank; the
+# calling thread's CPU time from ncclGroupStart to the return of ncclGroupEnd, per all-reduce call;
+# the median block): no tuner plugin; the size_aware policy as a native C tuner (ART/libnative.so);
+# libncclbpf.so with NCCLBPF_POLICY=builtin:size_aware; libncclbpf.so with builtin:rules and 100 rules
+# (ART/rules100.conf). No profiler plugin in any. Prints each configuration's rounds, the medians, and
+# the median over rounds of each round's ratios.
+#
+# NRANKS (2) ranks: with at least NRANKS GPUs, one process drives them all (`bench`, ncclCommInitAll);
+# with fewer, one process per rank (`bench-procs`) and ranks share GPUs, each with its own
+# NCCL_HOSTID, so that NCCL sees one node per rank and joins them through its socket transport on
+# the loopback interface (NCCL_SOCKET_IFNAME=lo, NCCL_IB_DISABLE=1). MODE=threads or MODE=procs
+# forces one. A 1-rank all-reduce is a copy that never asks the tuner: NRANKS < 2 is refused.
+#
+# Builds the all-reduce program (scripts/build.sh nccl-allreduce) against the system's NCCL
+# (CUDA_HOME=/usr/local/cuda) or NCCL_HOME (include/nccl.h, lib/libnccl.so[.2]); ART comes from
+# testhost/gpu/build-art.sh. testhost/gpu/tuner-cost-dry.sh runs this script on the fake NCCL,
+# without a GPU.
 set -euo pipefail
-[ $# -ge 1 ] || { echo "usage: $0 ART [ROUNDS] [NGPUS]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 ART [ROUNDS] [NRANKS]" >&2; exit 2; }
 ART=$(cd "$1" && pwd)
 ROUNDS=${2:-15}
-NGPUS=${3:-2}
+NRANKS=${3:-2}
 ITERS=${ITERS:-2000}
-[ "$NGPUS" -ge 2 ] || { echo "gpu-tuner-cost: NGPUS must be 2 or more (NCCL never asks the tuner for 1 rank)" >&2; exit 2; }
+[ "$NRANKS" -ge 2 ] || { echo "gpu-tuner-cost: NRANKS must be 2 or more (NCCL never asks the tuner for 1 rank)" >&2; exit 2; }
+if [ -z "${MODE:-}" ]; then
+	have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+	[ -n "${FAKE_GPUS:-}" ] && have=$FAKE_GPUS
+	MODE=threads
+	[ "${have:-0}" -ge "$NRANKS" ] || MODE=procs
+fi
+case $MODE in
+threads) BENCH=bench ;;
+procs) BENCH=bench-procs && export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 ;;
+*) echo "gpu-tuner-cost: MODE must be threads or procs, not $MODE" >&2 && exit 2 ;;
+esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 for f in libncclbpf.so libnative.so rules100.conf; do
@@ -38,13 +56,13 @@ for r in $(seq "$ROUNDS"); do
 		size_aware) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:size_aware) ;;
 		rules100) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$ART/rules100.conf") ;;
 		esac
-		out=$(env "${e[@]}" timeout 120 "$W/nccl_allreduce" bench "$NGPUS" "$ITERS" 7 4096) ||
+		out=$(env "${e[@]}" timeout 120 "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096) ||
 			{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
 		v=$(grep -o '"median_cpu_us_per_call":[0-9.]*' <<<"$out" | cut -d: -f2)
 		echo "$r $c $v"
 	done
 done >"$W/rounds.txt"
-echo "CPU µs per 4 KiB all-reduce call (enqueue + group end, $NGPUS ranks; median block of each round), $ROUNDS rounds:"
+echo "CPU µs per 4 KiB all-reduce call (enqueue + group end, $NRANKS ranks, $MODE; median block of each round), $ROUNDS rounds:"
 for c in "${cfgs[@]}"; do
 	printf '  %-10s %s\n' "$c" "$(awk -v c="$c" '$2 == c {printf "%s ", $3}' "$W/rounds.txt")"
 done

@@ -39,8 +39,8 @@
  *                                     (skipped with "native"), the native C version, no program
  *   profiler_host loadwarn LIB        the library as NCCL's profiler only: the outcome of the policy
  *                                     load reaches NCCL's logger once (v5 init); counts failed inits
- *   profiler_host metrics LIB [N]     known traffic for the exporter (run_metrics), then waits for
- *                                     stdin to close
+ *   profiler_host metrics LIB [N [7]] known traffic for the exporter (run_metrics), then waits for
+ *                                     stdin to close; 7: profiler ABI v7, collectives with user tags
  *   profiler_host ranks LIB native|ebpf N SKEW NOISE
  *                                     N ranks in separate processes run the closed loop, rank r
  *                                     measuring skew_r % off (-SKEW..+SKEW over the ranks) with
@@ -1989,18 +1989,35 @@ static void metrics_cost(float t[7][3], uint64_t b) {
 	t[1][2] = 40.0f + (float)b / 1.9e4f;
 }
 
-/* metrics LIB N: known traffic for the exporter's tests. Two communicators (ranks 0 and 1 of 8), each
- * with a tuner v5 and a profiler v5 context of the library; N collectives (AllReduce, AllGather,
- * Broadcast in turn, 256 B to 64 MiB), each a getCollInfo, then a task with two kernel channels
- * whose GPU stamps make a known latency. One line per collective:
- *   call COMM SEQ COLL BYTES CELL CH DIFFERS ALGO PROTO LATNS
+/* metrics_tag is the user tag of the metrics host's collective i of n under profiler ABI v7: in
+ * turn none, 0x11 and 0xabc0000000000001, each for three collectives of a communicator (one of each
+ * function; sizes 1 KiB to 1 MiB in six steps, one step every 9), so that the two tags take 36
+ * histograms of each context; the last 40 (20 a communicator) each have a new tag, 0x100 + i / 2,
+ * more tags than a context keeps and, with those, more tagged histograms. */
+static uint64_t metrics_tag(int i, int n) {
+	if (i >= n - 40) return 0x100 + (uint64_t)i / 2;
+	static const uint64_t tags[3] = {0, 0x11, 0xabc0000000000001ull};
+	return tags[(i / 6) % 3];
+}
+
+/* metrics LIB N [V]: known traffic for the exporter's tests. Two communicators (ranks 0 and 1 of 8),
+ * each with a tuner v5 and a profiler context of the library (ABI v5, or V: 7 for user tags,
+ * metrics_tag); N collectives (AllReduce, AllGather, Broadcast in turn, 256 B to 64 MiB, under v7
+ * 1 KiB to 1 MiB), each a
+ * getCollInfo, then a task with two kernel channels whose GPU stamps make a known latency. One line
+ * per collective:
+ *   call COMM SEQ COLL BYTES CELL CH DIFFERS ALGO PROTO LATNS TAG
  * (CELL: the cell the policy made cheapest, algo*3+proto, or 21 if none; DIFFERS: that cell cost
  * more than the cheapest available one; ALGO/PROTO: what ran, given to the profiler; LATNS: the GPU
- * span; no profiler event is sent when the event mask has no collectives, as NCCL does). Then "ready
- * PID", and it waits for stdin to close before finalizing. */
-static int run_metrics(const char *lib, int n) {
+ * span; TAG: the user tag, 0 for none; no profiler event is sent when the event mask has no
+ * collectives, as NCCL does). Then "ready PID", and it waits for stdin to close before finalizing. */
+static int run_metrics(const char *lib, int n, int v) {
 	struct plug p;
-	if (plug_open(&p, lib, 5) != 0) return 2;
+	if (v != 5 && v != 7) {
+		fprintf(stderr, "metrics: profiler ABI version %d: want 5 or 7\n", v);
+		return 2;
+	}
+	if (plug_open(&p, lib, v) != 0) return 2;
 	host_tuner_v5_t *tuner = dlsym(p.lib, "ncclTunerPlugin_v5");
 	if (!tuner) return 2;
 	enum { NC = 2 };
@@ -2019,6 +2036,7 @@ static int run_metrics(const char *lib, int n) {
 	for (int i = 0; i < n; i++) {
 		int c = i % NC, coll = colls[(i / NC) % 3];
 		uint64_t bytes = 1ull << (8 + (i * 7 + i / 6) % 19);
+		if (v == 7) bytes = 1ull << (10 + 2 * ((i / 18) % 6)); /* fewer keys: tags multiply them */
 		float t[7][3], orig[7][3];
 		metrics_cost(t, bytes);
 		memcpy(orig, t, sizeof t);
@@ -2036,14 +2054,16 @@ static int run_metrics(const char *lib, int n) {
 				for (int q = 0; q < 3; q++)
 					if (orig[a][q] >= 0.0f && orig[a][q] < orig[cell / 3][cell % 3]) differs = 1;
 		uint64_t lat = 2000ull * (uint64_t)(1 + i % 5) << (i % 9);
+		uint64_t tag = v == 7 ? metrics_tag(i, n) : 0;
 		if (!(mask & NBP_EV_COLL)) goto done; /* as NCCL: no collective events unless the mask asks */
 		void *h = NULL, *k[2];
 		struct task tk = {.seq = seq[c], .func = coll, .algo = algo, .proto = proto, .nch = 2, .count = bytes / 4};
-		d_task(5, &d, &tk, NULL, NULL, c);
+		d_task(v, &d, &tk, NULL, NULL, c);
+		if (v == 7) d.v7.coll.userTag = tag;
 		p.start(pctx[c], &h, &d);
 		p.stop(h);
 		for (int ch = 0; ch < 2; ch++) {
-			d_kch(5, &d, h, ch, ptimer);
+			d_kch(v, &d, h, ch, ptimer);
 			k[ch] = NULL;
 			p.start(pctx[c], &k[ch], &d);
 		}
@@ -2054,8 +2074,9 @@ static int run_metrics(const char *lib, int n) {
 		}
 		ptimer += lat + 1000;
 	done:
-		printf("call %#llx %llu %d %llu %d %d %d %d %d %llu\n", (unsigned long long)ids[c], (unsigned long long)seq[c],
-		       coll, (unsigned long long)bytes, cell, nch, differs, algo, proto, (unsigned long long)lat);
+		printf("call %#llx %llu %d %llu %d %d %d %d %d %llu %#llx\n", (unsigned long long)ids[c], (unsigned long long)seq[c],
+		       coll, (unsigned long long)bytes, cell, nch, differs, algo, proto, (unsigned long long)lat,
+		       (unsigned long long)tag);
 		seq[c]++;
 	}
 	printf("ready %d\n", (int)getpid());
@@ -2118,7 +2139,7 @@ int main(int argc, char **argv) {
 	else if (!strcmp(argv[1], "loadwarn"))
 		rc = run_loadwarn(argv[2]);
 	else if (!strcmp(argv[1], "metrics"))
-		rc = run_metrics(argv[2], argc > 3 ? atoi(argv[3]) : 600);
+		rc = run_metrics(argv[2], argc > 3 ? atoi(argv[3]) : 600, argc > 4 ? atoi(argv[4]) : 5);
 	else {
 		fprintf(stderr, "unknown scenario %s\n", argv[1]);
 		return 2;

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -10,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -201,26 +200,7 @@ func flagValues(fs *pflag.FlagSet, name string, values []string) {
 
 // writeJSON prints v as indented JSON, without HTML escaping (a policy
 // path or a message keeps its <, > and &).
-func writeJSON(e *env, v any) error {
-	enc := json.NewEncoder(e.Stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-// writeRawJSON prints a JSON document received from elsewhere indented,
-// its numbers and key order untouched, with the HTML escapes of an
-// encoder that used them (\u003c, \u003e, \u0026) turned back into the
-// characters.
-func writeRawJSON(e *env, raw []byte) error {
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		return fmt.Errorf("the process answered malformed JSON: %w", err)
-	}
-	b.WriteByte('\n')
-	_, err := e.Stdout.Write(unescapeHTML(b.Bytes()))
-	return err
-}
+func writeJSON(e *env, v any) error { return cli.WriteJSON(e.Stdout, v) }
 
 // unescapeHTML replaces \u003c, \u003e and \u0026 escapes in valid JSON by
 // the characters, leaving escaped backslashes alone.

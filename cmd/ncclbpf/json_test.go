@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/internal/ctl"
+	"github.com/ncclbpf/ncclbpf/internal/disasm"
+	"github.com/ncclbpf/ncclbpf/internal/offline"
 )
 
 // TestJSONOutputs: every command that prints data has --json, and what it
@@ -45,13 +48,16 @@ func TestJSONOutputs(t *testing.T) {
 		check func(v any) bool
 		raw   string // must appear verbatim
 	}{
-		{args: []string{"verify", "--json", sizeAwareObj}, into: &[]verifyReport{},
-			check: func(v any) bool { r := *v.(*[]verifyReport); return len(r) == 1 && r[0].OK && r[0].Hook == "tuner" }},
+		{args: []string{"verify", "--json", sizeAwareObj}, into: &[]offline.VerifyReport{},
+			check: func(v any) bool {
+				r := *v.(*[]offline.VerifyReport)
+				return len(r) == 1 && r[0].OK && r[0].Hook == "tuner"
+			}},
 		{args: []string{"run", "--json", odd, "--bytes", "4MiB"}, into: &jsonReport{}, raw: `"object": "` + odd + `"`,
 			check: func(v any) bool { return v.(*jsonReport).Verified && v.(*jsonReport).Hook == "tuner" }},
-		{args: []string{"disasm", "--json", sizeAwareObj}, into: &[]disasmProgram{},
+		{args: []string{"disasm", "--json", sizeAwareObj}, into: &[]disasm.Program{},
 			check: func(v any) bool {
-				p := *v.(*[]disasmProgram)
+				p := *v.(*[]disasm.Program)
 				return len(p) == 1 && p[0].Section == "tuner" && len(p[0].Insns) > 10 && p[0].Insns[0].Line > 0 && p[0].Insns[0].Function != ""
 			}},
 		{args: []string{"asm", "--json", s}, into: &[]asmInsn{},
@@ -72,9 +78,9 @@ func TestJSONOutputs(t *testing.T) {
 			check: func(v any) bool { p := *v.(*[]map[string]any); return len(p) == 1 && p[0]["name"] == "hits" }},
 		{args: []string{"map", "dump", "--json", "--dir", dir, pid, "hits"}, into: &map[string]any{}, raw: `"hits<&>"`,
 			check: func(v any) bool { return (*v.(*map[string]any))["name"] == "hits<&>" }},
-		{args: []string{"check", "--json", "--dir", dir}, into: &[]checkResult{},
+		{args: []string{"check", "--json", "--dir", dir}, into: &[]ctl.CheckResult{},
 			check: func(v any) bool {
-				p := *v.(*[]checkResult)
+				p := *v.(*[]ctl.CheckResult)
 				return len(p) == 1 && p[0].CommID == "0x5e5e" && !p[0].Compared
 			}},
 		{args: []string{"agree", "--json", "--combine", "-o", all, partA, partB}, into: &map[string]any{},

@@ -23,6 +23,11 @@
 //		})
 //	}
 //
+// The commands are thin: the work is done by libraries (internal/offline
+// for verify and run, internal/disasm, internal/ctl for the commands that
+// talk to running processes), which return cli.UsageError for misuse and
+// cli.ErrReported for a failure they have already printed.
+//
 // Exit codes: 0 success, 1 failure, 2 usage error. An error is printed once,
 // to stderr, as "ncclbpf CMD: message".
 package main
@@ -35,6 +40,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ncclbpf/ncclbpf/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -130,25 +136,19 @@ func register(c *command) {
 // env is what a running command sees: its output streams and its own
 // registration (for usage messages).
 type env struct {
-	Stdout io.Writer
-	Stderr io.Writer
-	cmd    *command
+	cli.Streams
+	cmd *command
 }
 
 // usageError is an error caused by how the command was invoked.
-type usageError struct{ err error }
-
-func (u *usageError) Error() string { return u.err.Error() }
-func (u *usageError) Unwrap() error { return u.err }
+type usageError = cli.UsageError
 
 // usageErrorf returns an error that makes the command exit with status 2.
-func usageErrorf(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
+func usageErrorf(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 // errSilentFailure makes a command exit with status 1 without printing an
 // error: the command has already reported what went wrong on its output.
-var errSilentFailure = errors.New("failed")
+var errSilentFailure = cli.ErrReported
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -261,9 +261,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		}
 		writeMainHelp(stderr, root)
-		return &usageError{errors.New("want a command")}
+		return &usageError{Err: errors.New("want a command")}
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{cleanFlagError(err)} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{Err: cleanFlagError(err)} })
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
 		if c == root {
 			writeMainHelp(c.OutOrStdout(), root)
@@ -389,7 +389,7 @@ func build(c *command, stdout, stderr io.Writer) *cobra.Command {
 				fmt.Fprintf(stderr, "ncclbpf %s: --%s is deprecated: use --%s\n", c.path(), f.Name, now[0])
 			}
 		})
-		return runIt(&env{Stdout: stdout, Stderr: stderr, cmd: c}, args)
+		return runIt(&env{Streams: cli.Streams{Stdout: stdout, Stderr: stderr}, cmd: c}, args)
 	}
 	return cc
 }

@@ -135,6 +135,40 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	}
 }
 
+// The command tree holds every command the tool documents, whichever file
+// or library implements it: the main help and the help command list each
+// one, and each answers its own --help. The list is written out here, not
+// read from the registry, so that a command whose registration is lost is
+// noticed.
+func TestHelpListsEveryCommand(t *testing.T) {
+	want := []string{"agree", "asm", "check", "completion", "conformance", "disasm", "exporter", "headers", "help",
+		"map", "new", "ps", "reload", "report", "run", "stats", "verify"}
+	_, mainHelp, _ := runCLI("--help")
+	_, helpCmd, _ := runCLI("help")
+	for _, name := range want {
+		if !strings.Contains(mainHelp, "\n  "+name+" ") || !strings.Contains(helpCmd, "\n  "+name+" ") {
+			t.Errorf("--help or help does not list %s", name)
+		}
+		if code, out, _ := runCLI(name, "--help"); code != 0 || !strings.HasPrefix(out, "ncclbpf "+name+": ") {
+			t.Errorf("%s --help: exit %d, %q", name, code, out)
+		}
+	}
+	for _, verb := range []string{"list", "dump", "lookup", "update", "delete"} {
+		if code, out, _ := runCLI("help", "map", verb); code != 0 || !strings.Contains(out, "Usage:\n  ncclbpf map "+verb+" ") {
+			t.Errorf("help map %s: exit %d, %q", verb, code, out)
+		}
+	}
+	names := []string{"completion", "help"}
+	for _, n := range commandNames() {
+		if !strings.HasPrefix(n, "zz-") { // registered by these tests
+			names = append(names, n)
+		}
+	}
+	if len(names) != len(want) {
+		t.Errorf("registered commands %q (with completion and help), want %q: update the list", names, want)
+	}
+}
+
 // Every flag an example of the help texts uses exists on its command.
 func TestExamplesUseExistingFlags(t *testing.T) {
 	for _, name := range commandNames() {

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/maps"
+	"github.com/ncclbpf/ncclbpf/internal/ctl"
 	"github.com/spf13/pflag"
 )
 
@@ -54,7 +51,7 @@ entry; update writes one; delete removes one from a hash map.
 				Examples: []string{"ncclbpf map list 4242", "ncclbpf map list --json 4242"},
 				Complete: completeFirstPID,
 				Setup: func(*pflag.FlagSet) runFunc {
-					return func(e *env, args []string) error { return runMapList(e, args, *dir, *asJSON) }
+					return func(e *env, args []string) error { return ctl.MapList(e.Streams, args, *dir, *asJSON) }
 				},
 			},
 			{
@@ -67,7 +64,7 @@ with exact numbers.`,
 				Examples: []string{"ncclbpf map dump 4242 hits", "ncclbpf map dump --json 4242 latency | jq .entries"},
 				Complete: completeFirstPID,
 				Setup: func(*pflag.FlagSet) runFunc {
-					return func(e *env, args []string) error { return runMapDump(e, args, *dir, *asJSON) }
+					return func(e *env, args []string) error { return ctl.MapDump(e.Streams, args, *dir, *asJSON) }
 				},
 			},
 			{
@@ -82,7 +79,7 @@ it starts with a dash.
 				Complete:       completeFirstPID,
 				Setup: func(*pflag.FlagSet) runFunc {
 					return func(e *env, args []string) error {
-						return runMapWords(e, "lookup", control.OpMapLookup, args, *dir, *asJSON, false)
+						return ctl.MapWords(e.Streams, "lookup", control.OpMapLookup, args, *dir, *asJSON, false)
 					}
 				},
 			},
@@ -108,7 +105,7 @@ even where it starts with a dash, so negative values need no quoting
 				Setup: func(fs *pflag.FlagSet) runFunc {
 					force := fs.Bool("force", false, "write a map the tuner decides on (agreed, or no program writes it) now, on this process alone")
 					return func(e *env, args []string) error {
-						return runMapWords(e, "update", control.OpMapUpdate, args, *dir, *asJSON, *force)
+						return ctl.MapWords(e.Streams, "update", control.OpMapUpdate, args, *dir, *asJSON, *force)
 					}
 				},
 			},
@@ -127,7 +124,7 @@ PID.
 				Setup: func(fs *pflag.FlagSet) runFunc {
 					force := fs.Bool("force", false, "delete from a map the tuner decides on, on this process alone")
 					return func(e *env, args []string) error {
-						return runMapWords(e, "delete", control.OpMapDelete, args, *dir, *asJSON, *force)
+						return ctl.MapWords(e.Streams, "delete", control.OpMapDelete, args, *dir, *asJSON, *force)
 					}
 				},
 			},
@@ -142,127 +139,4 @@ func completeFirstPID(args []string) []string {
 		return controlNames()
 	}
 	return []string{}
-}
-
-func runMapList(e *env, args []string, dir string, asJSON bool) error {
-	if len(args) != 1 {
-		return usageErrorf("want one PID, got %d arguments", len(args))
-	}
-	pid, err := parsePID(args[0])
-	if err != nil {
-		return err
-	}
-	resp, err := call(dir, pid, &control.Request{Op: control.OpMaps})
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		if resp.Maps == nil {
-			resp.Maps = []control.MapInfo{}
-		}
-		return writeJSON(e, resp.Maps)
-	}
-	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTYPE\tKEY\tVALUE\tMAX_ENTRIES")
-	for _, m := range resp.Maps {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
-	}
-	return tw.Flush()
-}
-
-func runMapDump(e *env, args []string, dir string, asJSON bool) error {
-	if len(args) != 2 {
-		return usageErrorf("want PID MAP, got %d arguments", len(args))
-	}
-	pid, err := parsePID(args[0])
-	if err != nil {
-		return err
-	}
-	resp, err := call(dir, pid, &control.Request{Op: control.OpMapDump, Map: args[1]})
-	if err != nil {
-		return err
-	}
-	d, err := maps.DecodeDump(resp.Dump) // exact integers, fields in order
-	if err != nil {
-		return fmt.Errorf("pid %s: map %s: %w", pid, args[1], err)
-	}
-	if asJSON {
-		return d.WriteJSON(e.Stdout)
-	}
-	return d.WriteText(e.Stdout)
-}
-
-// runMapWords runs update, lookup or delete: PID MAP and the words the
-// process reads with the map's BTF types (maps.ParseKeyValue).
-func runMapWords(e *env, verb, op string, args []string, dir string, asJSON, force bool) error {
-	if len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "--" {
-		return usageErrorf("%q: flags go before PID", args[0])
-	}
-	for i, a := range args {
-		if a == "--" {
-			args = append(args[:i:i], args[i+1:]...)
-			break
-		}
-	}
-	min, want := 3, "PID MAP KEY, or PID MAP key DATA"
-	if verb == "update" {
-		min, want = 4, "PID MAP KEY VALUE, or PID MAP key DATA value DATA"
-	}
-	if len(args) < min {
-		return usageErrorf("map %s takes %s; got %d arguments", verb, want, len(args))
-	}
-	for _, a := range args[2:] {
-		if a == "--force" || strings.HasPrefix(a, "--dir") || a == "--json" {
-			return usageErrorf("%q after PID: flags go before PID (what follows PID is MAP, KEY and VALUE)", a)
-		}
-	}
-	pid, err := parsePID(args[0])
-	if err != nil {
-		return err
-	}
-	name := args[1]
-	resp, err := call(dir, pid, &control.Request{Op: op, Map: name, Args: args[2:], Force: force})
-	if err != nil {
-		return err
-	}
-	switch verb {
-	case "update":
-		if resp.Dump != nil {
-			// The entry as written, decoded with the map's types.
-			d, err := maps.DecodeDump(resp.Dump)
-			if err != nil {
-				return fmt.Errorf("pid %s: map %s: %w", pid, name, err)
-			}
-			if asJSON {
-				return d.WriteJSON(e.Stdout)
-			}
-			for _, en := range d.Entries {
-				fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, name, maps.FormatValue(en.Key), maps.FormatValue(en.Value))
-			}
-			return nil
-		}
-		if asJSON {
-			return writeJSON(e, resp.Entries)
-		}
-		for _, kv := range resp.Entries { // a process that answers raw bytes only
-			fmt.Fprintf(e.Stdout, "pid %s: %s[%s] = %s\n", pid, name, kv.Key, kv.Value)
-		}
-		return nil
-	case "delete":
-		if asJSON {
-			return writeJSON(e, resp.Entries)
-		}
-		for _, kv := range resp.Entries {
-			fmt.Fprintf(e.Stdout, "pid %s: %s[%s] deleted\n", pid, name, kv.Key)
-		}
-		return nil
-	}
-	d, err := maps.DecodeDump(resp.Dump)
-	if err != nil {
-		return fmt.Errorf("pid %s: map %s: %w", pid, name, err)
-	}
-	if asJSON {
-		return d.WriteJSON(e.Stdout)
-	}
-	return d.WriteEntries(e.Stdout)
 }

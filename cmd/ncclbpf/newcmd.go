@@ -68,7 +68,7 @@ func runNew(e *env, args []string, hookName, out string, force bool) error {
 		out = name + ".bpf.c"
 	}
 	if _, err := skeleton.Source(name, hookName); err != nil {
-		return &usageError{err}
+		return &usageError{Err: err}
 	}
 	if err := skeleton.Write(out, name, hookName, force); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/internal/offline"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
 )
 
@@ -47,7 +48,7 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("verify warn.o: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, stderr, stdout, want)
 	}
 	code, stdout, _ = runCLI("verify", "--json", warnObj)
-	var warned []verifyReport
+	var warned []offline.VerifyReport
 	if err := json.Unmarshal([]byte(stdout), &warned); err != nil || code != 0 || len(warned) != 1 || len(warned[0].Warnings) != 1 {
 		t.Fatalf("verify --json warn.o: exit %d, %v, %q", code, err, stdout)
 	}
@@ -55,7 +56,7 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("verify --json warn.o: warning %+v", w)
 	}
 	code, stdout, _ = runCLI("verify", "--json", "--section", "bad_tuner_write_input", verifyObj)
-	var reports []verifyReport
+	var reports []offline.VerifyReport
 	if err := json.Unmarshal([]byte(stdout), &reports); err != nil || code != 1 || len(reports) != 1 {
 		t.Fatalf("verify --json: exit %d, %v, %q", code, err, stdout)
 	}

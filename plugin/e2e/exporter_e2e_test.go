@@ -105,7 +105,8 @@ func TestExporterWithPrometheus(t *testing.T) {
 	promBin := needTool(t, "prometheus", "prometheus")
 	promtool := needTool(t, "promtool", "prometheus")
 	dir := filepath.Join(t.TempDir(), "ctl")
-	hosts := []*metricsHost{startMetricsHost(t, dir, 600), startMetricsHost(t, dir, 240)}
+	// The second host speaks profiler ABI v7: collectives with user tags (label "tag").
+	hosts := []*metricsHost{startMetricsHost(t, dir, 600), startMetricsHostABI(t, dir, 240, 7)}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -260,7 +261,7 @@ func TestExporterWithPrometheus(t *testing.T) {
 	latKey := func(m map[string]string) string {
 		comm, _ := strconv.ParseUint(m["comm"], 0, 64)
 		return fmt.Sprintf("pid %s %s", m["pid"], latencyKey(comm, collOf(m["collective"]), sbOf(m["size_bucket"]),
-			algoOf(m["algorithm"]), protoOf(m["protocol"])))
+			algoOf(m["algorithm"]), protoOf(m["protocol"]), m["tag"]))
 	}
 	counts := promQuery(t, promAddr, `ncclbpf_collective_latency_seconds_count{host="testnode"}`)
 	if len(counts) != len(wantLat) {

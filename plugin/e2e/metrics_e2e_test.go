@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/exporter"
 )
 
 // metricsCall is one collective of the metrics host (profiler_host
@@ -27,6 +30,7 @@ type metricsCall struct {
 	Differs     bool
 	Algo, Proto int
 	LatNS       uint64
+	Tag         uint64 // the user tag (profiler ABI v7), 0: none
 }
 
 // metricsHost is a running profiler_host metrics process.
@@ -77,9 +81,16 @@ func (h *metricsHost) Stop(t *testing.T) string {
 // done its traffic (it then waits for Stop).
 func startMetricsHost(t *testing.T, dir string, n int, env ...string) *metricsHost {
 	t.Helper()
+	return startMetricsHostABI(t, dir, n, 5, env...)
+}
+
+// startMetricsHostABI is startMetricsHost with the profiler ABI version v
+// (5, or 7: collectives with user tags).
+func startMetricsHostABI(t *testing.T, dir string, n, v int, env ...string) *metricsHost {
+	t.Helper()
 	profArtifacts(t)
 	root := repoRoot(t)
-	cmd := hostCommand(profArt.host, "metrics", art.lib, strconv.Itoa(n))
+	cmd := hostCommand(profArt.host, "metrics", art.lib, strconv.Itoa(n), strconv.Itoa(v))
 	cmd.Dir = root
 	cmd.Env = append(cleanEnv(), append([]string{envconfig.Policy + "=" + filepath.Join(root, "testhost/metrics_policy.bpf.o"),
 		envconfig.ControlDir + "=" + dir}, env...)...)
@@ -108,13 +119,13 @@ func startMetricsHost(t *testing.T, dir string, n int, env ...string) *metricsHo
 			h.PID, _ = strconv.Atoi(f[1])
 			break
 		}
-		if len(f) != 11 || f[0] != "call" {
+		if len(f) != 12 || f[0] != "call" {
 			continue
 		}
 		var c metricsCall
 		var differs int
-		_, err := fmt.Sscanf(sc.Text(), "call %v %d %d %d %d %d %d %d %d %d", &c.Comm, &c.Seq, &c.Coll, &c.Bytes,
-			&c.Cell, &c.Ch, &differs, &c.Algo, &c.Proto, &c.LatNS)
+		_, err := fmt.Sscanf(sc.Text(), "call %v %d %d %d %d %d %d %d %d %d %v", &c.Comm, &c.Seq, &c.Coll, &c.Bytes,
+			&c.Cell, &c.Ch, &differs, &c.Algo, &c.Proto, &c.LatNS, &c.Tag)
 		if err != nil {
 			t.Fatalf("metrics host line %q: %v", sc.Text(), err)
 		}
@@ -177,16 +188,53 @@ func (h *metricsHost) expectedDecisions() map[string]uint64 {
 	return m
 }
 
-// latencyKey names a latency histogram.
-func latencyKey(comm uint64, coll, sb, algo, proto int) string {
-	return fmt.Sprintf("comm %#x coll %d size %d algo %d proto %d", comm, coll, sb, algo, proto)
+// latencyKey names a latency histogram; tag is its label "tag" (the
+// exporter's: "" untagged, hexadecimal, or "other").
+func latencyKey(comm uint64, coll, sb, algo, proto int, tag string) string {
+	return fmt.Sprintf("comm %#x coll %d size %d algo %d proto %d tag %q", comm, coll, sb, algo, proto, tag)
 }
 
-// expectedLatency are the host's latency histograms (count, sum, buckets).
+// latencyHistKey is latencyKey of a histogram the process reported.
+func latencyHistKey(l *control.LatencyHist) string {
+	return latencyKey(l.Comm, l.Coll, l.SizeBucket, l.Algo, l.Proto, exporter.LatencyTagLabel(*l))
+}
+
+// expectedLatency are the host's latency histograms (count, sum, buckets),
+// by the shim's rules for tags (metrics.h): per communicator, the first
+// control.LatencyTags distinct tags and control.LatencyTaggedHists tagged
+// histograms; the tasks of further tags or histograms go to the tag
+// "other".
 func (h *metricsHost) expectedLatency() map[string]*control.LatencyHist {
 	m := map[string]*control.LatencyHist{}
+	type commTags struct {
+		tags   map[uint64]bool
+		tagged int
+	}
+	comms := map[uint64]*commTags{}
 	for _, c := range h.Calls {
-		k := latencyKey(c.Comm, c.Coll, sizeBucket(c.Bytes), c.Algo, c.Proto)
+		ct := comms[c.Comm]
+		if ct == nil {
+			ct = &commTags{tags: map[uint64]bool{}}
+			comms[c.Comm] = ct
+		}
+		tag := ""
+		if c.Tag != 0 {
+			if !ct.tags[c.Tag] && len(ct.tags) < control.LatencyTags {
+				ct.tags[c.Tag] = true
+			}
+			tag = exporter.OtherTagLabel
+			if ct.tags[c.Tag] {
+				tag = exporter.TagValueLabel(c.Tag)
+				if m[latencyKey(c.Comm, c.Coll, sizeBucket(c.Bytes), c.Algo, c.Proto, tag)] == nil {
+					if ct.tagged < control.LatencyTaggedHists {
+						ct.tagged++
+					} else {
+						tag = exporter.OtherTagLabel
+					}
+				}
+			}
+		}
+		k := latencyKey(c.Comm, c.Coll, sizeBucket(c.Bytes), c.Algo, c.Proto, tag)
 		if m[k] == nil {
 			m[k] = &control.LatencyHist{Buckets: make([]uint64, control.LatencyBuckets)}
 		}
@@ -235,22 +283,9 @@ func TestMetricsOperation(t *testing.T) {
 	gotLat := map[string]*control.LatencyHist{}
 	for i := range m.Latency {
 		l := &m.Latency[i]
-		gotLat[latencyKey(l.Comm, l.Coll, l.SizeBucket, l.Algo, l.Proto)] = l
+		gotLat[latencyHistKey(l)] = l
 	}
-	for k, w := range want {
-		g := gotLat[k]
-		if g == nil {
-			t.Errorf("latency %s: missing (want %d tasks)", k, w.Count)
-			continue
-		}
-		if g.Count != w.Count || g.SumNS != w.SumNS || fmt.Sprint(g.Buckets) != fmt.Sprint(w.Buckets) {
-			t.Errorf("latency %s: got count %d sum %d buckets %v, want %d %d %v", k, g.Count, g.SumNS, g.Buckets,
-				w.Count, w.SumNS, w.Buckets)
-		}
-	}
-	if len(gotLat) != len(want) {
-		t.Errorf("latency: %d histograms, want %d", len(gotLat), len(want))
-	}
+	compareLatency(t, gotLat, want)
 	if len(m.PolicyMaps) != 1 || !strings.Contains(string(m.PolicyMaps[0]), `"name":"metrics_colls"`) {
 		t.Errorf("policy maps: %s", m.PolicyMaps)
 	}
@@ -382,10 +417,144 @@ func TestLatencyWithoutProfilerProgram(t *testing.T) {
 			t.Errorf("NCCLBPF_LATENCY=on: %d histograms, want %d", len(m.Latency), len(want))
 		}
 		for _, l := range m.Latency {
-			w := want[latencyKey(l.Comm, l.Coll, l.SizeBucket, l.Algo, l.Proto)]
+			w := want[latencyHistKey(&l)]
 			if w == nil || w.Count != l.Count || w.SumNS != l.SumNS {
 				t.Errorf("histogram %+v: want %+v", l, w)
 			}
 		}
+	}
+}
+
+// TestLatencyTags: under profiler ABI v7, collectives of one key with
+// distinct user tags are counted in separate latency histograms, each
+// reported with its tag (control's metrics reply, and the exporter's label
+// "tag"); a communicator keeps control.LatencyTags tags, the collectives of
+// further ones are counted under the tag "other", none lost.
+func TestLatencyTags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ctl")
+	const n = 240
+	h := startMetricsHostABI(t, dir, n, 7)
+	defer h.Stop(t)
+	cl := dialControl(t, dir, h.PID)
+	resp, err := cl.Call(&control.Request{Op: control.OpMetrics})
+	cl.Close()
+	if err != nil || resp.Metrics == nil {
+		t.Fatalf("metrics: %v %+v", err, resp)
+	}
+	m := resp.Metrics
+	if m.LatencyOverflow != 0 {
+		t.Errorf("%d collectives overflowed the histograms", m.LatencyOverflow)
+	}
+	want := h.expectedLatency()
+	got := map[string]*control.LatencyHist{}
+	perTag := map[string]uint64{}
+	tagsOf := map[uint64]map[uint64]bool{}
+	var total uint64
+	for i := range m.Latency {
+		l := &m.Latency[i]
+		k := latencyHistKey(l)
+		if got[k] != nil {
+			t.Errorf("latency %s: twice", k)
+		}
+		got[k] = l
+		perTag[exporter.LatencyTagLabel(*l)] += l.Count
+		total += l.Count
+		if l.OtherTag && l.Tag != 0 {
+			t.Errorf("latency %s: other tag with tag %#x", k, l.Tag)
+		}
+		if l.Tag != 0 {
+			if tagsOf[l.Comm] == nil {
+				tagsOf[l.Comm] = map[uint64]bool{}
+			}
+			tagsOf[l.Comm][l.Tag] = true
+		}
+	}
+	compareLatency(t, got, want)
+	if total != n {
+		t.Errorf("histograms hold %d collectives, the host ran %d", total, n)
+	}
+	// The host's tags: 0, 0x11 and 0xabc0000000000001 in turn, then 20 new
+	// ones a communicator: 16 kept, the rest "other".
+	var wantPerTag = map[string]uint64{}
+	for _, c := range h.Calls {
+		if c.Tag == 0 {
+			wantPerTag[""]++
+		} else if c.Tag == 0x11 || c.Tag == 0xabc0000000000001 {
+			wantPerTag[exporter.TagValueLabel(c.Tag)]++
+		}
+	}
+	for _, tag := range []string{"", "0x11", "0xabc0000000000001"} {
+		if perTag[tag] == 0 || perTag[tag] != wantPerTag[tag] {
+			t.Errorf("tag %q: %d collectives, the host ran %d", tag, perTag[tag], wantPerTag[tag])
+		}
+	}
+	// At least the collectives of the tags beyond the first LatencyTags of
+	// each communicator, and of tags kept but past the tagged histograms.
+	if least := uint64(2 * (20 + 2 - control.LatencyTags)); perTag[exporter.OtherTagLabel] <= least {
+		t.Errorf("tag other: %d collectives, want more than %d", perTag[exporter.OtherTagLabel], least)
+	}
+	if len(tagsOf) != 2 {
+		t.Errorf("tagged histograms of %d communicators, want 2", len(tagsOf))
+	}
+	for comm, tags := range tagsOf {
+		if len(tags) > control.LatencyTags {
+			t.Errorf("comm %#x: %d tags kept, want at most %d", comm, len(tags), control.LatencyTags)
+		}
+		nt := 0
+		for _, l := range m.Latency {
+			if l.Comm == comm && l.Tag != 0 {
+				nt++
+			}
+		}
+		if nt != control.LatencyTaggedHists {
+			t.Errorf("comm %#x: %d tagged histograms, want %d (the traffic fills them)", comm, nt, control.LatencyTaggedHists)
+		}
+	}
+
+	// The exporter's series: one per histogram, labelled with its tag.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(exporter.NewCollector(dir, "testnode", 5*time.Second))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]uint64{}
+	for _, f := range fams {
+		if f.GetName() != "ncclbpf_collective_latency_seconds" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range s.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if _, ok := labels["tag"]; !ok {
+				t.Errorf("series without the label tag: %v", labels)
+			}
+			exported[labels["tag"]] += s.GetHistogram().GetSampleCount()
+		}
+	}
+	if fmt.Sprint(exported) != fmt.Sprint(perTag) {
+		t.Errorf("exported collectives per tag %v, the process reported %v", exported, perTag)
+	}
+}
+
+// compareLatency compares the histograms a process reported with the
+// host's.
+func compareLatency(t *testing.T, got, want map[string]*control.LatencyHist) {
+	t.Helper()
+	for k, w := range want {
+		g := got[k]
+		if g == nil {
+			t.Errorf("latency %s: missing (want %d tasks)", k, w.Count)
+			continue
+		}
+		if g.Count != w.Count || g.SumNS != w.SumNS || fmt.Sprint(g.Buckets) != fmt.Sprint(w.Buckets) {
+			t.Errorf("latency %s: got count %d sum %d buckets %v, want %d %d %v", k, g.Count, g.SumNS, g.Buckets,
+				w.Count, w.SumNS, w.Buckets)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("latency: %d histograms, want %d", len(got), len(want))
 	}
 }

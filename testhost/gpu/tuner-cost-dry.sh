@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tuner-cost-dry.sh ART [ROUNDS]: scripts/gpu-tuner-cost.sh without a GPU, on the fake NCCL
 # (testhost/gpu/fake/fake_nccl.c with FAKE_GPUS=2: a 2-rank communicator whose all-reduces ask the
-# real tuner plugin for every call, as NCCL's enqueue path does). Everything of ours is real: the
+# real tuner plugin for every call, as NCCL's enqueue path does), then with FAKE_GPUS=1 in the script's
+# process mode (two rank processes sharing the one fake GPU, meeting in shared memory, as two ranks
+# share a GPU through NCCL_HOSTID on the GPU machine). Everything of ours is real: the
 # plugins, the policies, the script and its figures; the fake's own work (host-memory sums) is not
 # NCCL's, so the figures say what the tuner adds to a launch path of that cost, nothing about NCCL.
 set -euo pipefail
@@ -15,3 +17,4 @@ cp "$F/nccl.h" "$F/cuda_runtime.h" "$T/include/"
 gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$T/lib/libnccl.so" "$F/fake_nccl.c" -ldl
 echo 'int fake_cudart_is_in_libnccl;' | gcc -shared -fPIC -x c -o "$T/lib64/libcudart.so" -
 FAKE_GPUS=2 NCCL_HOME=$T CUDA_HOME=$T ITERS=${ITERS:-2000} "$ROOT/scripts/gpu-tuner-cost.sh" "$1" "${2:-3}" 2
+FAKE_GPUS=1 NCCL_HOME=$T CUDA_HOME=$T ITERS=${ITERS:-2000} "$ROOT/scripts/gpu-tuner-cost.sh" "$1" "${2:-3}" 2

@@ -5,7 +5,7 @@
 // does not carry it, and the field holds a fixed default).
 //
 // It is the one description of what NCCL fills per ABI version. The shim's
-// fill code (plugin/tuner.c, plugin/profiler.c, plugin/net.c) is checked
+// fill code (plugin/tuner*.c, plugin/profiler*.c, plugin/net*.c) is checked
 // against it through the C test hosts, version by version (plugin/e2e:
 // TestTunerFillsPerABI, TestProfilerFillsPerABI, TestNetFields), and
 // `ncclbpf run --set abi_version=N` builds its offline context from it
@@ -240,7 +240,7 @@ const (
 )
 
 // Profiler is NCCL's profiler interface, ncclProfiler_v1 to _v7
-// (plugin/profiler.c: init_common, the start adapters, start_common,
+// (plugin/profiler*.c: init_common, the start adapters, start_common,
 // fill_ctx). A kernel channel, proxy operation or kernel phase has its
 // task's identity fields (comm_id, seq, bytes, func, algorithm, protocol,
 // n_channels and the v7 fields): NCCL's, passed with the task.
@@ -306,7 +306,7 @@ const (
 )
 
 // Net is NCCL's net interface as the wrapper exports it, ncclNetPlugin_v8
-// to _v12, around a plugin of v6 to v12 (plugin/net.c: conn_event,
+// to _v12, around a plugin of v6 to v12 (plugin/net*.c: conn_event,
 // complete_on). Only the version NCCL calls with changes a field.
 var Net = &Interface{
 	Name: "net", Oldest: 8, Newest: 12, WrapsOldest: 6, WrapsNewest: 12,

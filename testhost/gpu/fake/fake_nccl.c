@@ -14,11 +14,19 @@
  * table as NCCL fills it (Tree and Ring costs, the other algorithms NCCL_ALGO_PROTO_IGNORE) and apply
  * the cheapest cell, as NCCL's enqueue path does; a 1-rank all-reduce is a copy without the tuner.
  *
+ * ncclGetUniqueId and ncclCommInitRank also make communicators of several processes (nccl_allreduce
+ * bench-procs): the id names a shared-memory file in which each rank's all-reduce input meets the
+ * others' behind a barrier; each rank's tuner is asked as above, with one node per rank.
+ *
  * It is no model of NCCL beyond that: no kernels, no transport. For testhost/gpu/dry-run.sh and
  * testhost/gpu/tuner-cost-dry.sh only. FAKE_CORRUPT=N corrupts the N-th group's received bytes.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +122,26 @@ struct ncclComm {
 	int nranks, rank;
 	void *pctx, *tctx;
 	volatile int mask;
+	struct xproc *xp; /* a communicator of several processes */
 };
+
+/* The shared memory of a communicator of several processes: a barrier and one input slot per rank. */
+#define XP_MAXR 16
+#define XP_MAXF (1 << 14)
+struct xproc {
+	_Atomic unsigned arrived, gen, attached;
+	float slot[XP_MAXR][XP_MAXF];
+};
+
+static void xp_barrier(struct xproc *x, int n) {
+	unsigned g = atomic_load(&x->gen);
+	if (atomic_fetch_add(&x->arrived, 1) == (unsigned)n - 1) {
+		atomic_store(&x->arrived, 0);
+		atomic_fetch_add(&x->gen, 1);
+	} else {
+		while (atomic_load(&x->gen) == g) sched_yield();
+	}
+}
 typedef struct ncclComm *ncclComm_t;
 
 static uint64_t next_id = 0x5eed0001;
@@ -127,25 +154,42 @@ typedef enum { ncclSum = 0 } ncclRedOp_t;
 static long groups_done, corrupt_at = -2;
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *u) {
+	static unsigned seq;
 	memset(u, 0, sizeof *u);
-	return ncclSuccess;
+	snprintf(u->internal, sizeof u->internal, "/fake-nccl-%d-%u", (int)getpid(), seq++);
+	int fd = shm_open(u->internal, O_CREAT | O_EXCL | O_RDWR, 0600);
+	if (fd < 0) return ncclInternalError;
+	int bad = ftruncate(fd, sizeof(struct xproc));
+	close(fd);
+	return bad ? ncclInternalError : ncclSuccess;
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
-	(void)id;
-	if (nranks != 1 || rank != 0) return ncclInvalidArgument;
+	if (nranks < 1 || nranks > XP_MAXR || rank < 0 || rank >= nranks) return ncclInvalidArgument;
 	struct ncclComm *c = calloc(1, sizeof *c);
 	if (!c) return ncclInternalError;
 	c->id = next_id++ * 0x9e3779b97f4a7c15ull;
+	if (nranks > 1) {
+		int fd = shm_open(id.internal, O_RDWR, 0);
+		if (fd < 0) return ncclInvalidArgument;
+		c->xp = mmap(NULL, sizeof(struct xproc), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (c->xp == MAP_FAILED) return ncclInternalError;
+		if (atomic_fetch_add(&c->xp->attached, 1) == (unsigned)nranks - 1) shm_unlink(id.internal);
+		c->id = 0x9e3779b97f4a7c15ull;
+		for (const char *p = id.internal; *p; p++) c->id = (c->id ^ (unsigned char)*p) * 0x100000001b3ull;
+	}
 	load_plugins();
 	/* the mask lives as long as the communicator: the plugin keeps the pointer and updates it */
-	if (prof && prof->init(&c->pctx, c->id, (int *)&c->mask, "fake", 1, 1, 0, logger) != 0) {
+	if (prof && prof->init(&c->pctx, c->id, (int *)&c->mask, "fake", nranks, nranks, rank, logger) != 0) {
 		logger(2, 0, __FILE__, __LINE__, "Profiler init failed; continuing without profiler");
 		c->pctx = NULL;
 	}
-	if (tuner && tuner->init(&c->tctx, c->id, 1, 1, logger, NULL, NULL) != 0) c->tctx = NULL;
-	c->nranks = 1;
-	logger(3, 0, __FILE__, __LINE__, "comm %p rank 0 nRanks 1 - Init COMPLETE (fake)", (void *)c);
+	if (tuner && tuner->init(&c->tctx, c->id, (size_t)nranks, (size_t)nranks, logger, NULL, NULL) != 0) c->tctx = NULL;
+	c->nranks = nranks;
+	c->rank = rank;
+	logger(3, 0, __FILE__, __LINE__, "comm %p rank %d nRanks %d - Init COMPLETE (fake)", (void *)c, rank, nranks);
+	if (c->xp) xp_barrier(c->xp, nranks);
 	*out = c;
 	return ncclSuccess;
 }
@@ -182,6 +226,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t c) {
 	}
 	if (tuner && c->tctx) tuner->finalize(c->tctx);
 	if (prof && c->pctx) prof->finalize(c->pctx);
+	if (c->xp) munmap(c->xp, sizeof(struct xproc));
 	free(c);
 	return ncclSuccess;
 }
@@ -273,6 +318,23 @@ ncclResult_t ncclGroupEnd(void) {
 	size_t arn = 0;
 	for (int i = 0; i < nops; i++)
 		if (ops[i].allreduce) nar++, arn = ops[i].n;
+	if (nar && ops[0].comm && ops[0].comm->xp) { /* one all-reduce per process, met in shared memory */
+		struct ncclComm *c = ops[0].comm;
+		size_t k = ops[0].n / sizeof(float);
+		if (nar != 1 || nops != 1 || k > XP_MAXF) return ncclInvalidArgument;
+		memcpy(c->xp->slot[c->rank], ops[0].send, k * sizeof(float));
+		xp_barrier(c->xp, c->nranks);
+		float *r = ops[0].recv;
+		for (size_t j = 0; j < k; j++) {
+			float v = 0;
+			for (int q = 0; q < c->nranks; q++) v += c->xp->slot[q][j];
+			r[j] = v;
+		}
+		xp_barrier(c->xp, c->nranks);
+		groups_done++;
+		nops = 0;
+		return ncclSuccess;
+	}
 	if (nar) {
 		static float acc[1 << 20];
 		size_t k = arn / sizeof(float);

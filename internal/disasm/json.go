@@ -1,22 +1,24 @@
-package main
+package disasm
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/ncclbpf/ncclbpf/asm"
+	"github.com/ncclbpf/ncclbpf/internal/cli"
 	"github.com/ncclbpf/ncclbpf/loader"
 )
 
-// disasmProgram is one program of disasm --json.
-type disasmProgram struct {
-	Section string       `json:"section,omitempty"`
-	Name    string       `json:"name"`
-	Insns   []disasmInsn `json:"insns"`
+// Program is one program of disasm --json.
+type Program struct {
+	Section string `json:"section,omitempty"`
+	Name    string `json:"name"`
+	Insns   []Insn `json:"insns"`
 }
 
-// disasmInsn is one instruction of disasm --json: what the text listing
+// Insn is one instruction of disasm --json: what the text listing
 // shows on its line, with the source position it came from.
-type disasmInsn struct {
+type Insn struct {
 	PC       int      `json:"pc"`
 	Text     string   `json:"text"`
 	Words    []string `json:"words"` // its 64-bit slots (two for lddw), 0x-prefixed hex
@@ -27,25 +29,25 @@ type disasmInsn struct {
 	Source   string   `json:"source,omitempty"`
 }
 
-// disasmJSON prints the programs of coll (those of section, if given).
-func disasmJSON(e *env, coll *loader.CollectionSpec, section string) error {
+// writeJSON prints the programs of coll (those of section, if given).
+func writeJSON(w io.Writer, coll *loader.CollectionSpec, section string) error {
 	progs, err := pickPrograms(coll, section)
 	if err != nil {
 		return err
 	}
-	out := make([]disasmProgram, 0, len(progs))
+	out := make([]Program, 0, len(progs))
 	for _, p := range progs {
-		out = append(out, disasmProgram{Section: p.Section, Name: p.Name, Insns: listInsns(p.Insns, &programInfo{coll: coll, prog: p})})
+		out = append(out, Program{Section: p.Section, Name: p.Name, Insns: listInsns(p.Insns, &programInfo{coll: coll, prog: p})})
 	}
-	return writeJSON(e, out)
+	return cli.WriteJSON(w, out)
 }
 
 // listInsns describes insns one instruction at a time.
-func listInsns(insns []asm.Instruction, info *programInfo) []disasmInsn {
-	out := []disasmInsn{}
+func listInsns(insns []asm.Instruction, info *programInfo) []Insn {
+	out := []Insn{}
 	for pc := 0; pc < len(insns); {
 		text, width := asm.FormatAt(insns, pc)
-		in := disasmInsn{PC: pc, Text: text, Note: annotate(insns, pc, info)}
+		in := Insn{PC: pc, Text: text, Note: annotate(insns, pc, info)}
 		for _, ins := range insns[pc:min(pc+width, len(insns))] {
 			in.Words = append(in.Words, fmt.Sprintf("%#016x", ins.Word()))
 		}

@@ -1,4 +1,4 @@
-package main
+package offline
 
 import (
 	"encoding/hex"
@@ -86,9 +86,9 @@ type mapReport struct {
 	dump    *maps.MapDump // after
 }
 
-func (r *runTarget) execute(o *runOptions) (*runReport, error) {
+func (r *runTarget) execute(o *Options) (*runReport, error) {
 	rep := &runReport{Object: r.object, Program: r.prog.Name, Section: r.prog.Section, Verified: r.verified,
-		Engine: r.engine, Notes: r.notes, Runs: o.repeat}
+		Engine: r.engine, Notes: r.notes, Runs: o.Repeat}
 	var elems []hook.Elem
 	if r.hook != nil {
 		rep.Hook, rep.Context = r.hook.Name, r.hook.Context.Name
@@ -103,7 +103,7 @@ func (r *runTarget) execute(o *runOptions) (*runReport, error) {
 		rep.Mem = hex.EncodeToString(r.ctx)
 	}
 	before := make([][]maps.KV, len(r.maps))
-	if o.maps != "none" {
+	if o.Maps != "none" {
 		for i, m := range r.maps {
 			kvs, err := rawContents(m)
 			if err != nil {
@@ -116,10 +116,10 @@ func (r *runTarget) execute(o *runOptions) (*runReport, error) {
 	for _, el := range elems {
 		if n := el.Field.Name; n == "seq" || strings.HasSuffix(n, "_seq") {
 			seqs = append(seqs, el)
-			if o.repeat > 1 {
+			if o.Repeat > 1 {
 				for i := range rep.Inputs {
 					if rep.Inputs[i].Name == el.Name {
-						rep.Inputs[i].Meaning = fmt.Sprintf("counts up to %d over the runs", el.Get(r.ctx)+uint64(o.repeat-1))
+						rep.Inputs[i].Meaning = fmt.Sprintf("counts up to %d over the runs", el.Get(r.ctx)+uint64(o.Repeat-1))
 					}
 				}
 			}
@@ -131,7 +131,7 @@ func (r *runTarget) execute(o *runOptions) (*runReport, error) {
 	buf := make([]byte, len(r.ctx))
 	seen := map[string]int{}
 	var elapsed time.Duration
-	for i := 0; i < o.repeat; i++ {
+	for i := 0; i < o.Repeat; i++ {
 		copy(buf, r.ctx)
 		for _, el := range seqs {
 			el.Put(buf, el.Get(r.ctx)+uint64(i))
@@ -140,7 +140,7 @@ func (r *runTarget) execute(o *runOptions) (*runReport, error) {
 		r0, err := r.exec.Run(buf)
 		elapsed += time.Since(start)
 		if err != nil {
-			return nil, fmt.Errorf("program %s: run %d of %d: %w", r.prog.Name, i+1, o.repeat, err)
+			return nil, fmt.Errorf("program %s: run %d of %d: %w", r.prog.Name, i+1, o.Repeat, err)
 		}
 		rep.R0, rep.R0Signed = r0, int64(r0)
 		rep.Outputs = rep.Outputs[:0]
@@ -162,8 +162,8 @@ func (r *runTarget) execute(o *runOptions) (*runReport, error) {
 			rep.Outcomes = append(rep.Outcomes, outcome{Count: 1, FirstRun: i, R0: r0, Outputs: append([]runField(nil), rep.Outputs...)})
 		}
 	}
-	rep.NsPerRun = float64(elapsed.Nanoseconds()) / float64(o.repeat)
-	if o.repeat == 1 {
+	rep.NsPerRun = float64(elapsed.Nanoseconds()) / float64(o.Repeat)
+	if o.Repeat == 1 {
 		rep.Outcomes = nil
 	}
 	if rep.MemAfter == rep.Mem {
@@ -174,9 +174,9 @@ func (r *runTarget) execute(o *runOptions) (*runReport, error) {
 	if r.hook != nil && r.hook.Context.Name == tunerCtxName {
 		rep.Effect = r.tunerEffect(rep.R0, buf)
 	}
-	if o.maps != "none" {
+	if o.Maps != "none" {
 		for i, m := range r.maps {
-			mr, err := reportMap(m, before[i], o.maps == "all")
+			mr, err := reportMap(m, before[i], o.Maps == "all")
 			if err != nil {
 				return nil, err
 			}

@@ -1,4 +1,4 @@
-package main
+package offline
 
 import (
 	"encoding/hex"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/cli"
 	"github.com/ncclbpf/ncclbpf/internal/ncclabi/ctxfill"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/ncclbpf/ncclbpf/tuner"
@@ -45,18 +46,18 @@ func defaultsFor(h *hook.Hook) []string {
 
 // buildContext fills r.ctx: the hook's context (typical values, then the
 // aliases, --costs and --set, then derived fields) or the --mem bytes.
-func (r *runTarget) buildContext(o *runOptions) error {
+func (r *runTarget) buildContext(o *Options) error {
 	var raw []byte
-	if o.mem != "" {
-		b, err := parseHexMem(o.mem)
+	if o.Mem != "" {
+		b, err := parseHexMem(o.Mem)
 		if err != nil {
 			return err
 		}
 		raw = b
 	}
 	if r.hook == nil {
-		if len(o.sets) > 0 || o.coll != "" || o.bytes != "" || o.ranks != "" || o.nodes != "" || o.costs != "" {
-			return usageErrorf("program %s has no hook, hence no context fields: give its memory with --mem, or a hook with --hook", r.prog.Name)
+		if len(o.Sets) > 0 || o.Coll != "" || o.Bytes != "" || o.Ranks != "" || o.Nodes != "" || o.Costs != "" {
+			return cli.Usagef("program %s has no hook, hence no context fields: give its memory with --mem, or a hook with --hook", r.prog.Name)
 		}
 		r.ctx = raw
 		return nil
@@ -80,10 +81,10 @@ func (r *runTarget) buildContext(o *runOptions) error {
 		flag, val string
 		fields    []string
 	}{
-		{"coll", o.coll, []string{"coll_type", "func"}},
-		{"bytes", o.bytes, []string{"n_bytes", "bytes"}},
-		{"ranks", o.ranks, []string{"n_ranks"}},
-		{"nodes", o.nodes, []string{"n_nodes"}},
+		{"coll", o.Coll, []string{"coll_type", "func"}},
+		{"bytes", o.Bytes, []string{"n_bytes", "bytes"}},
+		{"ranks", o.Ranks, []string{"n_ranks"}},
+		{"nodes", o.Nodes, []string{"n_nodes"}},
 	}
 	for _, a := range aliases {
 		if a.val == "" {
@@ -108,7 +109,7 @@ func (r *runTarget) buildContext(o *runOptions) error {
 		}
 	}
 	var costSets []string
-	for _, s := range o.sets {
+	for _, s := range o.Sets {
 		if strings.HasPrefix(strings.TrimSpace(s), "cost[") && c.Name == tunerCtxName {
 			costSets = append(costSets, s) // after the cost table exists
 			continue
@@ -118,15 +119,15 @@ func (r *runTarget) buildContext(o *runOptions) error {
 		}
 	}
 	if c.Name == tunerCtxName {
-		if o.costs != "" && raw == nil {
+		if o.Costs != "" && raw == nil {
 			r.set["cost"] = true
 		}
 		if raw == nil {
 			r.fillModelCosts()
 		}
-		if o.costs != "" {
-			if err := r.applyCosts(o.costs); err != nil {
-				return fmt.Errorf("--costs %s: %w", o.costs, err)
+		if o.Costs != "" {
+			if err := r.applyCosts(o.Costs); err != nil {
+				return fmt.Errorf("--costs %s: %w", o.Costs, err)
 			}
 		}
 		for _, s := range costSets {
@@ -134,7 +135,7 @@ func (r *runTarget) buildContext(o *runOptions) error {
 				return fmt.Errorf("--set %s", err)
 			}
 		}
-	} else if o.costs != "" {
+	} else if o.Costs != "" {
 		return fmt.Errorf("--costs: hook %s has no cost table (only tuner programs do)", r.hook.Name)
 	}
 	if raw == nil {

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/internal/cli"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
 )
 
@@ -22,7 +23,7 @@ func applyManifest(w io.Writer, obj, atSeq string, timeoutSet bool, req *control
 		return false, err
 	}
 	if atSeq != "" {
-		return false, usageErrorf("%s has an activation manifest (%s); --at-seq conflicts with it (use --no-manifest to ignore the file)",
+		return false, cli.Usagef("%s has an activation manifest (%s); --at-seq conflicts with it (use --no-manifest to ignore the file)",
 			obj, config.ManifestPath(obj))
 	}
 	n := m.AtSeq
