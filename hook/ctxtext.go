@@ -11,13 +11,6 @@ import (
 // print one from text: "n_bytes", "cost[1][2]" (or "cost[5]"), as the C
 // declaration in include/ncclbpf.h spells them.
 
-// arrayDims gives the C dimensions of array fields declared with more than
-// one ("__u32 cost[7][3]" is Array 21 here), keyed by "ctxname.field".
-// Arrays not listed have one dimension, Field.Array.
-var arrayDims = map[string][]int{
-	"ncclbpf_tuner_ctx.cost": {7, 3}, // [NCCLBPF_NUM_ALGORITHMS][NCCLBPF_NUM_PROTOCOLS]
-}
-
 // Elem is one element of a context: a scalar field, or one element of an
 // array field.
 type Elem struct {
@@ -85,7 +78,7 @@ func (c *Context) Dims(f *Field) []int {
 	if f.Array <= 1 {
 		return nil
 	}
-	if d, ok := arrayDims[c.Name+"."+f.Name]; ok {
+	if d, ok := ctxArrayDims[c.Name+"."+f.Name]; ok {
 		return d
 	}
 	return []int{f.Array}

@@ -5,6 +5,12 @@
 //
 // The verifier consults these descriptions and knows nothing about NCCL:
 // adding a hook means adding data here, not verifier code.
+//
+// The contexts' layouts and marks are not written here: they are generated
+// from the C headers in include/ (zz_contexts.go, by internal/ctxgen, from
+// the BTF clang writes for them, marks included as declaration tags), so
+// the headers are their one source. What NCCL fills in each field per ABI
+// version is internal/ncclabi/ctxfill's.
 package hook
 
 import (

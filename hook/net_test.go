@@ -11,8 +11,9 @@ import (
 )
 
 // TestNetContextMatchesHeader compiles a C program against
-// include/ncclbpf_net.h that prints offsetof/sizeof of every member and
-// checks that hook/net.go describes exactly that layout.
+// include/ncclbpf_net.h with gcc that prints offsetof/sizeof of every
+// member and checks that the generated NetContext describes exactly that
+// layout.
 func TestNetContextMatchesHeader(t *testing.T) {
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
@@ -55,7 +56,7 @@ func TestNetContextMatchesHeader(t *testing.T) {
 		got[p[0]] = [2]int{off, size}
 	}
 	if got["sizeof"][1] != NetContext.Size {
-		t.Errorf("sizeof(struct ncclbpf_net_ctx) = %d in C, %d in hook/net.go", got["sizeof"][1], NetContext.Size)
+		t.Errorf("sizeof(struct ncclbpf_net_ctx) = %d in C, %d in hook/zz_contexts.go", got["sizeof"][1], NetContext.Size)
 	}
 	end := 0
 	for _, f := range NetContext.Fields {

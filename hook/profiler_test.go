@@ -11,8 +11,9 @@ import (
 )
 
 // TestProfilerContextMatchesHeader compiles a C program against
-// include/ncclbpf_profiler.h that prints offsetof/sizeof of every member and
-// checks that hook/profiler.go describes exactly that layout.
+// include/ncclbpf_profiler.h with gcc that prints offsetof/sizeof of every
+// member and checks that the generated ProfilerContext describes exactly
+// that layout.
 func TestProfilerContextMatchesHeader(t *testing.T) {
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
@@ -55,7 +56,7 @@ func TestProfilerContextMatchesHeader(t *testing.T) {
 		got[p[0]] = [2]int{off, size}
 	}
 	if got["sizeof"][1] != ProfilerContext.Size {
-		t.Errorf("sizeof(struct ncclbpf_prof_ctx) = %d in C, %d in hook/profiler.go", got["sizeof"][1], ProfilerContext.Size)
+		t.Errorf("sizeof(struct ncclbpf_prof_ctx) = %d in C, %d in hook/zz_contexts.go", got["sizeof"][1], ProfilerContext.Size)
 	}
 	end := 0
 	for _, f := range ProfilerContext.Fields {

@@ -12,13 +12,14 @@ import (
 )
 
 // TestTunerLayoutMatchesHeader compiles a C program against
-// include/ncclbpf.h that prints offsetof/sizeof of every field the Go
-// description names, and compares: the verifier enforces the Go layout, the
-// shim and the policies use the C one, so they must agree byte for byte.
+// include/ncclbpf.h with gcc that prints offsetof/sizeof of every field the
+// Go description names, and compares: the Go layout is generated from
+// clang's BTF of the header, the shim is built by gcc, so the two compilers
+// must agree byte for byte.
 func TestTunerLayoutMatchesHeader(t *testing.T) {
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Fatalf("gcc is needed to check include/ncclbpf.h against hook/tuner.go: %v", err)
+		t.Fatalf("gcc is needed to check include/ncclbpf.h against hook/zz_contexts.go: %v", err)
 	}
 	inc, err := filepath.Abs("../include")
 	if err != nil {

@@ -22,9 +22,10 @@
  *
  * Rank consistency. Every rank of a communicator must take the same algorithm, protocol and channel
  * decision for the same collective, or NCCL hangs or corrupts data. Each input below is marked
- *   [uniform]  the same on every rank of the communicator, or
- *   [local]    possibly different on each rank.
- * A decision computed only from [uniform] inputs and from map contents that are the same on every
+ *   __ncclbpf_uniform  the same on every rank of the communicator, or
+ *   __ncclbpf_local    possibly different on each rank
+ * (ncclbpf_marks.h; outputs are marked __ncclbpf_out, all other members are read-only).
+ * A decision computed only from uniform inputs and from map contents that are the same on every
  * rank (e.g. filled from the same configuration file) is rank-consistent. Helpers that read clocks,
  * random numbers or the CPU id are rank-local by nature, and so is a map a profiler program fills
  * with this rank's measurements: to decide on measurements, agree on them first (agreed maps, at
@@ -61,6 +62,7 @@ typedef __u32 __wsum;
 #else
 #include <linux/types.h>
 #endif
+#include "ncclbpf_marks.h"
 
 /* ---------------------------------------------------------------------------------------------
  * NCCL's numbering (NCCL 2.30 nccl_tuner.h / nccl_common.h). Only the first five collectives
@@ -136,36 +138,49 @@ typedef __u32 __wsum;
  *
  * The structure has no pointers, so that the verifier can check every access against this layout;
  * the cost table is copied in (84 bytes) rather than referenced. Offsets are part of the ABI between
- * policies and the host and are checked by a test against hook/tuner.go.
+ * policies and the host; the verifier's description of this structure (hook/zz_contexts.go) is
+ * generated from this header, marks included.
  */
 struct ncclbpf_tuner_ctx {
 	/* ---- inputs (read-only) ---- */
-	__u64 comm_id;       /*  0 [uniform] NCCL's communicator hash (tuner v5+); 0 with v2..v4, where
-	                      *    NCCL passes none. Several communicators of one process may share it. */
-	__u64 call_seq;      /*  8 [uniform] number of earlier getCollInfo calls on this communicator
-	                      *    (0 for the first): ranks issue the same collectives in the same order */
-	__u64 n_bytes;       /* 16 [uniform] bytes of the collective as NCCL counts them (AllGather and
-	                      *    ReduceScatter: the full buffer, nRanks * count * elementSize) */
-	__u32 coll_type;     /* 24 [uniform] NCCLBPF_COLL_* */
-	__s32 num_pipe_ops;  /* 28 [uniform] NCCL's estimate of collective tasks per channel (usually 1) */
-	__s32 reg_buff;      /* 32 [local]   1 if the user buffers are registered (or graph-captured);
-	                      *    -1 when the ABI version does not say (v2, v3) */
-	__u32 n_ranks;       /* 36 [uniform] ranks in the communicator */
-	__u32 n_nodes;       /* 40 [uniform] nodes spanned by the communicator */
-	__s32 n_nvl_domains; /* 44 [uniform] NVLink domains (v5+; NCCL sets it to n_nodes); -1 before v5 */
-	__s32 min_ranks_per_nvl_domain; /* 48 [uniform] v5+; -1 before */
-	__s32 max_ranks_per_nvl_domain; /* 52 [uniform] v5+; -1 before */
-	__u32 abi_version;   /* 56 [uniform if all ranks run the same NCCL] NCCLBPF_ABI_V* */
-	__u32 avail_mask;    /* 60 [uniform] bit NCCLBPF_CELL(a,p) set iff cost[a][p] is available:
-	                      *    lets a program test a cell chosen at run time */
-	__u32 cost[NCCLBPF_NUM_ALGORITHMS][NCCLBPF_NUM_PROTOCOLS];
-	                     /* 64..147 [uniform] float bits of NCCL's cost table, see "Costs" above */
+	__ncclbpf_uniform __u64 comm_id;   /*  0 NCCL's communicator hash (tuner v5+); 0 with v2..v4,
+	                                    *    where NCCL passes none. Several communicators of one
+	                                    *    process may share it. */
+	__ncclbpf_uniform __u64 call_seq;  /*  8 number of earlier getCollInfo calls on this communicator
+	                                    *    (0 for the first): ranks issue the same collectives in
+	                                    *    the same order */
+	__ncclbpf_uniform __u64 n_bytes;   /* 16 bytes of the collective as NCCL counts them (AllGather
+	                                    *    and ReduceScatter: the full buffer,
+	                                    *    nRanks * count * elementSize) */
+	__ncclbpf_uniform __u32 coll_type; /* 24 NCCLBPF_COLL_* */
+	__ncclbpf_uniform __s32 num_pipe_ops; /* 28 NCCL's estimate of collective tasks per channel
+	                                       *    (usually 1) */
+	__ncclbpf_local __s32 reg_buff;    /* 32 1 if the user buffers are registered (or
+	                                    *    graph-captured); -1 when the ABI version does not say
+	                                    *    (v2, v3) */
+	__ncclbpf_uniform __u32 n_ranks;   /* 36 ranks in the communicator */
+	__ncclbpf_uniform __u32 n_nodes;   /* 40 nodes spanned by the communicator */
+	__ncclbpf_uniform __s32 n_nvl_domains; /* 44 NVLink domains (v5+; NCCL sets it to n_nodes);
+	                                        *    -1 before v5 */
+	__ncclbpf_uniform __s32 min_ranks_per_nvl_domain; /* 48 v5+; -1 before */
+	__ncclbpf_uniform __s32 max_ranks_per_nvl_domain; /* 52 v5+; -1 before */
+	__ncclbpf_uniform __u32 abi_version; /* 56 NCCLBPF_ABI_V* (uniform if all ranks run the same
+	                                      *    NCCL) */
+	__ncclbpf_uniform __u32 avail_mask; /* 60 bit NCCLBPF_CELL(a,p) set iff cost[a][p] is
+	                                     *    available: lets a program test a cell chosen at run
+	                                     *    time */
+	__ncclbpf_uniform __u32 cost[NCCLBPF_NUM_ALGORITHMS][NCCLBPF_NUM_PROTOCOLS];
+	                                   /* 64..147 float bits of NCCL's cost table, see "Costs"
+	                                    *    above */
 	/* ---- outputs (read-write) ---- */
-	__s32 algorithm;     /* 148 NCCLBPF_ALGO_*; NCCLBPF_ALGO_UNDEF (-1) = leave it to NCCL */
-	__s32 protocol;      /* 152 NCCLBPF_PROTO_*; NCCLBPF_PROTO_UNDEF (-1) = leave it to NCCL.
-	                      *     Setting only one of algorithm/protocol restricts NCCL's choice to
-	                      *     that row/column (not possible with tuner v2). */
-	__s32 n_channels;    /* 156 channels to use; 0 = leave it to NCCL */
+	__ncclbpf_out __ncclbpf_uniform __s32 algorithm; /* 148 NCCLBPF_ALGO_*; NCCLBPF_ALGO_UNDEF (-1)
+	                                                  *     = leave it to NCCL */
+	__ncclbpf_out __ncclbpf_uniform __s32 protocol;  /* 152 NCCLBPF_PROTO_*; NCCLBPF_PROTO_UNDEF (-1)
+	                                                  *     = leave it to NCCL. Setting only one of
+	                                                  *     algorithm/protocol restricts NCCL's
+	                                                  *     choice to that row/column (not possible
+	                                                  *     with tuner v2). */
+	__ncclbpf_out __ncclbpf_uniform __s32 n_channels; /* 156 channels to use; 0 = leave it to NCCL */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -175,20 +190,22 @@ struct ncclbpf_tuner_ctx {
  */
 struct ncclbpf_chunk_ctx {
 	/* ---- inputs (read-only) ---- */
-	__u64 comm_id;       /*  0 [uniform] as in ncclbpf_tuner_ctx */
-	__u64 call_seq;      /*  8 [uniform] getCollInfo calls so far on this communicator */
-	__u64 n_bytes;       /* 16 [uniform] bytes of this part of the task */
-	__u64 chunk_size;    /* 24 [uniform] NCCL's chunk size in bytes */
-	__u32 coll_type;     /* 32 [uniform] NCCLBPF_COLL_* */
-	__s32 algorithm;     /* 36 [uniform] the algorithm NCCL chose */
-	__s32 protocol;      /* 40 [uniform] the protocol NCCL chose */
-	__s32 n_channels;    /* 44 [uniform] */
-	__u32 n_ranks;       /* 48 [uniform] */
-	__u32 n_nodes;       /* 52 [uniform] */
+	__ncclbpf_uniform __u64 comm_id;    /*  0 as in ncclbpf_tuner_ctx */
+	__ncclbpf_uniform __u64 call_seq;   /*  8 getCollInfo calls so far on this communicator */
+	__ncclbpf_uniform __u64 n_bytes;    /* 16 bytes of this part of the task */
+	__ncclbpf_uniform __u64 chunk_size; /* 24 NCCL's chunk size in bytes */
+	__ncclbpf_uniform __u32 coll_type;  /* 32 NCCLBPF_COLL_* */
+	__ncclbpf_uniform __s32 algorithm;  /* 36 the algorithm NCCL chose */
+	__ncclbpf_uniform __s32 protocol;   /* 40 the protocol NCCL chose */
+	__ncclbpf_uniform __s32 n_channels; /* 44 */
+	__ncclbpf_uniform __u32 n_ranks;    /* 48 */
+	__ncclbpf_uniform __u32 n_nodes;    /* 52 */
 	/* ---- output (read-write) ---- */
-	__u64 new_chunk_size; /* 56 0 = leave it to NCCL; otherwise at least the protocol's grain
-	                       *    (LL 16, LL128 1920, Simple 512 bytes) and at most 1 GiB, or it is
-	                       *    dropped. NCCL clamps it to its buffer size and rounds it down. */
+	__ncclbpf_out __ncclbpf_uniform __u64 new_chunk_size;
+	                                    /* 56 0 = leave it to NCCL; otherwise at least the
+	                                     *    protocol's grain (LL 16, LL128 1920, Simple 512
+	                                     *    bytes) and at most 1 GiB, or it is dropped. NCCL
+	                                     *    clamps it to its buffer size and rounds it down. */
 };
 
 /* ---------------------------------------------------------------------------------------------

@@ -27,8 +27,9 @@
  * the test call that reported completion and converts it with a factor calibrated at init; the
  * duration includes the time until NCCL polled (the same latency NCCL sees).
  *
- * Rank consistency: every field is [uniform] or [local]; everything the network measures is [local].
- * The structure has no pointers; its offsets are checked by a test against hook/net.go.
+ * Rank consistency: every field is marked __ncclbpf_uniform or __ncclbpf_local (ncclbpf_marks.h);
+ * everything the network measures is local. The structure has no pointers; the verifier's
+ * description of it (hook/zz_contexts.go) is generated from this header, marks included.
  */
 #ifndef NCCLBPF_NET_H
 #define NCCLBPF_NET_H
@@ -41,6 +42,7 @@ typedef unsigned long long __u64;
 #else
 #include <linux/types.h>
 #endif
+#include "ncclbpf_marks.h"
 
 /* ctx->event: which hook runs. */
 #define NCCLBPF_NET_CONN     1
@@ -64,26 +66,31 @@ typedef unsigned long long __u64;
                                     * posted_bytes */
 
 struct ncclbpf_net_ctx {
-	__u64 comm_id;     /*   0 [uniform] NCCL's communicator hash (net ABI v11+, from init); 0 on v10 */
-	__u64 peer_key;    /*   8 [local]   the remote endpoint, see above */
-	__u64 conn_id;     /*  16 [local]   this process's connection number, from 1 */
-	__u64 bytes;       /*  24 [local]   send: bytes sent; recv: bytes received (sum over the grouped
-	                    *      receives as test reported them; posted_bytes with
-	                    *      NCCLBPF_NET_F_UNSIZED) */
-	__u64 posted_bytes;/*  32 [local]   send: size given to isend; recv: sum of the sizes posted */
-	__u64 start_ns;    /*  40 [local]   isend/irecv returned the request (0 for net/conn) */
-	__u64 end_ns;      /*  48 [local]   test reported it done (net/conn: the call returned) */
-	__u64 duration_ns; /*  56 [local]   end_ns - start_ns (0 when untimed) */
-	__u64 local_seq;   /*  64 [local]   events of this hook so far on this connection, from 0 (events
-	                    *      without a connection record, when the table was full, share one count) */
-	__s32 tag;         /*  72 [local]   the tag of the isend (first tag of the irecv); -1 for net/conn */
-	__s32 n;           /*  76 [local]   grouped receives of the irecv (1 for isend, 0 for net/conn) */
-	__s32 dev;         /*  80 [local]   the net device index NCCL passed */
-	__s32 kind;        /*  84 [local]   NCCLBPF_NET_KIND_* for net/conn; 0 otherwise */
-	__u32 event;       /*  88 [uniform] NCCLBPF_NET_* hook id */
-	__u32 flags;       /*  92 [local]   NCCLBPF_NET_F_* */
-	__u32 abi_version; /*  96 [uniform if all ranks run the same NCCL] net ABI NCCL uses, 8..12 */
-	__u32 reserved;    /* 100 [uniform] always 0 */
+	__ncclbpf_uniform __u64 comm_id;     /*   0 NCCL's communicator hash (net ABI v11+, from init); 0
+	                                      *     before */
+	__ncclbpf_local __u64 peer_key;      /*   8 the remote endpoint, see above */
+	__ncclbpf_local __u64 conn_id;       /*  16 this process's connection number, from 1 */
+	__ncclbpf_local __u64 bytes;         /*  24 send: bytes sent; recv: bytes received (sum over the
+	                                      *     grouped receives as test reported them; posted_bytes
+	                                      *     with NCCLBPF_NET_F_UNSIZED) */
+	__ncclbpf_local __u64 posted_bytes;  /*  32 send: size given to isend; recv: sum of the sizes posted */
+	__ncclbpf_local __u64 start_ns;      /*  40 isend/irecv returned the request (0 for net/conn) */
+	__ncclbpf_local __u64 end_ns;        /*  48 test reported it done (net/conn: the call returned) */
+	__ncclbpf_local __u64 duration_ns;   /*  56 end_ns - start_ns (0 when untimed) */
+	__ncclbpf_local __u64 local_seq;     /*  64 events of this hook so far on this connection, from 0
+	                                      *     (events without a connection record, when the table was
+	                                      *     full, share one count) */
+	__ncclbpf_local __s32 tag;           /*  72 the tag of the isend (first tag of the irecv); -1 for
+	                                      *     net/conn */
+	__ncclbpf_local __s32 n;             /*  76 grouped receives of the irecv (1 for isend, 0 for
+	                                      *     net/conn) */
+	__ncclbpf_local __s32 dev;           /*  80 the net device index NCCL passed */
+	__ncclbpf_local __s32 kind;          /*  84 NCCLBPF_NET_KIND_* for net/conn; 0 otherwise */
+	__ncclbpf_uniform __u32 event;       /*  88 NCCLBPF_NET_* hook id */
+	__ncclbpf_local __u32 flags;         /*  92 NCCLBPF_NET_F_* */
+	__ncclbpf_uniform __u32 abi_version; /*  96 net ABI NCCL uses, 8..12 (uniform if all ranks run the
+	                                      *     same NCCL) */
+	__ncclbpf_uniform __u32 reserved;    /* 100 always 0 */
 };
 
 #endif /* NCCLBPF_NET_H */

@@ -40,11 +40,13 @@
  * kernel-channel events (ABI v1/v2; 1-rank communicators, e.g. send/recv to self) a task ends at its
  * task stop, i.e. duration_ns measures enqueueing only, and NCCLBPF_PROF_F_HOST_ONLY is set.
  *
- * Rank consistency: every field is marked [uniform] (the same on every rank of the communicator)
- * or [local]. All measured times are [local]: a tuner decision derived from them is not
- * rank-consistent by itself (see policies/adaptive/README.md for how to limit the risk).
+ * Rank consistency: every field is marked __ncclbpf_uniform (the same on every rank of the
+ * communicator) or __ncclbpf_local (ncclbpf_marks.h). All measured times are local: a tuner decision
+ * derived from them is not rank-consistent by itself (see policies/adaptive/README.md for how to
+ * limit the risk).
  *
- * The structure has no pointers; its offsets are checked by a test against hook/profiler.go.
+ * The structure has no pointers; the verifier's description of it (hook/zz_contexts.go) is generated
+ * from this header, marks included.
  */
 #ifndef NCCLBPF_PROFILER_H
 #define NCCLBPF_PROFILER_H
@@ -59,6 +61,7 @@ typedef unsigned long long __u64;
 #else
 #include <linux/types.h>
 #endif
+#include "ncclbpf_marks.h"
 
 /* ctx->event: which hook runs. */
 #define NCCLBPF_PROF_COLL_END      1
@@ -97,45 +100,50 @@ typedef unsigned long long __u64;
 
 struct ncclbpf_prof_ctx {
 	/* ---- identity ---- */
-	__u64 comm_id;         /*   0 [uniform] NCCL's communicator hash (profiler ABI v4+; 0 before) */
-	__u64 seq;             /*   8 [uniform] NCCL's per-communicator, per-function sequence number of
-	                        *      the collective (coll_end and its children); 0 for p2p */
-	__u64 local_seq;       /*  16 [local]   events of this hook completed so far on this
-	                        *      communicator context, starting at 0 */
-	__u64 bytes;           /*  24 [uniform] count * element size of the collective/p2p (AllGather and
-	                        *      Broadcast: NCCL reports bytes); 0 when the type is unknown */
-	__s32 rank;            /*  32 [local]   this rank */
-	__s32 n_ranks;         /*  36 [uniform] ranks of the communicator (ABI v4+; 0 before) */
-	__s32 func;            /*  40 [uniform] NCCLBPF_PROF_FUNC_* */
-	__s32 algorithm;       /*  44 [uniform] NCCLBPF_ALGO_* NCCL used; -1 for p2p or unknown */
-	__s32 protocol;        /*  48 [uniform] NCCLBPF_PROTO_*; -1 for p2p or unknown */
-	__s32 n_channels;      /*  52 [uniform] channels of the collective/p2p (0 if unknown) */
-	__s32 peer;            /*  56 [local]   p2p/proxy peer rank; -1 otherwise */
-	__s32 channel_id;      /*  60 [local]   kernel channel / proxy channel; -1 otherwise */
+	__ncclbpf_uniform __u64 comm_id;        /*   0 NCCL's communicator hash (profiler ABI v4+; 0 before) */
+	__ncclbpf_uniform __u64 seq;            /*   8 NCCL's per-communicator, per-function sequence number
+	                                         *     of the collective (coll_end and its children); 0 for
+	                                         *     p2p */
+	__ncclbpf_local __u64 local_seq;        /*  16 events of this hook completed so far on this
+	                                         *     communicator context, starting at 0 */
+	__ncclbpf_uniform __u64 bytes;          /*  24 count * element size of the collective/p2p (AllGather
+	                                         *     and Broadcast: NCCL reports bytes); 0 when the type
+	                                         *     is unknown */
+	__ncclbpf_local __s32 rank;             /*  32 this rank */
+	__ncclbpf_uniform __s32 n_ranks;        /*  36 ranks of the communicator (ABI v4+; 0 before) */
+	__ncclbpf_uniform __s32 func;           /*  40 NCCLBPF_PROF_FUNC_* */
+	__ncclbpf_uniform __s32 algorithm;      /*  44 NCCLBPF_ALGO_* NCCL used; -1 for p2p or unknown */
+	__ncclbpf_uniform __s32 protocol;       /*  48 NCCLBPF_PROTO_*; -1 for p2p or unknown */
+	__ncclbpf_uniform __s32 n_channels;     /*  52 channels of the collective/p2p (0 if unknown) */
+	__ncclbpf_local __s32 peer;             /*  56 p2p/proxy peer rank; -1 otherwise */
+	__ncclbpf_local __s32 channel_id;       /*  60 kernel channel / proxy channel; -1 otherwise */
 	/* ---- measurements ---- */
-	__u64 start_ns;        /*  64 [local] host CLOCK_MONOTONIC at the start event */
-	__u64 end_ns;          /*  72 [local] host CLOCK_MONOTONIC at completion */
-	__u64 duration_ns;     /*  80 [local] end_ns - start_ns */
-	__u64 gpu_duration_ns; /*  88 [local] GPU timer span (max stop - min start over the kernel
-	                        *      channels; one channel for kernel_ch_end); 0 if none */
-	__u64 xfer_bytes;      /*  96 [local] proxy_op_end: bytes the steps reported transferred */
-	__s32 n_children;      /* 104 [local] kernel channels (coll/p2p) or steps (proxy op) that
-	                        *      completed under this event */
-	__s32 is_send;         /* 108 [local] proxy_op_end: 1 send side, 0 receive; -1 otherwise */
-	__u32 event;           /* 112 [uniform] NCCLBPF_PROF_* hook id */
-	__u32 flags;           /* 116 [local]   NCCLBPF_PROF_F_* */
-	__u32 abi_version;     /* 120 [uniform if all ranks run the same NCCL] profiler ABI 1..7 */
-	__u32 reserved;        /* 124 [uniform] always 0 */
+	__ncclbpf_local __u64 start_ns;         /*  64 host CLOCK_MONOTONIC at the start event */
+	__ncclbpf_local __u64 end_ns;           /*  72 host CLOCK_MONOTONIC at completion */
+	__ncclbpf_local __u64 duration_ns;      /*  80 end_ns - start_ns */
+	__ncclbpf_local __u64 gpu_duration_ns;  /*  88 GPU timer span (max stop - min start over the kernel
+	                                         *     channels; one channel for kernel_ch_end); 0 if none */
+	__ncclbpf_local __u64 xfer_bytes;       /*  96 proxy_op_end: bytes the steps reported transferred */
+	__ncclbpf_local __s32 n_children;       /* 104 kernel channels (coll/p2p) or steps (proxy op) that
+	                                         *     completed under this event */
+	__ncclbpf_local __s32 is_send;          /* 108 proxy_op_end: 1 send side, 0 receive; -1 otherwise */
+	__ncclbpf_uniform __u32 event;          /* 112 NCCLBPF_PROF_* hook id */
+	__ncclbpf_local __u32 flags;            /* 116 NCCLBPF_PROF_F_* */
+	__ncclbpf_uniform __u32 abi_version;    /* 120 profiler ABI 1..7 (uniform if all ranks run the same
+	                                         *     NCCL) */
+	__ncclbpf_uniform __u32 reserved;       /* 124 always 0 */
 	/* ---- profiler ABI v7 (NCCL 2.31+); 0 before ---- */
-	__u64 user_tag;        /* 128 [local]   the application's tag of the call (ncclCollConfig_t's
-	                        *      userProfilerTag; 0 = untagged): the same on every rank only if the
-	                        *      application makes it so, hence local (a training phase, a layer) */
-	__u32 kernel_variant;  /* 136 [uniform] ncclbpf_prof_variant_hash of the name of the kernel
-	                        *      variant NCCL ran for the collective; 0 = not given */
-	__u32 is_sym_coll;     /* 140 [uniform] 1: the collective ran as a symmetric-memory kernel */
-	__s32 phase_id;        /* 144 [uniform] kernel_phase_end: NCCLBPF_PROF_PHASE_*, which phase of the
-	                        *      kernel (every rank runs the same phases); -1 in other hooks */
-	__u32 reserved2;       /* 148 [uniform] always 0 */
+	__ncclbpf_local __u64 user_tag;         /* 128 the application's tag of the call (ncclCollConfig_t's
+	                                         *     userProfilerTag; 0 = untagged): the same on every
+	                                         *     rank only if the application makes it so, hence local
+	                                         *     (a training phase, a layer) */
+	__ncclbpf_uniform __u32 kernel_variant; /* 136 ncclbpf_prof_variant_hash of the name of the kernel
+	                                         *     variant NCCL ran for the collective; 0 = not given */
+	__ncclbpf_uniform __u32 is_sym_coll;    /* 140 1: the collective ran as a symmetric-memory kernel */
+	__ncclbpf_uniform __s32 phase_id;       /* 144 kernel_phase_end: NCCLBPF_PROF_PHASE_*, which phase
+	                                         *     of the kernel (every rank runs the same phases); -1
+	                                         *     in other hooks */
+	__ncclbpf_uniform __u32 reserved2;      /* 148 always 0 */
 };
 
 /* ncclbpf_prof_variant_hash is the kernel_variant value of a variant name: FNV-1a, 32 bits (0 is

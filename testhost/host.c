@@ -12,6 +12,9 @@
  *   host bench    CONFIG...          medians of many calls per configuration, one child each;
  *                                    CONFIG = name=none | name=LIB[:VAR=VAL[;VAR=VAL...]]
  *   host genrules N FILE             write a rules file with N rules (CSV tuner format)
+ *   host fill     LIB VER            one call as NCCL of tuner version VER (2..7) makes it: prints what
+ *                                    it passed ("nccl FIELD VALUE") and the context a program saw
+ *                                    ("ctx FIELD VALUE"; "chunk ..." for getChunkSize, v6+)
  *
  * Exit status 0 when every check passed; 1 with "FAIL ..." lines otherwise.
  */
@@ -1241,13 +1244,153 @@ static int genrules(int n, const char *path) {
 	return 0;
 }
 
+/* ---- fill: the context as one version of NCCL fills it ------------------------------------------ */
+
+static struct ncclbpf_tuner_ctx fill_seen;
+static struct ncclbpf_chunk_ctx fill_chunk_seen;
+static int fill_runs, fill_chunk_runs;
+PROG_FN p_fill(void *vctx) {
+	fill_seen = *(const struct ncclbpf_tuner_ctx *)vctx;
+	fill_runs++;
+	return NCCLBPF_TUNER_DEFAULT;
+}
+PROG_FN c_fill(void *vctx) {
+	fill_chunk_seen = *(const struct ncclbpf_chunk_ctx *)vctx;
+	fill_chunk_runs++;
+	return NCCLBPF_TUNER_DEFAULT;
+}
+
+#define FILL_CTX(P, X, F) printf("%s %s %lld\n", P, #F, (long long)(X).F)
+
+/* fill makes one getCollInfo call (and, from v6, one getChunkSize call) as NCCL of tuner version ver
+ * makes it, with inputs that differ from every default, and prints each argument it passed under the
+ * name of the context field it stands for, then every field of the contexts the programs saw. Which
+ * fields NCCL provides per version is internal/ncclabi/ctxfill's to say: the Go test compares.
+ * Tuner v7 is v6 with a larger constants structure, which the shim does not read: called through v6's
+ * table with a zeroed buffer of ample size. */
+static int fill(const char *path, int ver) {
+	struct tuner t = {0};
+	if (open_tuner(&t, path, ver == 7 ? 6 : ver) != 0)
+		return 1;
+	if (ver == 7) {
+		t.v6 = dlsym(t.lib, "ncclTunerPlugin_v7");
+		CHECK(t.v6 != NULL, "no ncclTunerPlugin_v7");
+		if (!t.v6)
+			return 1;
+	}
+	set_program_fn set = (set_program_fn)dlsym(t.lib, "ncclbpf_testing_set_program");
+	CHECK(set != NULL, "ncclbpf_testing_set_program not exported");
+	if (!set)
+		return 1;
+	const uint64_t comm_id = 0x5eed0001;
+	const int n_ranks = 6, n_nodes = 2, coll = NCCLBPF_COLL_ALLGATHER, pipe_ops = 2, reg_buff = 1;
+	const size_t n_bytes = 12345;
+	host_nvl_info_t nvl = {3, 1, 3};
+	static double consts[1024]; /* v5/v6's 1152 bytes, v7's more */
+	void *c = (void *)0x1;
+	ncclResult_t rc = ncclInternalError;
+	switch (ver) {
+	case 7:
+	case 6: rc = t.v6->init(&c, comm_id, n_ranks, n_nodes, host_logger, &nvl, (host_constants_t *)consts); break;
+	case 5: rc = t.v5->init(&c, comm_id, n_ranks, n_nodes, host_logger, &nvl, (host_constants_t *)consts); break;
+	case 4: rc = t.v4->init(n_ranks, n_nodes, host_logger, &c); break;
+	case 3: rc = t.v3->init(n_ranks, n_nodes, host_logger, &c); break;
+	case 2: rc = t.v2->init(n_ranks, n_nodes, host_logger, &c); break;
+	}
+	CHECK(rc == ncclSuccess && c != (void *)0x1 && c != NULL, "v%d init: %d", ver, rc);
+	if (rc != ncclSuccess || c == NULL || c == (void *)0x1)
+		return 1;
+	printf("nccl n_ranks %d\nnccl n_nodes %d\n", n_ranks, n_nodes);
+	if (ver >= 5)
+		printf("nccl comm_id %lld\nnccl n_nvl_domains %d\nnccl min_ranks_per_nvl_domain %d\n"
+		       "nccl max_ranks_per_nvl_domain %d\n",
+		       (long long)comm_id, nvl.nNvlDomains, nvl.minRanksPerNvlDomain, nvl.maxRanksPerNvlDomain);
+
+	float table[NA][NP];
+	model_table(table, coll, n_bytes, n_ranks, n_nodes, TBL_NVLS);
+	set(NCCLBPF_SLOT_TUNER_HOST, (uintptr_t)p_fill);
+	int nch = 0, algo = -1, proto = -1;
+	switch (ver) {
+	case 7:
+	case 6: rc = t.v6->getCollInfo(c, coll, n_bytes, pipe_ops, (float **)table, NA, NP, reg_buff, &nch); break;
+	case 5: rc = t.v5->getCollInfo(c, coll, n_bytes, pipe_ops, (float **)table, NA, NP, reg_buff, &nch); break;
+	case 4: rc = t.v4->getCollInfo(c, coll, n_bytes, pipe_ops, (float **)table, NA, NP, reg_buff, &nch); break;
+	case 3: rc = t.v3->getCollInfo(c, coll, n_bytes, pipe_ops, (float **)table, NA, NP, &nch); break;
+	case 2: rc = t.v2->getCollInfo(c, coll, n_bytes, 0, 1, pipe_ops, &algo, &proto, &nch); break;
+	}
+	set(NCCLBPF_SLOT_TUNER_HOST, 0);
+	CHECK(rc == ncclSuccess && fill_runs == 1, "v%d getCollInfo: %d, %d program runs", ver, rc, fill_runs);
+	printf("nccl n_bytes %zu\nnccl coll_type %d\nnccl num_pipe_ops %d\n", n_bytes, coll, pipe_ops);
+	if (ver >= 4)
+		printf("nccl reg_buff %d\n", reg_buff);
+	if (ver >= 3)
+		for (int i = 0; i < NCELLS; i++)
+			printf("nccl cost[%d][%d] %lld\n", i / NP, i % NP, (long long)fbits(((float *)table)[i]));
+	if (ver == 2)
+		printf("v2 collnet_support 0\nv2 nvls_support 1\n");
+	FILL_CTX("ctx", fill_seen, comm_id);
+	FILL_CTX("ctx", fill_seen, call_seq);
+	FILL_CTX("ctx", fill_seen, n_bytes);
+	FILL_CTX("ctx", fill_seen, coll_type);
+	FILL_CTX("ctx", fill_seen, num_pipe_ops);
+	FILL_CTX("ctx", fill_seen, reg_buff);
+	FILL_CTX("ctx", fill_seen, n_ranks);
+	FILL_CTX("ctx", fill_seen, n_nodes);
+	FILL_CTX("ctx", fill_seen, n_nvl_domains);
+	FILL_CTX("ctx", fill_seen, min_ranks_per_nvl_domain);
+	FILL_CTX("ctx", fill_seen, max_ranks_per_nvl_domain);
+	FILL_CTX("ctx", fill_seen, abi_version);
+	FILL_CTX("ctx", fill_seen, avail_mask);
+	for (int i = 0; i < NCELLS; i++)
+		printf("ctx cost[%d][%d] %lld\n", i / NP, i % NP, (long long)fill_seen.cost[i / NP][i % NP]);
+	FILL_CTX("ctx", fill_seen, algorithm);
+	FILL_CTX("ctx", fill_seen, protocol);
+	FILL_CTX("ctx", fill_seen, n_channels);
+
+	if (ver >= 6) {
+		size_t chunk = 131072;
+		const int c_algo = NCCLBPF_ALGO_RING, c_proto = NCCLBPF_PROTO_SIMPLE, c_nch = 3;
+		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, (uintptr_t)c_fill);
+		rc = t.v6->getChunkSize(c, coll, 4096, c_algo, c_proto, c_nch, &chunk);
+		set(NCCLBPF_SLOT_CHUNK_SIZE_HOST, 0);
+		CHECK(rc == ncclSuccess && fill_chunk_runs == 1, "v%d getChunkSize: %d, %d program runs", ver, rc, fill_chunk_runs);
+		printf("chunk-nccl comm_id %lld\nchunk-nccl n_ranks %d\nchunk-nccl n_nodes %d\n", (long long)comm_id, n_ranks,
+		       n_nodes);
+		printf("chunk-nccl n_bytes 4096\nchunk-nccl chunk_size 131072\nchunk-nccl coll_type %d\n", coll);
+		printf("chunk-nccl algorithm %d\nchunk-nccl protocol %d\nchunk-nccl n_channels %d\n", c_algo, c_proto, c_nch);
+		FILL_CTX("chunk", fill_chunk_seen, comm_id);
+		FILL_CTX("chunk", fill_chunk_seen, call_seq);
+		FILL_CTX("chunk", fill_chunk_seen, n_bytes);
+		FILL_CTX("chunk", fill_chunk_seen, chunk_size);
+		FILL_CTX("chunk", fill_chunk_seen, coll_type);
+		FILL_CTX("chunk", fill_chunk_seen, algorithm);
+		FILL_CTX("chunk", fill_chunk_seen, protocol);
+		FILL_CTX("chunk", fill_chunk_seen, n_channels);
+		FILL_CTX("chunk", fill_chunk_seen, n_ranks);
+		FILL_CTX("chunk", fill_chunk_seen, n_nodes);
+		FILL_CTX("chunk", fill_chunk_seen, new_chunk_size);
+	}
+	switch (ver) {
+	case 7:
+	case 6: rc = t.v6->finalize(c); break;
+	case 5: rc = t.v5->finalize(c); break;
+	case 4: rc = t.v4->destroy(c); break;
+	case 3: rc = t.v3->destroy(c); break;
+	case 2: rc = t.v2->destroy(c); break;
+	}
+	CHECK(rc == ncclSuccess, "v%d finalize: %d", ver, rc);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc >= 4 && strcmp(argv[1], "genrules") == 0)
 		return genrules(atoi(argv[2]), argv[3]);
 	if (argc >= 3 && strcmp(argv[1], "bench") == 0)
 		return bench(argc - 2, argv + 2);
+	if (argc >= 4 && strcmp(argv[1], "fill") == 0)
+		return fill(argv[2], atoi(argv[3]));
 	if (argc < 4) {
-		fprintf(stderr, "usage: host run|selftest LIB VER | host policy LIB VER EXPECT | host bench CONFIG... | "
+		fprintf(stderr, "usage: host run|selftest|fill LIB VER | host policy LIB VER EXPECT | host bench CONFIG... | "
 		                "host genrules N FILE\n");
 		return 2;
 	}

@@ -7,7 +7,8 @@
 // reserved, 5 abi_version and comm_id, 6 conn_id, dev and peer_key, 7 tag and n, 8 bytes and
 // posted_bytes, 9 times and flags, 10 local_seq); 11 completions flagged NCCLBPF_NET_F_UNSIZED (whose
 // bytes must then be posted_bytes). The wrapper fills only the fields a program reads:
-// this one reads them all.
+// this one reads them all. Which net versions NCCL may call with, and from which one it passes a
+// communicator id, are internal/ncclabi/ctxfill's: the test sets them (NCCLBPF_POLICY_CONFIG).
 #include "ncclbpf.h"
 #include "ncclbpf_net.h"
 
@@ -17,6 +18,8 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } net_fields SEC(".maps");
+
+volatile const __u32 abi_oldest = 8, abi_newest = 12, comm_id_since = 11;
 
 static __attribute__((always_inline)) void add(__u32 k)
 {
@@ -31,7 +34,8 @@ static __attribute__((always_inline)) void common(struct ncclbpf_net_ctx *ctx, _
 		add(3);
 	if (ctx->reserved != 0)
 		add(4);
-	if (ctx->abi_version < 8 || ctx->abi_version > 12 || (ctx->abi_version <= 10) != (ctx->comm_id == 0) ||
+	if (ctx->abi_version < abi_oldest || ctx->abi_version > abi_newest ||
+	    (ctx->abi_version < comm_id_since) != (ctx->comm_id == 0) ||
 	    (ctx->comm_id != 0 && ctx->comm_id != 0xc0ffee))
 		add(5);
 	if (ctx->conn_id < 1 || ctx->conn_id > 1000 || ctx->dev != 0 || ctx->peer_key == 0)

@@ -14,6 +14,9 @@
  *                                     checks pairing, identity, hierarchy, times, counters
  *   profiler_host eventslight LIB     the same without a kernel_ch_end program: channels kept in their tasks
  *   profiler_host mask LIB            no program published: init must leave the mask at 0
+ *   profiler_host fill LIB            every exported version: one collective and one send as NCCL of that
+ *                                     version describes them; prints what it passed ("nccl:V:HOOK FIELD
+ *                                     VALUE") and the contexts the programs saw ("ctx:V:HOOK ...")
  *   profiler_host maskon LIB          the library's bundle has a coll_end program: the first profiler
  *                                     init (before any tuner init, as in NCCL) sets the mask
  *   profiler_host needs LIB MASK KCH  the bundle's programs decide the activation mask: exactly MASK, and
@@ -195,6 +198,9 @@ struct task {
 	uint64_t gpu_ns;
 	int net; /* emit proxy ops */
 	int nsteps;
+	uint64_t user_tag;   /* v7 */
+	const char *variant; /* v7, collectives */
+	int sym;             /* v7, collectives */
 };
 
 static void d_task(int v, union descr *d, const struct task *t, void *parent, void *group, int rank) {
@@ -253,6 +259,13 @@ static void d_task(int v, union descr *d, const struct task *t, void *parent, vo
 			d->v1.p2p.func = (uint8_t)t->func, d->v1.p2p.count = t->count, d->v1.p2p.datatype = 7, d->v1.p2p.peer = t->peer;
 			break;
 		}
+	}
+	if (v == 7 && !t->is_p2p) {
+		d->v7.coll.userTag = t->user_tag;
+		d->v7.coll.kernelVariant = t->variant;
+		d->v7.coll.isSymColl = t->sym != 0;
+	} else if (v == 7) {
+		d->v7.p2p.userTag = t->user_tag;
 	}
 }
 
@@ -618,8 +631,7 @@ static int run_events(const char *lib, int light) {
 			CHECK(e->func == 4 && e->algorithm == i % 2 && e->protocol == i % 3 && e->n_channels == 1 + i % 5,
 			      "v%d seq %d: identity func %d algo %d proto %d nch %d", v, i, e->func, e->algorithm, e->protocol, e->n_channels);
 			CHECK(e->bytes == (uint64_t)(256u << (i % 10)) * 4, "v%d seq %d: bytes %llu", v, i, (unsigned long long)e->bytes);
-			CHECK(e->comm_id == (v >= 4 ? 0x1000u : 0) && e->n_ranks == (v >= 4 ? EV_COMMS : 0),
-			      "v%d: comm_id %#llx n_ranks %d", v, (unsigned long long)e->comm_id, e->n_ranks);
+			/* comm_id and n_ranks per version: internal/ncclabi/ctxfill, checked by "fill" */
 			CHECK(e->end_ns >= e->start_ns && e->duration_ns == e->end_ns - e->start_ns && e->start_ns >= t0 && e->end_ns <= t1,
 			      "v%d seq %d: times %llu..%llu", v, i, (unsigned long long)e->start_ns, (unsigned long long)e->end_ns);
 			if (v >= 3) {
@@ -692,9 +704,94 @@ static int run_mask(const char *lib) {
 	return failures ? 1 : 0;
 }
 
-/* v7: the user tag, kernel variant and symmetric-kernel flag reach coll_end and p2p_end programs
- * (0 under v6, which has none); the mask never asks for kernel phases (no hook reads them), and a
- * kernel-phase event that comes anyway gets no handle. */
+/* fill: for every exported version, one collective (one channel, with proxy operations) and one send on
+ * a 2-rank communicator, with inputs that differ from every default; prints, per hook, what NCCL of that
+ * version passed for each context field of its event ("nccl:V:HOOK FIELD VALUE") and the context the
+ * recording program saw ("ctx:V:HOOK FIELD VALUE"). Which fields each version provides is
+ * internal/ncclabi/ctxfill's to say: the Go test compares. Kernel channels and proxy operations are
+ * printed from v4 on, where NCCL ties them to their task reliably (see run_events' orphans). */
+static uint32_t fnv1a(const char *s);
+static void drain(struct comm *c);
+#define FILL_P(kind, v, hook, name, val) printf("%s:%d:%s %s %lld\n", kind, v, hook, name, (long long)(val))
+static void fill_print(int v, const char *hook, const struct ncclbpf_prof_ctx *e) {
+#define F(m) FILL_P("ctx", v, hook, #m, e->m)
+	F(comm_id); F(seq); F(local_seq); F(bytes); F(rank); F(n_ranks); F(func); F(algorithm); F(protocol);
+	F(n_channels); F(peer); F(channel_id); F(start_ns); F(end_ns); F(duration_ns); F(gpu_duration_ns);
+	F(xfer_bytes); F(n_children); F(is_send); F(event); F(flags); F(abi_version); F(reserved); F(user_tag);
+	F(kernel_variant); F(is_sym_coll); F(phase_id); F(reserved2);
+#undef F
+}
+
+static int run_fill(const char *lib) {
+	const char *hooks[] = {"", "coll_end", "p2p_end", "kernel_ch_end", "proxy_op_end"};
+	for (int v = 1; v <= 7; v++) {
+		struct plug p;
+		if (plug_open(&p, lib, v) != 0) return 2;
+		int mask = 0;
+		struct comm c;
+		const uint64_t comm_id = 0x7000 + (uint64_t)v;
+		const int rank = 1, nranks = 2;
+		if (comm_open(&c, &p, comm_id, rank, nranks, &mask) != 0) return 2;
+		for (int h = NCCLBPF_PROF_FIRST_HOOK; h <= NCCLBPF_PROF_LAST_HOOK; h++) p.publish(h, (uintptr_t)rec_prog);
+		p.refresh();
+		c.mask = mask;
+		rec_reset();
+		struct task coll = {.seq = 77, .func = 4, .algo = 1, .proto = 2, .nch = 1, .count = 1000, .gpu_ns = 23000,
+		                    .net = 1, .nsteps = 3, .user_tag = 0xabc0000000000001ull,
+		                    .variant = "AllReduce_RING_SIMPLE_sym", .sym = 1};
+		struct task send = {.is_p2p = 1, .func = 6, .peer = 0, .nch = 1, .count = 256, .gpu_ns = 9000, .user_tag = 42};
+		emit_task(&c, &coll);
+		drain(&c);
+		emit_task(&c, &send);
+		comm_close(&c);
+		for (int h = NCCLBPF_PROF_FIRST_HOOK; h <= NCCLBPF_PROF_LAST_HOOK; h++) p.publish(h, 0);
+		/* what NCCL passed, by the field of each hook's context it stands for */
+		for (int h = 1; h <= 4; h++) {
+			if ((h == NCCLBPF_PROF_KERNEL_CH_END || h == NCCLBPF_PROF_PROXY_OP_END) && v < 4) continue;
+			const struct task *t = h == NCCLBPF_PROF_P2P_END ? &send : &coll;
+			if (v >= 4) {
+				FILL_P("nccl", v, hooks[h], "comm_id", comm_id);
+				FILL_P("nccl", v, hooks[h], "n_ranks", nranks);
+			}
+			FILL_P("nccl", v, hooks[h], "rank", rank);
+			FILL_P("nccl", v, hooks[h], "func", t->func);
+			FILL_P("nccl", v, hooks[h], "bytes", (uint64_t)t->count * 4);
+			if (!t->is_p2p) {
+				FILL_P("nccl", v, hooks[h], "seq", t->seq);
+				FILL_P("nccl", v, hooks[h], "algorithm", t->algo);
+				FILL_P("nccl", v, hooks[h], "protocol", t->proto);
+			}
+			if (!t->is_p2p || v >= 4) FILL_P("nccl", v, hooks[h], "n_channels", t->nch);
+			if (t->is_p2p) FILL_P("nccl", v, hooks[h], "peer", t->peer);
+			if (v >= 4 && h != NCCLBPF_PROF_PROXY_OP_END) FILL_P("nccl", v, hooks[h], "gpu_duration_ns", t->gpu_ns);
+			if (v == 7) {
+				FILL_P("nccl", v, hooks[h], "user_tag", t->user_tag);
+				if (!t->is_p2p) {
+					FILL_P("nccl", v, hooks[h], "kernel_variant", fnv1a(t->variant));
+					FILL_P("nccl", v, hooks[h], "is_sym_coll", t->sym);
+				}
+			}
+			if (h == NCCLBPF_PROF_KERNEL_CH_END) FILL_P("nccl", v, hooks[h], "channel_id", 0);
+			if (h == NCCLBPF_PROF_PROXY_OP_END) {
+				FILL_P("nccl", v, hooks[h], "channel_id", 0);
+				FILL_P("nccl", v, hooks[h], "peer", (rank + 1) % nranks); /* the send side */
+				FILL_P("nccl", v, hooks[h], "is_send", 1);
+				FILL_P("nccl", v, hooks[h], "xfer_bytes", (uint64_t)t->nsteps * 4096);
+			}
+			/* what the program saw: the collective's, the send's, channel 0 of the collective, its send-side op */
+			const struct ncclbpf_prof_ctx *seen = NULL;
+			for (uint32_t i = 0; i < rec_n[h] && i < REC_MAX && !seen; i++)
+				if (h != NCCLBPF_PROF_PROXY_OP_END || rec[h][i].is_send == 1) seen = &rec[h][i];
+			CHECK(seen != NULL, "v%d: hook %s never ran", v, hooks[h]);
+			if (seen) fill_print(v, hooks[h], seen);
+		}
+	}
+	return failures ? 1 : 0;
+}
+
+/* v7: coll_end and p2p_end programs run under v7 and v6 with whatever v7 fields the version has; the
+ * mask never asks for kernel phases (no hook reads them), and a kernel-phase event that comes anyway
+ * gets no handle. */
 static uint64_t v7_tag[2];
 static uint32_t v7_variant, v7_sym, v7_abi;
 static int v7_runs;
@@ -764,13 +861,8 @@ static int run_v7(const char *lib) {
 		CHECK(h == NULL, "v%d: a kernel-phase event got a handle", v);
 		CHECK(v7_runs == 2, "v%d: %d program runs, want 2", v, v7_runs);
 		CHECK(v7_abi == (uint32_t)v, "v%d: abi_version %u", v, v7_abi);
-		if (v == 7) {
-			CHECK(v7_tag[0] == 0xabc0000000000001ull && v7_tag[1] == 42, "v7: user tags %#llx %#llx",
-			      (unsigned long long)v7_tag[0], (unsigned long long)v7_tag[1]);
-			CHECK(v7_variant == fnv1a("ReduceScatter_LL_sym") && v7_sym == 1, "v7: variant %#x sym %u", v7_variant, v7_sym);
-		} else {
-			CHECK(v7_tag[0] == 0 && v7_tag[1] == 0 && v7_variant == 0 && v7_sym == 0, "v6: v7 fields not 0");
-		}
+		/* Which version carries the user tag, variant and symmetric flag is internal/ncclabi/ctxfill's to
+		 * say ("fill" checks it); here the values only show the program ran with them. */
 		p.publish(NCCLBPF_PROF_COLL_END, 0);
 		p.publish(NCCLBPF_PROF_P2P_END, 0);
 		p.finalize(ctx);
@@ -2015,6 +2107,8 @@ int main(int argc, char **argv) {
 		rc = run_mask(argv[2]);
 	else if (!strcmp(argv[1], "maskon"))
 		rc = run_maskon(argv[2]);
+	else if (!strcmp(argv[1], "fill"))
+		rc = run_fill(argv[2]);
 	else if (!strcmp(argv[1], "v7"))
 		rc = run_v7(argv[2]);
 	else if (!strcmp(argv[1], "phase"))

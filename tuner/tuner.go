@@ -48,7 +48,7 @@ func (in TunerInput) Context() []byte {
 	le.PutUint32(b[hook.TunerRegBuffOff:], uint32(int32(in.RegBuff)))
 	le.PutUint32(b[hook.TunerNRanksOff:], uint32(in.NRanks))
 	le.PutUint32(b[hook.TunerNNodesOff:], uint32(in.NNodes))
-	le.PutUint32(b[hook.TunerNvlDomainsOff:], uint32(int32(in.NvlDomains)))
+	le.PutUint32(b[hook.TunerNNvlDomainsOff:], uint32(int32(in.NvlDomains)))
 	le.PutUint32(b[hook.TunerMinRanksPerNvlDomainOff:], uint32(int32(in.MinNvl)))
 	le.PutUint32(b[hook.TunerMaxRanksPerNvlDomainOff:], uint32(int32(in.MaxNvl)))
 	le.PutUint32(b[hook.TunerABIVersionOff:], uint32(in.ABI))

@@ -16,6 +16,10 @@
 // NCCL hands a tuner, computed from the tables NCCL logs at init
 // (tuninglog.go) and checked against captures of real runs (capture.go,
 // testdata/capture).
+//
+// What NCCL fills in each hook context per ABI version is the table of the
+// subpackage ctxfill; the layouts of the contexts themselves are generated
+// from ncclbpf's headers (hook/zz_contexts.go, internal/ctxgen).
 package ncclabi
 
 import (

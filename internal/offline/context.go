@@ -11,6 +11,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/internal/cli"
 	"github.com/ncclbpf/ncclbpf/internal/ncclabi"
+	"github.com/ncclbpf/ncclbpf/internal/ncclabi/ctxfill"
 	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/ncclbpf/ncclbpf/tuner"
 )
@@ -250,24 +251,25 @@ func (r *runTarget) put(name string, v int64) {
 	}
 }
 
-// derive fills the fields that follow from others, unless set.
+// derive fills the fields that follow from others, unless set: first the
+// fields the context's abi_version does not carry (internal/ncclabi/ctxfill),
+// at the value the shim gives them.
 func (r *runTarget) derive() {
+	for _, f := range r.hook.Context.Fields {
+		src, def, err := ctxfill.Fill(r.hook.Context.Name, r.hook.Name, f.Name, int(r.get("abi_version")))
+		if err == nil && src == ctxfill.Absent && f.Array <= 1 {
+			r.put(f.Name, def)
+		}
+	}
 	switch r.hook.Context.Name {
 	case tunerCtxName:
 		nodes, ranks := r.get("n_nodes"), r.get("n_ranks")
-		if r.get("abi_version") >= 5 {
+		if src, _, _ := ctxfill.Fill(tunerCtxName, r.hook.Name, "n_nvl_domains", int(r.get("abi_version"))); src == ctxfill.NCCL {
 			r.put("n_nvl_domains", nodes) // NCCL sets it to n_nodes
 			if d := r.get("n_nvl_domains"); d > 0 {
 				r.put("min_ranks_per_nvl_domain", ranks/d)
 				r.put("max_ranks_per_nvl_domain", (ranks+d-1)/d)
 			}
-		} else {
-			if r.get("abi_version") < 4 {
-				r.put("reg_buff", -1) // v2, v3: NCCL does not say
-			}
-			r.put("n_nvl_domains", -1)
-			r.put("min_ranks_per_nvl_domain", -1)
-			r.put("max_ranks_per_nvl_domain", -1)
 		}
 		var mask int64
 		for i := 0; i < tuner.Cells; i++ {

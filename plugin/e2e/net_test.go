@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
+	"github.com/ncclbpf/ncclbpf/internal/ncclabi/ctxfill"
 )
 
 // The net wrapper is tested the way NCCL's proxy thread drives it:
@@ -559,20 +561,31 @@ func TestNetFill(t *testing.T) {
 // TestNetFields runs testhost/net_fields.bpf.o, which reads every field of
 // the net context and checks each against what the transfer does: the
 // wrapper fills exactly the fields a program reads, so a field it forgot
-// would show here, under every outer ABI.
+// would show here, under every outer ABI (ncclNetPlugin_v8 to _v12). Which
+// versions carry a communicator id is internal/ncclabi/ctxfill's: the test
+// hands it to the program as its configuration.
 func TestNetFields(t *testing.T) {
 	netArtifacts(t)
 	const ch, msgs, win = 2, 300, 8
 	groups := []string{"", "", "", "event", "kind/reserved", "abi_version/comm_id", "conn_id/dev/peer_key",
 		"tag/n", "bytes/posted_bytes", "times/flags", "local_seq"}
-	for _, v := range []int{10, 11, 12, 0} {
+	// What each version provides: internal/ncclabi/ctxfill, handed to the policy as its configuration.
+	_, desc := ctxfill.ForStruct("ncclbpf_net_ctx")
+	since, _ := desc.Rule("comm_id", hook.NetSendEnd)
+	config := fmt.Sprintf("%s=abi_oldest=%d,abi_newest=%d,comm_id_since=%d", envconfig.PolicyConfig,
+		ctxfill.Net.Oldest, ctxfill.Net.Newest, since.Since)
+	var versions []int
+	for v := ctxfill.Net.Oldest; v <= ctxfill.Net.Newest; v++ {
+		versions = append(versions, v)
+	}
+	for _, v := range append(versions, 0) {
 		name, env, unsized := fmt.Sprintf("v%d", v), []string(nil), uint64(0)
 		if v == 0 {
 			// a plugin that reports no sizes: every completion flagged, bytes = posted_bytes
 			name, env, unsized, v = "no-sizes", []string{"TCPNET_NO_SIZES=1"}, 2*ch*msgs, 12
 		}
 		t.Run(name, func(t *testing.T) {
-			r, _ := netHost(t, append([]string{envconfig.Policy + "=testhost/net_fields.bpf.o", envconfig.NetPlugin + "=" + netArt.tcp11}, env...),
+			r, _ := netHost(t, append([]string{envconfig.Policy + "=testhost/net_fields.bpf.o", config, envconfig.NetPlugin + "=" + netArt.tcp11}, env...),
 				"transfer", art.lib, strconv.Itoa(v), strconv.Itoa(ch), strconv.Itoa(msgs), strconv.Itoa(win))
 			if unsized == 0 {
 				checkTransfer(t, r, ch*msgs)

@@ -100,10 +100,12 @@ func TestProfilerEvents(t *testing.T) {
 	}
 }
 
-// TestProfilerV7Fields: under ncclProfiler_v7 the user tag, the kernel
-// variant and the symmetric-kernel flag reach coll_end and p2p_end programs
-// (0 under v6); the activation mask asks for no kernel phases, and a
-// kernel-phase event gets no handle.
+// TestProfilerV7Fields: under ncclProfiler_v7 and _v6, coll_end and
+// p2p_end programs run once each for a collective and a send whose v7
+// descriptors carry a user tag, a kernel variant and the symmetric-kernel
+// flag; the activation mask asks for no kernel phases, and a kernel-phase
+// event gets no handle. Which version fills which of those fields is
+// internal/ncclabi/ctxfill's, checked by TestProfilerFillsPerABI.
 func TestProfilerV7Fields(t *testing.T) {
 	profArtifacts(t)
 	out, _ := profHost(t, []string{envconfig.Policy + "=none"}, 0, "v7", profArt.lib)
