@@ -91,10 +91,11 @@ int ncclbpf_net_hook_id(const char *name) {
 	return -1;
 }
 
-uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, uint32_t reads) {
+uintptr_t ncclbpf_net_publish(int hook, const struct nb_published *r) {
 	if (hook < NCCLBPF_NET_FIRST_HOOK || hook > NCCLBPF_NET_LAST_HOOK) return 0;
 	struct nbn_slot *s = &g_nbn_slots[hook];
-	reads = fn ? reads & 0xff : 0;
+	uintptr_t fn = r ? r->entry : 0;
+	uint32_t reads = fn ? r->fill & 0xff : 0;
 	uint64_t w = atomic_load(&s->word), nw;
 	do /* generation odd, reads, fill widened */
 		nw = (((w >> 16) | 1) << 16) | (uint64_t)reads << 8 | NBN_FILL(w) | reads;
