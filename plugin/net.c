@@ -22,8 +22,8 @@
  *    an odd/even word per connection (its record; the owner thread writes it with plain stores);
  *  - a completion fills only the context fields its program reads (the verifier lists them).
  *
- * Environment: NCCLBPF_NET_PLUGIN (the inner plugin), NCCLBPF_NET_REQUESTS (entries of each thread's
- * request table, a power of two, default 16384; read once, at the first init).
+ * Environment: NCCLBPF_NET_REQUESTS (entries of each thread's request table, a power of two, default
+ * 16384; read once, at the first init); the inner plugin's, NCCLBPF_NET_PLUGIN, is net_inner.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
