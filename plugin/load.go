@@ -148,50 +148,6 @@ func rulesSettings(spec *loader.CollectionSpec, cfg config.Config) (map[string][
 	return map[string][]byte{tuner.RulesVar: r.Table}, vars, r.Notes, nil
 }
 
-// The hint bits of a tuner slot word (shim.h).
-const (
-	hintSkipCost   = uintptr(C.NCCLBPF_SLOT_SKIP_COST)
-	hintSkipMask   = uintptr(C.NCCLBPF_SLOT_SKIP_MASK)
-	hintNoDecision = uintptr(C.NCCLBPF_SLOT_NO_DECISION)
-	hintBits       = uintptr(C.NCCLBPF_SLOT_FLAGS)
-)
-
-// Context inputs the shim can skip filling.
-const (
-	costOff, costSize = hook.TunerCostOff, 4 * hook.TunerCostCells
-	maskOff, maskSize = hook.TunerAvailMaskOff, 4
-	// The decision: algorithm, protocol, n_channels (contiguous).
-	decisionOff, decisionSize = hook.TunerAlgorithmOff, hook.TunerNChannelsOff + 4 - hook.TunerAlgorithmOff
-)
-
-// slotWord is what the shim's slot holds for p: its entry, with the
-// NCCLBPF_SLOT_SKIP_* bits of the inputs p provably never reads and
-// NCCLBPF_SLOT_NO_DECISION when it provably never writes (nor reads) a
-// decision.
-func slotWord(p *bundle.Program) (uintptr, error) {
-	if p == nil {
-		return 0, nil
-	}
-	e := p.Entry()
-	if e&hintBits != 0 {
-		return 0, fmt.Errorf("program %s: entry %#x is not 8-byte aligned", p.Name, e)
-	}
-	if p.Hook.Name == hook.Tuner {
-		if !p.ReadsContext(costOff, costSize) {
-			e |= hintSkipCost
-		}
-		if !p.ReadsContext(maskOff, maskSize) {
-			e |= hintSkipMask
-		}
-		// Outputs the program reads must be reset on every call even when it
-		// never writes them (it would see what an earlier program left).
-		if !p.WritesContext(decisionOff, decisionSize) && !p.ReadsContext(decisionOff, decisionSize) {
-			e |= hintNoDecision
-		}
-	}
-	return e, nil
-}
-
 // publishBundle points the shim's slots at b's programs and describes what
 // it attached. Hooks b has no program for are emptied.
 func publishBundle(b *bundle.Bundle) (string, error) {
@@ -203,21 +159,22 @@ func publishBundle(b *bundle.Bundle) (string, error) {
 }
 
 // publishWith makes b the current bundle: with mu held, it hands the
-// words of the tuner slots to setTuner (which points the slots at them, at
-// once or through a trampoline), then publishes b's profiler programs and
-// the bpf_printk sink. It describes what it attached.
+// words of the tuner slots (slotWord of their programs' records) to
+// setTuner (which points the slots at them, at once or through a
+// trampoline), then publishes b's profiler programs and the bpf_printk
+// sink. It describes what it attached.
 func publishWith(b *bundle.Bundle, setTuner func(tuner, chunk uintptr) error) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	tw, err := slotWord(b.Program(hook.Tuner))
+	tr, err := publishedRecord(hook.Tuner, b.Program(hook.Tuner))
 	if err != nil {
 		return "", err
 	}
-	cw, err := slotWord(b.Program(hook.TunerChunkSize))
+	cr, err := publishedRecord(hook.TunerChunkSize, b.Program(hook.TunerChunkSize))
 	if err != nil {
 		return "", err
 	}
-	if err := setTuner(tw, cw); err != nil {
+	if err := setTuner(slotWord(tr), slotWord(cr)); err != nil {
 		return "", err
 	}
 	parts := publishProfiler(b)
@@ -229,28 +186,26 @@ func publishWith(b *bundle.Bundle, setTuner func(tuner, chunk uintptr) error) (s
 }
 
 // publishProfiler points every profiler slot, and every net slot
-// (publishNet), at b's program for its hook (0 where b has none), with what
-// each program reads (profNeeds), and refreshes NCCL's activation mask; it returns the
+// (publishNet), at b's program for its hook (0 where b has none), with its
+// record (publishedRecord), and refreshes NCCL's activation mask; it returns the
 // "hook=program" parts of every program of b. Each slot is written once,
 // straight from the old entry to the new one: an event that completes
 // during a reload runs either policy's program, never none (emptying all
 // slots first would let such events go uncounted). Caller holds mu.
 func publishProfiler(b *bundle.Bundle) []string {
-	var entries [C.NCCLBPF_PROF_LAST_HOOK + 1]C.uintptr_t
-	var needs [C.NCCLBPF_PROF_LAST_HOOK + 1]C.uint32_t
+	var recs [C.NCCLBPF_PROF_LAST_HOOK + 1]published
 	var parts []string
 	for _, p := range b.Programs {
 		cname := C.CString(p.Hook.Name)
 		id := C.ncclbpf_prof_hook_id(cname)
 		C.free(unsafe.Pointer(cname))
 		if id >= C.NCCLBPF_PROF_FIRST_HOOK && id <= C.NCCLBPF_PROF_LAST_HOOK {
-			entries[id] = C.uintptr_t(p.Entry())
-			needs[id] = C.uint32_t(profNeeds(p))
+			recs[id], _ = publishedRecord(p.Hook.Name, p) // a profiler record has no error
 		}
 		parts = append(parts, fmt.Sprintf("%s=%s", p.Hook.Name, p.Name))
 	}
 	for id := C.NCCLBPF_PROF_FIRST_HOOK; id <= C.NCCLBPF_PROF_LAST_HOOK; id++ {
-		C.ncclbpf_prof_publish_needs(C.int(id), entries[id], needs[id])
+		C.ncclbpf_prof_publish_record(C.int(id), &recs[id])
 	}
 	C.ncclbpf_prof_refresh_mask()
 	publishNet(b)

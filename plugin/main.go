@@ -3,7 +3,7 @@
 //	scripts/build.sh lib build/libncclbpf.so    (make lib)
 //	NCCL_TUNER_PLUGIN=$PWD/build/libncclbpf.so NCCLBPF_POLICY=policy.bpf.o ./my_job
 //
-// The C shim (tuner.c, slot.c) exports ncclTunerPlugin_v2..v6 and runs on
+// The C shim (tuner.c, tuner_abi.c, slot.c) exports ncclTunerPlugin_v2..v7 and runs on
 // NCCL's threads; Go only runs once per process, inside the first init, to
 // load, verify and compile the policy and publish its entry points to the
 // shim's hook slots. docs/environment.md lists the environment variables

@@ -3,21 +3,11 @@
  * net.c: the net side of libncclbpf.so, a watching wrapper around the job's own net plugin.
  *
  * NCCL finds ncclNetPlugin_v12, _v11 or _v10 here, or, NCCL 2.21 to 2.26, _v9 or _v8 (NCCL_NET_PLUGIN
- * names this library). The plugin that really moves the bytes is named by NCCLBPF_NET_PLUGIN
- * (resolved as NCCL resolves NCCL_NET_PLUGIN: the name itself, then libnccl-net-NAME.so, or a path)
- * and loaded when this library is. It may export any table NCCL 2.27 to 2.30 itself accepts, looked
- * up newest first: ncclNetPlugin_v12, _v11, _v10, _v9, _v8, _v7, _v6. The older ones (v6..v9) are
- * given the v10 shape once, at load, by adapters that do what NCCL's own do (docs/nccl-net-abi.md,
- * section 7): no profiler callback, no connection configuration, no phandles; int sizes below v9
- * (an isend/irecv of more than 1 GiB, a registration of 2 GiB or more below v8, is refused with
- * ncclInternalError without calling the plugin); fewer properties (the missing ones filled as NCCL
- * fills them); no device handles in v6 (NULL is returned) and no getDeviceMr, irecvConsumed or
- * makeVDevice where the version has none (absent from the exported tables too). Every call goes to
- * the inner plugin with the caller's arguments; comms, requests, memory handles and device handles
- * that NCCL holds are the inner plugin's own. Properties and virtual devices are converted between
- * the caller's version and the inner plugin's (v12's hold 8 devices per virtual NIC, v9..v11's 4).
- * When no inner plugin is configured or it fails to load or init, init fails with one warning and
- * NCCL moves on to its next net transport.
+ * names this library): those tables and their per-version entry points are net_exports.c's. Every
+ * call goes to the plugin that really moves the bytes, named by NCCLBPF_NET_PLUGIN, with the
+ * caller's arguments (its load, init and the calls passed on unchanged: net_inner.c; its older ABIs
+ * seen as v10: net_abi.c). This file is the watching: the hook slots, the connection and request
+ * tables, the data path (isend, irecv, test, close) and the statistics.
  *
  * Watching costs the data path (isend, irecv, test) no lock, no allocation and no Go:
  *
@@ -32,13 +22,11 @@
  *    an odd/even word per connection (its record; the owner thread writes it with plain stores);
  *  - a completion fills only the context fields its program reads (the verifier lists them).
  *
- * Environment: NCCLBPF_NET_PLUGIN (the inner plugin), NCCLBPF_NET_REQUESTS (entries of each thread's
- * request table, a power of two, default 16384; read once, at the first init).
+ * Environment: NCCLBPF_NET_REQUESTS (entries of each thread's request table, a power of two, default
+ * 16384; read once, at the first init); the inner plugin's, NCCLBPF_NET_PLUGIN, is net_inner.c's.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -46,40 +34,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "../include/ncclbpf_net.h"
-#include "net.h"
-#include "net_abi.h"
+#include "net_internal.h"
 #include "clock.h"
-#include "shim.h"
 #include "grace.h"
-#include "loader.h"
 
-#define NBN_EXPORT __attribute__((visibility("default")))
 #define NBN_PROBE 16
 #define NBN_CONN_N 4096 /* connections live at once (NCCL: a few per peer and channel) */
-#define NBN_LOG_WARN 2
-#define NBN_LOG_INFO 3
-#define NBN_SUBSYS (0x1 | 0x10) /* NCCL_INIT | NCCL_NET */
 
 typedef uint64_t (*nbn_prog_fn)(void *ctx);
 
 /* ------------------------------------------------------------------------------------------------
  * Slots and connection records (the profiler's grace-period protocol, profiler.c). */
 
-struct nbn_slot {
-	_Alignas(64) _Atomic(uintptr_t) fn;
-	/* fill (bits 0-7): the context fields the data path fills for fn (NCCLBPF_NET_R_*): every field
-	 * the program reads, as the verifier lists them; reads (8-15): what the published program reads;
-	 * bits 16-: a generation, odd while a publish is under way. A publish widens fill to old | new
-	 * before it stores fn; a grace period that no publish overlapped narrows it to reads
-	 * (ncclbpf_net_synchronize). A thread that loaded fn inside its bracket therefore always fills at
-	 * least what fn reads. One word, so that a narrowing and a publish cannot interleave. */
-	_Atomic uint64_t word;
-};
+/* struct nbn_slot: net_internal.h. */
 #define NBN_FILL(w) ((uint32_t)(w) & 0xff)
 #define NBN_READS(w) ((uint32_t)((w) >> 8) & 0xff)
 #define NBN_GEN1 ((uint64_t)1 << 16)
@@ -98,11 +68,11 @@ struct nbn_rec {
 	_Atomic uint64_t untracked;
 };
 
-static struct nbn_slot g_slots[NCCLBPF_NET_LAST_HOOK + 1];
+struct nbn_slot g_nbn_slots[NCCLBPF_NET_LAST_HOOK + 1];
 static struct nbn_rec g_shared;
 static _Atomic uint64_t g_shared_inflight;
 static _Atomic uint64_t g_conns;
-static _Atomic int g_outer_version; /* net ABI NCCL called init with */
+_Atomic int g_nbn_outer_version;
 
 /* bump adds n to counter v of record r; shared: r is g_shared (read-modify-write), else the
  * record's owner thread calls (plain load and store). */
@@ -121,10 +91,11 @@ int ncclbpf_net_hook_id(const char *name) {
 	return -1;
 }
 
-uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, uint32_t reads) {
+uintptr_t ncclbpf_net_publish(int hook, const struct nb_published *r) {
 	if (hook < NCCLBPF_NET_FIRST_HOOK || hook > NCCLBPF_NET_LAST_HOOK) return 0;
-	struct nbn_slot *s = &g_slots[hook];
-	reads = fn ? reads & 0xff : 0;
+	struct nbn_slot *s = &g_nbn_slots[hook];
+	uintptr_t fn = r ? r->entry : 0;
+	uint32_t reads = fn ? r->fill & 0xff : 0;
 	uint64_t w = atomic_load(&s->word), nw;
 	do /* generation odd, reads, fill widened */
 		nw = (((w >> 16) | 1) << 16) | (uint64_t)reads << 8 | NBN_FILL(w) | reads;
@@ -139,7 +110,7 @@ static void conn_wait_all(void); /* below: waits for every connection record's w
 
 int ncclbpf_net_synchronize(void) {
 	uint64_t w0[NCCLBPF_NET_LAST_HOOK + 1];
-	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) w0[h] = atomic_load(&g_slots[h].word);
+	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) w0[h] = atomic_load(&g_nbn_slots[h].word);
 	if (nb_grace_fence() != 0) return -1;
 	conn_wait_all();
 	while (atomic_load(&g_shared_inflight) != 0) sched_yield();
@@ -148,7 +119,7 @@ int ncclbpf_net_synchronize(void) {
 	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) {
 		uint64_t w = w0[h];
 		if (!((w >> 16) & 1) && NBN_FILL(w) != NBN_READS(w))
-			atomic_compare_exchange_strong(&g_slots[h].word, &w, (w & ~(uint64_t)0xff) | NBN_READS(w));
+			atomic_compare_exchange_strong(&g_nbn_slots[h].word, &w, (w & ~(uint64_t)0xff) | NBN_READS(w));
 	}
 	return 0;
 }
@@ -275,7 +246,7 @@ static void conn_del(void *comm) {
 }
 
 static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, uint64_t peer_key) {
-	if (!atomic_load_explicit(&g_slots[NCCLBPF_NET_CONN].fn, memory_order_relaxed)) return;
+	if (!atomic_load_explicit(&g_nbn_slots[NCCLBPF_NET_CONN].fn, memory_order_relaxed)) return;
 	struct nbn_rec *r = c ? &c->rec : &g_shared;
 	struct ncclbpf_net_ctx ctx = {0};
 	ctx.comm_id = c ? c->comm_id : comm_id;
@@ -286,9 +257,9 @@ static void conn_event(struct nbn_conn *c, int dev, int kind, uint64_t comm_id, 
 	ctx.dev = dev;
 	ctx.kind = kind;
 	ctx.event = NCCLBPF_NET_CONN;
-	ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
+	ctx.abi_version = (uint32_t)atomic_load_explicit(&g_nbn_outer_version, memory_order_relaxed);
 	uint64_t a = enter(r, !c);
-	uintptr_t fn = atomic_load_explicit(&g_slots[NCCLBPF_NET_CONN].fn, memory_order_acquire);
+	uintptr_t fn = atomic_load_explicit(&g_nbn_slots[NCCLBPF_NET_CONN].fn, memory_order_acquire);
 	if (fn) {
 		ctx.local_seq = atomic_load_explicit(&r->seq[NCCLBPF_NET_CONN], memory_order_relaxed);
 		bump(!c, &r->seq[NCCLBPF_NET_CONN], 1);
@@ -447,163 +418,8 @@ static inline struct nbn_req *req_find(void *req) {
 	return req_find_others(k, home, own);
 }
 
-/* ------------------------------------------------------------------------------------------------
- * The inner plugin. */
-
-static union {
-	struct nbn_net_v10 v10;
-	struct nbn_net_v11 v11;
-} g_in;
-static int g_in_version; /* 6 to 12; 0 none */
-static int g_in_status = 2; /* 0 loaded, 1 not configured, -1 failed, 2 not yet */
-static char g_in_msg[512];
-static void *g_in_dl;
-static _Atomic int g_warned;
-/* outer v10 over an inner v11/v12: one process-wide inner context, made by the first init */
-static void *g_in_ctx10;
-static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_in_inited10; /* inner v10 init done (outer v11/v12 calls it once per process) */
-
-extern struct nbn_net_v10 ncclNetPlugin_v10;
-extern struct nbn_net_v11 ncclNetPlugin_v11, ncclNetPlugin_v12;
-extern struct nbn_net_old ncclNetPlugin_v9, ncclNetPlugin_v8;
-
-/* open_inner resolves name as NCCL resolves NCCL_NET_PLUGIN: the name as given, then, for a bare
- * name (no '/', not lib*.so), libnccl-net-NAME.so. */
-static void *open_inner(const char *name, char *err, size_t n) {
-	/* A path must name a regular file, as a policy file must: a FIFO would block dlopen until a writer
-	 * comes, a device or a directory is no library. (A bare name is searched for by dlopen.) */
-	if (strchr(name, '/')) {
-		struct stat st;
-		if (stat(name, &st) != 0) {
-			snprintf(err, n, "%s", strerror(errno));
-			return NULL;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			snprintf(err, n, "not a regular file (%s)",
-			         S_ISFIFO(st.st_mode)  ? "a FIFO"
-			         : S_ISDIR(st.st_mode) ? "a directory"
-			         : S_ISSOCK(st.st_mode) ? "a socket"
-			         : S_ISCHR(st.st_mode)  ? "a character device"
-			                                : "a special file");
-			return NULL;
-		}
-	}
-	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (h) return h;
-	snprintf(err, n, "%s", dlerror());
-	size_t len = strlen(name);
-	int is_lib = strncmp(name, "lib", 3) == 0 || (len >= 3 && strcmp(name + len - 3, ".so") == 0);
-	if (strchr(name, '/') || is_lib) return NULL;
-	char alt[300];
-	snprintf(alt, sizeof alt, "libnccl-net-%s.so", name);
-	h = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
-	if (!h) snprintf(err, n, "%s", dlerror());
-	return h;
-}
-
-
-/* missing_member names a member every version must have and t lacks, or returns NULL. */
-static const char *missing_member(const struct nbn_net_v10 *t) {
-#define NEED(m)                                                                                                      	if (!t->m) return #m;
-	NEED(init) NEED(devices) NEED(getProperties) NEED(listen_) NEED(connect_) NEED(accept) NEED(regMr) NEED(deregMr)
-	NEED(isend) NEED(irecv) NEED(test) NEED(closeSend) NEED(closeRecv) NEED(closeListen)
-#undef NEED
-	return NULL;
-}
-
-static void load_inner(void) {
-	const char *name = getenv("NCCLBPF_NET_PLUGIN");
-	if (!name || !*name) {
-		g_in_status = 1;
-		snprintf(g_in_msg, sizeof g_in_msg,
-		         "ncclbpf: net: NCCLBPF_NET_PLUGIN is not set: no net plugin to wrap; NCCL uses its next net transport");
-		return;
-	}
-	char err[256] = "";
-	void *h = open_inner(name, err, sizeof err);
-	if (!h) {
-		g_in_status = -1;
-		snprintf(g_in_msg, sizeof g_in_msg,
-		         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s: cannot load it (%s); NCCL uses its next net transport", name, err);
-		return;
-	}
-	static const char *syms[] = {"ncclNetPlugin_v12", "ncclNetPlugin_v11", "ncclNetPlugin_v10", "ncclNetPlugin_v9",
-	                             "ncclNetPlugin_v8",  "ncclNetPlugin_v7",  "ncclNetPlugin_v6"};
-	static const int vers[] = {12, 11, 10, 9, 8, 7, 6};
-	for (int i = 0; i < 7; i++) {
-		void *t = dlsym(h, syms[i]);
-		if (!t) continue;
-		if (t == (void *)&ncclNetPlugin_v12 || t == (void *)&ncclNetPlugin_v11 || t == (void *)&ncclNetPlugin_v10 ||
-		    t == (void *)&ncclNetPlugin_v9 || t == (void *)&ncclNetPlugin_v8) {
-			g_in_status = -1;
-			snprintf(g_in_msg, sizeof g_in_msg,
-			         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s is libncclbpf itself; name the plugin it should wrap", name);
-			dlclose(h);
-			return;
-		}
-		if (vers[i] <= 9)
-			nbn_adapt_old(t, vers[i], &g_in.v10);
-		else if (vers[i] == 10)
-			memcpy(&g_in.v10, t, sizeof g_in.v10);
-		else
-			memcpy(&g_in.v11, t, sizeof g_in.v11);
-		g_in_version = vers[i];
-		break;
-	}
-	if (!g_in_version) {
-		g_in_status = -1;
-		snprintf(g_in_msg, sizeof g_in_msg,
-		         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s exports none of ncclNetPlugin_v12, _v11, _v10, _v9, _v8, _v7, _v6 "
-		         "(the net ABIs NCCL accepts); NCCL uses its next net transport", name);
-		dlclose(h);
-		return;
-	}
-	const char *miss = missing_member(&g_in.v10);
-	if (miss) {
-		snprintf(g_in_msg, sizeof g_in_msg,
-		         "ncclbpf: net: NCCLBPF_NET_PLUGIN=%s: its ncclNetPlugin_v%d has no %s; NCCL uses its next net transport",
-		         name, g_in_version, miss);
-		g_in_status = -1;
-		g_in_version = 0;
-		dlclose(h);
-		return;
-	}
-	g_in_dl = h;
-	g_in_status = 0;
-	/* NCCL selects a net plugin by this name (NCCL_NET, the communicator's netName): present the
-	 * wrapped plugin's. */
-	if (g_in.v10.name)
-		ncclNetPlugin_v10.name = ncclNetPlugin_v11.name = ncclNetPlugin_v12.name = ncclNetPlugin_v9.name =
-		    ncclNetPlugin_v8.name = g_in.v10.name;
-	snprintf(g_in_msg, sizeof g_in_msg, "ncclbpf: net: wrapping %s (net ABI v%d, \"%s\")", name, g_in_version,
-	         g_in.v10.name ? g_in.v10.name : "");
-	/* Optional members the inner plugin lacks are absent from ours too (NCCL tests them for NULL when
-	 * it reads the table, before init). */
-	struct nbn_net_v10 *o10 = &ncclNetPlugin_v10;
-	struct nbn_net_v11 *o11[] = {&ncclNetPlugin_v11, &ncclNetPlugin_v12};
-#define MIRROR(m)                                                                                                    \
-	if (!g_in.v10.m) {                                                                                           \
-		o10->m = NULL;                                                                                       \
-		o11[0]->m = NULL;                                                                                    \
-		o11[1]->m = NULL;                                                                                    \
-		ncclNetPlugin_v9.m = NULL;                                                                           \
-		ncclNetPlugin_v8.m = NULL;                                                                           \
-	}
-	MIRROR(regMrDmaBuf)
-	MIRROR(getDeviceMr)
-	MIRROR(irecvConsumed)
-	MIRROR(makeVDevice)
-	MIRROR(iflush)
-#undef MIRROR
-	if (g_in_version >= 11 && !g_in.v11.setNetAttr) ncclNetPlugin_v11.setNetAttr = ncclNetPlugin_v12.setNetAttr = NULL;
-}
-
-static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
-static void load_once(void) { load_inner(); }
-
-/* The clock's calibration (5 ms) and the request table are made by the first net init, not when the
- * library loads: a job that uses only the tuner or profiler pays for neither. */
+/* The clock's calibration (5 ms) and the request tables are made by the first net init, not when
+ * the library loads: a job that uses only the tuner or profiler pays for neither. */
 static pthread_once_t g_first_init_once = PTHREAD_ONCE_INIT;
 static int g_table_ok;
 static size_t g_table_n;
@@ -627,218 +443,20 @@ static void first_init(void) {
 	g_table_ok = 1;
 }
 
-/* names_self reports whether NCCL_NET_PLUGIN's value v (a comma-separated list of names or paths,
- * resolved as NCCL resolves them) names this library, i.e. whether NCCL will use it as its net plugin.
- * Unset, NCCL opens libnccl-net.so. */
-static int names_self(const char *v) {
-	Dl_info info;
-	if (!dladdr((void *)&ncclNetPlugin_v10, &info) || !info.dli_fname) return 0;
-	char self[PATH_MAX];
-	if (!realpath(info.dli_fname, self)) return 0;
-	const char *base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
-	if (!v || !*v) return strcmp(base, "libnccl-net.so") == 0;
-	char list[4096];
-	snprintf(list, sizeof list, "%s", v);
-	char *save = NULL;
-	for (char *e = strtok_r(list, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
-		while (*e == ' ') e++;
-		char path[PATH_MAX], alt[300];
-		if (strchr(e, '/')) {
-			if (realpath(e, path) && strcmp(path, self) == 0) return 1;
-			continue;
-		}
-		snprintf(alt, sizeof alt, "libnccl-net-%s.so", e);
-		if (strcmp(e, base) == 0 || strcmp(alt, base) == 0) return 1;
-	}
-	return 0;
-}
-
-/* The inner plugin is loaded when the library is opened only by a process whose NCCL will use it as
- * its net plugin (NCCL_NET_PLUGIN names it): NCCL's adapters of old net ABIs copy the table's name and
- * optional members when they load it, before init, so they must be the inner plugin's by then. A
- * process that opens the library as its tuner or profiler only loads nothing more; should its NCCL
- * init the net side all the same, the first init loads the inner plugin (init_common). */
-__attribute__((constructor)) static void nbn_ctor(void) {
-	if (names_self(getenv("NCCL_NET_PLUGIN"))) pthread_once(&g_load_once, load_once);
-}
-
-/* init_common runs at every init: it reports a missing inner plugin once (WARN) and loads the policy,
- * reporting its outcome. */
-static int init_common(int outer, nbn_logger_t log) {
-	pthread_once(&g_load_once, load_once);
-	int expect = 0;
-	atomic_compare_exchange_strong(&g_outer_version, &expect, outer);
-	if (log)
-		ncclbpf_report_load((nb_loader_log_t)log);
-	else
-		ncclbpf_ensure_loaded();
-	if (ncclbpf_strict_failed()) return -1;
-	if (g_in_status != 0) {
-		if (atomic_exchange(&g_warned, 1) == 0 && log) log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__, "%s", g_in_msg);
-		return -1;
-	}
+int nbn_requests_ready(int *tables, size_t *entries) {
 	pthread_once(&g_first_init_once, first_init);
-	if (!g_table_ok) {
-		if (atomic_exchange(&g_warned, 1) == 0 && log)
-			log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__,
-			    "ncclbpf: net: cannot map the request tables (%d of %zu entries, NCCLBPF_NET_REQUESTS); NCCL uses "
-			    "its next net transport",
-			    NBN_LANES + 1, g_table_n);
-		return -1;
-	}
-	if (atomic_exchange(&g_warned, 1) == 0 && log) log(NBN_LOG_INFO, NBN_SUBSYS, __FILE__, __LINE__, "%s", g_in_msg);
-	return 0;
+	*tables = NBN_LANES + 1;
+	*entries = g_table_n;
+	return g_table_ok;
 }
-
-static void init_failed(nbn_logger_t log, int rc) {
-	if (log)
-		log(NBN_LOG_WARN, NBN_SUBSYS, __FILE__, __LINE__,
-		    "ncclbpf: net: the wrapped plugin's init failed (error %d); NCCL uses its next net transport", rc);
-}
-
-/* Per-communicator context of the v11/v12 ABI. */
-struct nbn_ctx {
-	void *inner;                   /* the inner plugin's context (inner v11+) */
-	uint64_t comm_id;
-	struct nbn_comm_config config; /* for an inner v10's connect */
-};
 
 /* ------------------------------------------------------------------------------------------------
- * Exported functions: set-up. */
+ * Set-up: connections recorded, net/conn's program run. */
 
-static nbn_result_t w_init_v11(void **ctx, uint64_t commId, struct nbn_comm_config *config, nbn_logger_t log,
-                               nbn_prof_cb_t prof, int outer) {
-	if (init_common(outer, log) != 0) return NBN_INTERNAL_ERROR;
-	struct nbn_ctx *w = calloc(1, sizeof *w);
-	if (!w) return NBN_SYSTEM_ERROR;
-	w->comm_id = commId;
-	w->config.trafficClass = config ? config->trafficClass : -1;
-	nbn_result_t rc;
-	if (g_in_version >= 11) {
-		rc = g_in.v11.init(&w->inner, commId, config, log, prof);
-	} else {
-		pthread_mutex_lock(&g_init_lock);
-		rc = g_in_inited10 ? NBN_SUCCESS : g_in.v10.init(log, prof);
-		if (rc == NBN_SUCCESS) g_in_inited10 = 1;
-		pthread_mutex_unlock(&g_init_lock);
-	}
-	if (rc != NBN_SUCCESS) {
-		init_failed(log, rc);
-		free(w);
-		return rc;
-	}
-	*ctx = w;
-	return NBN_SUCCESS;
-}
-static nbn_result_t w_init_v11o(void **ctx, uint64_t commId, struct nbn_comm_config *config, nbn_logger_t log,
-                                nbn_prof_cb_t prof) {
-	return w_init_v11(ctx, commId, config, log, prof, 11);
-}
-static nbn_result_t w_init_v12o(void **ctx, uint64_t commId, struct nbn_comm_config *config, nbn_logger_t log,
-                                nbn_prof_cb_t prof) {
-	return w_init_v11(ctx, commId, config, log, prof, 12);
-}
-
-/* w_init_process is the init of the ABIs without a per-communicator context (outer v8..v10): the inner
- * plugin is initialized once per process. */
-static nbn_result_t w_init_process(nbn_logger_t log, nbn_prof_cb_t prof, int outer) {
-	if (init_common(outer, log) != 0) return NBN_INTERNAL_ERROR;
-	nbn_result_t rc = NBN_SUCCESS;
-	pthread_mutex_lock(&g_init_lock);
-	if (g_in_version >= 11) {
-		if (!g_in_ctx10) {
-			struct nbn_comm_config cfg = {-1};
-			rc = g_in.v11.init(&g_in_ctx10, 0, &cfg, log, prof);
-		}
-	} else if (!g_in_inited10) {
-		rc = g_in.v10.init(log, prof);
-		if (rc == NBN_SUCCESS) g_in_inited10 = 1;
-	}
-	pthread_mutex_unlock(&g_init_lock);
-	if (rc != NBN_SUCCESS) init_failed(log, rc);
-	return rc;
-}
-static nbn_result_t w_init_v10(nbn_logger_t log, nbn_prof_cb_t prof) { return w_init_process(log, prof, 10); }
-
-static nbn_result_t w_finalize(void *ctx) {
-	struct nbn_ctx *w = ctx;
-	nbn_result_t rc = NBN_SUCCESS;
-	if (!w) return NBN_SUCCESS;
-	if (g_in_version >= 11 && g_in.v11.finalize) rc = g_in.v11.finalize(w->inner);
-	free(w);
-	return rc;
-}
-
-static nbn_result_t w_set_net_attr(void *ctx, struct nbn_net_attr *attr) {
-	struct nbn_ctx *w = ctx;
-	if (g_in_version >= 11 && g_in.v11.setNetAttr) return g_in.v11.setNetAttr(w ? w->inner : NULL, attr);
-	return NBN_SUCCESS;
-}
-
-static nbn_result_t w_devices(int *ndev) { return g_in.v10.devices(ndev); }
-
-/* Properties. The wrapper's own view of a device is the v12 structure, the widest: what the inner
- * plugin reports is converted into it, and it into the caller's version (pass-through when the
- * two versions are the same). Fields a version lacks get the values NCCL's own adapters give them:
- * maxMultiRequestSize 1 below v11, railId/planeId NCCL_NET_ID_UNDEF below v12. v12's vProps holds 8
- * devices, not 4, so the fields after it are 16 bytes further on than in v9..v11. Not the data
- * path: NCCL reads properties while it sets up. */
-static nbn_result_t inner_props(int dev, struct nbn_props_v12 *c) {
-	memset(c, 0, sizeof *c);
-	c->maxMultiRequestSize = 1;
-	c->railId = c->planeId = NBN_NET_ID_UNDEF;
-	if (g_in_version == 12) return g_in.v10.getProperties(dev, c);
-	struct nbn_props p; /* v10/v11; an inner plugin older than v10 is adapted to v10 (old_props) */
-	memset(&p, 0, sizeof p);
-	p.maxMultiRequestSize = 1; /* what a v10 (or older) plugin leaves there */
-	nbn_result_t rc = g_in.v10.getProperties(dev, &p);
-	if (rc != NBN_SUCCESS) return rc;
-	memcpy(c, &p, offsetof(struct nbn_props, vProps)); /* the same layout up to vProps */
-	c->vProps.ndevs = p.vProps.ndevs;
-	memcpy(c->vProps.devs, p.vProps.devs, sizeof p.vProps.devs);
-	c->maxP2pBytes = p.maxP2pBytes;
-	c->maxCollBytes = p.maxCollBytes;
-	c->maxMultiRequestSize = p.maxMultiRequestSize;
-	return NBN_SUCCESS;
-}
-
-/* props_v11 fills a v10 (with_mreq 0) or v11 structure from the wrapper's view. A virtual device of
- * more than 4 physical ones (only an inner v12 can report one) keeps its first 4: NCCL of these
- * versions makes none larger. */
-static nbn_result_t props_v11(int dev, void *out, int with_mreq) {
-	struct nbn_props_v12 c;
-	nbn_result_t rc = inner_props(dev, &c);
-	if (rc != NBN_SUCCESS) return rc;
-	struct nbn_props *p = out;
-	memcpy(p, &c, offsetof(struct nbn_props, vProps));
-	int n = c.vProps.ndevs;
-	p->vProps.ndevs = n < 0 ? 0 : n > NBN_MAX_DEVS_PER_NIC ? NBN_MAX_DEVS_PER_NIC : n;
-	memcpy(p->vProps.devs, c.vProps.devs, sizeof p->vProps.devs);
-	p->maxP2pBytes = c.maxP2pBytes;
-	p->maxCollBytes = c.maxCollBytes;
-	if (with_mreq) p->maxMultiRequestSize = c.maxMultiRequestSize;
-	return NBN_SUCCESS;
-}
-
-static nbn_result_t w_props_v10(int dev, void *p) { /* also v9's: the same structure */
-	if (g_in_version == 10) return g_in.v10.getProperties(dev, p);
-	return props_v11(dev, p, 0);
-}
-static nbn_result_t w_props_v11(int dev, void *p) {
-	if (g_in_version == 11) return g_in.v10.getProperties(dev, p);
-	return props_v11(dev, p, 1);
-}
-static nbn_result_t w_props_v12(int dev, void *p) {
-	if (g_in_version == 12) return g_in.v10.getProperties(dev, p);
-	struct nbn_props_v12 c;
-	nbn_result_t rc = inner_props(dev, &c);
-	if (rc == NBN_SUCCESS) memcpy(p, &c, sizeof c);
-	return rc;
-}
-
-static nbn_result_t listen_common(void *ictx, uint64_t comm_id, int dev, void *handle, void **listenComm) {
-	nbn_result_t rc = g_in_version >= 11 ? ((nbn_listen_v11_t)g_in.v11.listen_)(ictx, dev, handle, listenComm)
-	                                     : ((nbn_listen_v10_t)g_in.v10.listen_)(dev, handle, listenComm);
+nbn_result_t nbn_listen(void *ictx, uint64_t comm_id, int dev, void *handle, void **listenComm) {
+	nbn_result_t rc = g_nbn_in_version >= 11
+	                      ? ((nbn_listen_v11_t)g_nbn_in.v11.listen_)(ictx, dev, handle, listenComm)
+	                      : ((nbn_listen_v10_t)g_nbn_in.v10.listen_)(dev, handle, listenComm);
 	if (rc == NBN_SUCCESS && *listenComm) {
 		uint64_t key = hash_handle(handle);
 		struct nbn_conn *c = conn_add(*listenComm, comm_id, key, dev, NCCLBPF_NET_KIND_LISTEN);
@@ -846,19 +464,11 @@ static nbn_result_t listen_common(void *ictx, uint64_t comm_id, int dev, void *h
 	}
 	return rc;
 }
-static nbn_result_t w_listen_v11(void *ctx, int dev, void *handle, void **listenComm) {
-	struct nbn_ctx *w = ctx;
-	return listen_common(w ? w->inner : NULL, w ? w->comm_id : 0, dev, handle, listenComm);
-}
-static nbn_result_t w_listen_v10(int dev, void *handle, void **listenComm) {
-	return listen_common(g_in_ctx10, 0, dev, handle, listenComm);
-}
-
-static nbn_result_t connect_common(void *ictx, struct nbn_comm_config *cfg, uint64_t comm_id, int dev, void *handle,
-                                   void **sendComm, struct nbn_dev_handle **sendDevComm) {
-	nbn_result_t rc = g_in_version >= 11
-	                      ? ((nbn_connect_v11_t)g_in.v11.connect_)(ictx, dev, handle, sendComm, sendDevComm)
-	                      : ((nbn_connect_v10_t)g_in.v10.connect_)(dev, cfg, handle, sendComm, sendDevComm);
+nbn_result_t nbn_connect(void *ictx, struct nbn_comm_config *cfg, uint64_t comm_id, int dev, void *handle,
+                         void **sendComm, struct nbn_dev_handle **sendDevComm) {
+	nbn_result_t rc = g_nbn_in_version >= 11
+	                      ? ((nbn_connect_v11_t)g_nbn_in.v11.connect_)(ictx, dev, handle, sendComm, sendDevComm)
+	                      : ((nbn_connect_v10_t)g_nbn_in.v10.connect_)(dev, cfg, handle, sendComm, sendDevComm);
 	if (rc == NBN_SUCCESS && *sendComm) {
 		uint64_t key = hash_handle(handle);
 		struct nbn_conn *c = conn_add(*sendComm, comm_id, key, dev, NCCLBPF_NET_KIND_CONNECT);
@@ -866,19 +476,8 @@ static nbn_result_t connect_common(void *ictx, struct nbn_comm_config *cfg, uint
 	}
 	return rc;
 }
-static nbn_result_t w_connect_v11(void *ctx, int dev, void *handle, void **sendComm,
-                                  struct nbn_dev_handle **sendDevComm) {
-	struct nbn_ctx *w = ctx;
-	return connect_common(w ? w->inner : NULL, w ? &w->config : NULL, w ? w->comm_id : 0, dev, handle, sendComm,
-	                      sendDevComm);
-}
-static nbn_result_t w_connect_v10(int dev, struct nbn_comm_config *cfg, void *handle, void **sendComm,
-                                  struct nbn_dev_handle **sendDevComm) {
-	return connect_common(g_in_ctx10, cfg, 0, dev, handle, sendComm, sendDevComm);
-}
-
-static nbn_result_t w_accept(void *listenComm, void **recvComm, struct nbn_dev_handle **recvDevComm) {
-	nbn_result_t rc = g_in.v10.accept(listenComm, recvComm, recvDevComm);
+nbn_result_t w_accept(void *listenComm, void **recvComm, struct nbn_dev_handle **recvDevComm) {
+	nbn_result_t rc = g_nbn_in.v10.accept(listenComm, recvComm, recvDevComm);
 	if (rc == NBN_SUCCESS && *recvComm) {
 		struct nbn_conn *l = conn_find(listenComm);
 		uint64_t comm_id = l ? l->comm_id : 0, key = l ? l->peer_key : 0;
@@ -889,29 +488,15 @@ static nbn_result_t w_accept(void *listenComm, void **recvComm, struct nbn_dev_h
 	return rc;
 }
 
-static nbn_result_t w_regMr(void *comm, void *data, size_t size, int type, void **mhandle) {
-	return g_in.v10.regMr(comm, data, size, type, mhandle);
-}
-static nbn_result_t w_regMrDmaBuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
-                                  void **mhandle) {
-	return g_in.v10.regMrDmaBuf(comm, data, size, type, offset, fd, mhandle);
-}
-static nbn_result_t w_deregMr(void *comm, void *mhandle) { return g_in.v10.deregMr(comm, mhandle); }
-
 /* ------------------------------------------------------------------------------------------------
  * The data path. */
 
-/* Requests are recorded only while a program watches their completion: without one, the data path
- * costs a slot load at isend/irecv, and at test a load (before any request was recorded) or a probe
- * of the calling thread's lane. A request posted before a program was published completes unseen. */
-static inline uintptr_t watching(int hook) {
-	return atomic_load_explicit(&g_slots[hook].fn, memory_order_relaxed);
-}
+/* isend and irecv without a program, and when to record a request: net_internal.h (nbn_watching). */
 
 /* start_ticks is the request's start: the cycle counter when hook's program reads times, 0 (not
  * timed) otherwise. */
 static inline uint64_t start_ticks(int hook) {
-	return (atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nb_ticks()
+	return (atomic_load_explicit(&g_nbn_slots[hook].word, memory_order_relaxed) & NCCLBPF_NET_R_TIMES) ? nb_ticks()
 	                                                                                                : 0;
 }
 
@@ -923,41 +508,22 @@ static inline __attribute__((always_inline)) void record(void *req, void *comm, 
 	}
 }
 
-static __attribute__((noinline)) nbn_result_t w_isend_watched(void *sendComm, void *data, size_t size, int tag,
-                                                              void *mhandle, void *phandle, void **request) {
-	nbn_result_t rc = g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
+__attribute__((noinline)) nbn_result_t w_isend_watched(void *sendComm, void *data, size_t size, int tag,
+                                                       void *mhandle, void *phandle, void **request) {
+	nbn_result_t rc = g_nbn_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
 	if (rc == NBN_SUCCESS && *request) record(*request, sendComm, size, tag, 1, 1, NCCLBPF_NET_SEND_END);
 	return rc;
 }
 
-static __attribute__((noinline)) nbn_result_t w_irecv_watched(void *recvComm, int n, void **data, size_t *sizes,
-                                                              int *tags, void **mhandles, void **phandles,
-                                                              void **request) {
-	nbn_result_t rc = g_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
+__attribute__((noinline)) nbn_result_t w_irecv_watched(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+                                                       void **mhandles, void **phandles, void **request) {
+	nbn_result_t rc = g_nbn_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
 	if (rc == NBN_SUCCESS && *request) {
 		uint64_t posted = 0;
 		for (int i = 0; i < n; i++) posted += sizes ? sizes[i] : 0;
 		record(*request, recvComm, posted, (n > 0 && tags) ? tags[0] : -1, n, 0, NCCLBPF_NET_RECV_END);
 	}
 	return rc;
-}
-
-/* isend and irecv check for a program first: without one they are a jump to the inner plugin's. */
-static nbn_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
-                            void **request) {
-	if (!watching(NCCLBPF_NET_SEND_END)) return g_in.v10.isend(sendComm, data, size, tag, mhandle, phandle, request);
-	return w_isend_watched(sendComm, data, size, tag, mhandle, phandle, request);
-}
-
-static nbn_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
-                            void **phandles, void **request) {
-	if (!watching(NCCLBPF_NET_RECV_END))
-		return g_in.v10.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
-	return w_irecv_watched(recvComm, n, data, sizes, tags, mhandles, phandles, request);
-}
-
-static nbn_result_t w_iflush(void *recvComm, int n, void *data[], int *sizes, void **mhandles, void **request) {
-	return g_in.v10.iflush(recvComm, n, data, sizes, mhandles, request);
 }
 
 /* complete counts the finished request e (test returned rc, sizes) and runs its hook's program with
@@ -969,10 +535,10 @@ static inline __attribute__((always_inline)) void complete_on(struct nbn_req *e,
 	int is_send = e->is_send, hook = is_send ? NCCLBPF_NET_SEND_END : NCCLBPF_NET_RECV_END;
 	bump(shared, is_send ? &r->sends : &r->recvs, 1);
 	uint64_t a = enter(r, shared);
-	uintptr_t fn = atomic_load_explicit(&g_slots[hook].fn, memory_order_acquire);
+	uintptr_t fn = atomic_load_explicit(&g_nbn_slots[hook].fn, memory_order_acquire);
 	if (__builtin_expect(fn != 0, 1)) {
 		/* loaded inside the bracket, after fn: at least what fn reads (ncclbpf_net_publish) */
-		uint32_t fill = NBN_FILL(atomic_load_explicit(&g_slots[hook].word, memory_order_relaxed));
+		uint32_t fill = NBN_FILL(atomic_load_explicit(&g_nbn_slots[hook].word, memory_order_relaxed));
 		struct ncclbpf_net_ctx ctx; /* fields outside fill: never read (the verifier proves it) */
 		uint32_t flags = rc == NBN_SUCCESS ? 0 : NCCLBPF_NET_F_ERROR;
 		if (fill & NCCLBPF_NET_R_IDS) {
@@ -1019,7 +585,7 @@ static inline __attribute__((always_inline)) void complete_on(struct nbn_req *e,
 		if (fill & NCCLBPF_NET_R_CONST) {
 			ctx.kind = 0;
 			ctx.event = (uint32_t)hook;
-			ctx.abi_version = (uint32_t)atomic_load_explicit(&g_outer_version, memory_order_relaxed);
+			ctx.abi_version = (uint32_t)atomic_load_explicit(&g_nbn_outer_version, memory_order_relaxed);
 			ctx.reserved = 0;
 		}
 		uint64_t seq = atomic_load_explicit(&r->seq[hook], memory_order_relaxed);
@@ -1040,7 +606,7 @@ static __attribute__((noinline)) void complete(struct nbn_req *e, nbn_result_t r
 }
 
 static __attribute__((noinline)) nbn_result_t w_test_watched(void *request, int *done, int *sizes) {
-	nbn_result_t rc = g_in.v10.test(request, done, sizes);
+	nbn_result_t rc = g_nbn_in.v10.test(request, done, sizes);
 	/* not done yet (NCCL polls each request many times): nothing to do */
 	if (__builtin_expect(rc == NBN_SUCCESS && !*done, 1)) return rc;
 	/* Done, or failed: the request is finished either way. Found after the inner test: the inner
@@ -1052,140 +618,25 @@ static __attribute__((noinline)) nbn_result_t w_test_watched(void *request, int 
 	return rc;
 }
 
-static nbn_result_t w_test(void *request, int *done, int *sizes) {
+nbn_result_t w_test(void *request, int *done, int *sizes) {
 	/* no request was ever recorded (no net program so far): a jump to the inner plugin's test */
 	if (__builtin_expect(atomic_load_explicit(&g_lanes, memory_order_relaxed) == 0, 0))
-		return g_in.v10.test(request, done, sizes);
+		return g_nbn_in.v10.test(request, done, sizes);
 	return w_test_watched(request, done, sizes);
 }
 
-static nbn_result_t w_closeSend(void *sendComm) {
+nbn_result_t w_closeSend(void *sendComm) {
 	conn_del(sendComm);
-	return g_in.v10.closeSend(sendComm);
+	return g_nbn_in.v10.closeSend(sendComm);
 }
-static nbn_result_t w_closeRecv(void *recvComm) {
+nbn_result_t w_closeRecv(void *recvComm) {
 	conn_del(recvComm);
-	return g_in.v10.closeRecv(recvComm);
+	return g_nbn_in.v10.closeRecv(recvComm);
 }
-static nbn_result_t w_closeListen(void *listenComm) {
+nbn_result_t w_closeListen(void *listenComm) {
 	conn_del(listenComm);
-	return g_in.v10.closeListen(listenComm);
+	return g_nbn_in.v10.closeListen(listenComm);
 }
-static nbn_result_t w_getDeviceMr(void *comm, void *mhandle, void **dptr) {
-	return g_in.v10.getDeviceMr(comm, mhandle, dptr);
-}
-static nbn_result_t w_irecvConsumed(void *recvComm, int n, void *request) {
-	return g_in.v10.irecvConsumed(recvComm, n, request);
-}
-/* makeVDevice: v9..v11 describe a virtual device with up to 4 physical ones, v12 with up to 8. NCCL
- * 2.30 asks a pre-v12 plugin for 4 at most, but the wrapper is a v12 plugin to it: more than 4
- * devices for an inner plugin older than v12 is refused (ncclInvalidArgument) without calling it
- * (NCCL's automatic NIC fusion then leaves those devices unmerged). Otherwise the description is
- * copied between the two structures. */
-static nbn_result_t w_makeVDevice(int *d, void *props) { /* outer v9, v10, v11 */
-	if (g_in_version != 12) return g_in.v10.makeVDevice(d, props);
-	const struct nbn_vprops *p = props;
-	if (p->ndevs < 0 || p->ndevs > NBN_MAX_DEVS_PER_NIC) return NBN_INVALID_ARGUMENT;
-	struct nbn_vprops_v12 q;
-	memset(&q, 0, sizeof q);
-	q.ndevs = p->ndevs;
-	memcpy(q.devs, p->devs, sizeof p->devs);
-	return g_in.v10.makeVDevice(d, &q);
-}
-static nbn_result_t w_makeVDevice_v12(int *d, void *props) {
-	if (g_in_version == 12) return g_in.v10.makeVDevice(d, props);
-	const struct nbn_vprops_v12 *p = props;
-	if (p->ndevs < 0 || p->ndevs > NBN_MAX_DEVS_PER_NIC) return NBN_INVALID_ARGUMENT;
-	struct nbn_vprops q;
-	memset(&q, 0, sizeof q);
-	q.ndevs = p->ndevs;
-	memcpy(q.devs, p->devs, sizeof q.devs);
-	return g_in.v10.makeVDevice(d, &q);
-}
-
-/* ------------------------------------------------------------------------------------------------
- * The exported tables. Not const: optional members the inner plugin lacks are cleared at load. */
-
-#define COMMON(props_fn, listen_fn, connect_fn, vdev_fn)                                                            \
-	.devices = w_devices, .getProperties = props_fn, .listen_ = (void *)listen_fn, .connect_ = (void *)connect_fn, \
-	.accept = w_accept, .regMr = w_regMr, .regMrDmaBuf = w_regMrDmaBuf, .deregMr = w_deregMr, .isend = w_isend,  \
-	.irecv = w_irecv, .iflush = w_iflush, .test = w_test, .closeSend = w_closeSend, .closeRecv = w_closeRecv,     \
-	.closeListen = w_closeListen, .getDeviceMr = w_getDeviceMr, .irecvConsumed = w_irecvConsumed,                \
-	.makeVDevice = vdev_fn
-
-NBN_EXPORT struct nbn_net_v10 ncclNetPlugin_v10 = {
-    .name = "ncclbpf", .init = w_init_v10, COMMON(w_props_v10, w_listen_v10, w_connect_v10, w_makeVDevice)};
-NBN_EXPORT struct nbn_net_v11 ncclNetPlugin_v11 = {.name = "ncclbpf",
-                                                   .init = w_init_v11o,
-                                                   COMMON(w_props_v11, w_listen_v11, w_connect_v11, w_makeVDevice),
-                                                   .finalize = w_finalize,
-                                                   .setNetAttr = w_set_net_attr};
-NBN_EXPORT struct nbn_net_v11 ncclNetPlugin_v12 = {.name = "ncclbpf",
-                                                   .init = w_init_v12o,
-                                                   COMMON(w_props_v12, w_listen_v11, w_connect_v11, w_makeVDevice_v12),
-                                                   .finalize = w_finalize,
-                                                   .setNetAttr = w_set_net_attr};
-
-/* ---- ncclNetPlugin_v9 and _v8, for NCCL 2.21 to 2.26 (section 7 of docs/nccl-net-abi.md) ---------
- * The same wrapper under the older signatures: no profiler callback, no connection configuration
- * (the inner plugin gets an undefined traffic class), no phandles; v8 has int sizes and the v8
- * properties. Tables in the layout of struct nbn_net_old (v8 ends before makeVDevice). */
-
-static struct nbn_comm_config g_cfg_undef = {-1};
-static nbn_result_t o_init_v9(nbn_logger_t log) { return w_init_process(log, NULL, 9); }
-static nbn_result_t o_init_v8(nbn_logger_t log) { return w_init_process(log, NULL, 8); }
-static nbn_result_t o_props_v9(int dev, void *p) { return w_props_v10(dev, p); } /* v9's is v10's */
-static nbn_result_t o_props_v8(int dev, void *out) {
-	struct nbn_props_v12 p;
-	nbn_result_t rc = inner_props(dev, &p);
-	if (rc != NBN_SUCCESS) return rc;
-	struct nbn_props_v8 *q = out;
-	q->name = p.name;
-	q->pciPath = p.pciPath;
-	q->guid = p.guid;
-	q->ptrSupport = p.ptrSupport;
-	q->regIsGlobal = p.regIsGlobal;
-	q->speed = p.speed;
-	q->port = p.port;
-	q->latency = p.latency;
-	q->maxComms = p.maxComms;
-	q->maxRecvs = p.maxRecvs;
-	q->netDeviceType = p.netDeviceType;
-	q->netDeviceVersion = p.netDeviceVersion;
-	return NBN_SUCCESS;
-}
-static nbn_result_t o_connect(int dev, void *handle, void **sendComm, struct nbn_dev_handle **sendDevComm) {
-	return connect_common(g_in_ctx10, &g_cfg_undef, 0, dev, handle, sendComm, sendDevComm);
-}
-static nbn_result_t o_isend_v9(void *sendComm, void *data, size_t size, int tag, void *mhandle, void **request) {
-	return w_isend(sendComm, data, size, tag, mhandle, NULL, request);
-}
-static nbn_result_t o_irecv_v9(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
-                               void **request) {
-	return w_irecv(recvComm, n, data, sizes, tags, mhandles, NULL, request);
-}
-static nbn_result_t o_isend_v8(void *sendComm, void *data, int size, int tag, void *mhandle, void **request) {
-	if (size < 0) return NBN_INVALID_ARGUMENT;
-	return w_isend(sendComm, data, (size_t)size, tag, mhandle, NULL, request);
-}
-static nbn_result_t o_irecv_v8(void *recvComm, int n, void **data, int *sizes, int *tags, void **mhandles,
-                               void **request) {
-	size_t s[NBN_MAX_SUBS];
-	if (n < 0 || n > NBN_MAX_SUBS) return NBN_INTERNAL_ERROR;
-	for (int i = 0; i < n; i++) {
-		if (sizes[i] < 0) return NBN_INVALID_ARGUMENT;
-		s[i] = (size_t)sizes[i];
-	}
-	return w_irecv(recvComm, n, data, s, tags, mhandles, NULL, request);
-}
-
-#define OLD_COMMON                                                                                                  	.name = "ncclbpf", .devices = w_devices, .listen = w_listen_v10, .connect = (void *)o_connect,                 	.accept = (void *)w_accept, .regMr = (void *)w_regMr, .regMrDmaBuf = w_regMrDmaBuf, .deregMr = w_deregMr,      	.iflush = w_iflush, .test = w_test, .closeSend = w_closeSend, .closeRecv = w_closeRecv,                         	.closeListen = w_closeListen, .getDeviceMr = w_getDeviceMr, .irecvConsumed = w_irecvConsumed
-NBN_EXPORT struct nbn_net_old ncclNetPlugin_v9 = {OLD_COMMON, .init = o_init_v9, .getProperties = o_props_v9,
-                                                  .isend = (void *)o_isend_v9, .irecv = (void *)o_irecv_v9,
-                                                  .makeVDevice = w_makeVDevice};
-NBN_EXPORT struct nbn_net_old ncclNetPlugin_v8 = {OLD_COMMON, .init = o_init_v8, .getProperties = o_props_v8,
-                                                  .isend = (void *)o_isend_v8, .irecv = (void *)o_irecv_v8,
-                                                  .makeVDevice = NULL /* not in v8 */};
 
 /* ------------------------------------------------------------------------------------------------
  * Statistics. */
@@ -1214,11 +665,9 @@ void ncclbpf_net_get_stats(struct ncclbpf_net_stats *out) {
 			if (atomic_load_explicit(&g_req[i].key, memory_order_relaxed)) s.inflight++;
 	}
 	s.shared_threads = (int)atomic_load(&g_shared_threads);
-	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) s.fill[h] = NBN_FILL(atomic_load(&g_slots[h].word));
-	s.outer_version = atomic_load(&g_outer_version);
-	s.inner_version = g_in_version;
-	s.inner_status = g_in_status;
+	for (int h = NCCLBPF_NET_FIRST_HOOK; h <= NCCLBPF_NET_LAST_HOOK; h++) s.fill[h] = NBN_FILL(atomic_load(&g_nbn_slots[h].word));
+	s.outer_version = atomic_load(&g_nbn_outer_version);
+	s.inner_version = g_nbn_in_version;
+	s.inner_status = g_nbn_in_status;
 	*out = s;
 }
-
-const char *ncclbpf_net_inner_message(void) { return g_in_msg; }

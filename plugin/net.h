@@ -6,13 +6,14 @@
  * NCCLBPF_NET_PLUGIN (which may export v6 to v12). Programs of the hooks net/conn, net/send_end and net/recv_end run
  * through one slot per hook, published and retired like the profiler's (profiler.h):
  *
- *     for each net hook h:  old[h] = ncclbpf_net_publish(h, entry_or_0, reads);
+ *     for each net hook h:  old[h] = ncclbpf_net_publish(h, &record);  // shim.h; NULL: none
  *     ncclbpf_net_synchronize() == 0           // => the old code may be unmapped
  */
 #ifndef NCCLBPF_PLUGIN_NET_H
 #define NCCLBPF_PLUGIN_NET_H
 
 #include <stdint.h>
+#include "shim.h" /* struct nb_published */
 
 /* Hook ids: NCCLBPF_NET_CONN (1) .. NCCLBPF_NET_RECV_END (3) of include/ncclbpf_net.h. */
 #define NCCLBPF_NET_FIRST_HOOK 1
@@ -21,7 +22,7 @@
 /* ncclbpf_net_hook_id returns the id of a hook name ("net/conn", ...) or -1. */
 int ncclbpf_net_hook_id(const char *name);
 
-/* The context fields a completion fills, in groups (ncclbpf_net_publish's reads): a program gets
+/* The context fields a completion fills, in groups (the record's fill): a program gets
  * every field it reads, as the verifier lists them, and the wrapper computes nothing else. */
 #define NCCLBPF_NET_R_IDS 0x01    /* comm_id, peer_key, conn_id, dev */
 #define NCCLBPF_NET_R_BYTES 0x02  /* bytes */
@@ -33,11 +34,11 @@ int ncclbpf_net_hook_id(const char *name);
 #define NCCLBPF_NET_R_SEQ 0x80    /* local_seq */
 #define NCCLBPF_NET_R_ALL 0xff
 
-/* ncclbpf_net_publish makes fn (0: none) the code hook runs from the next event on and returns the
- * previous entry (0 if none or hook out of range). reads (NCCLBPF_NET_R_*) are the context fields fn
- * reads: only those are filled, and requests are timed (two cycle-counter reads) only for a program
- * that reads the times. */
-uintptr_t ncclbpf_net_publish(int hook, uintptr_t fn, uint32_t reads);
+/* ncclbpf_net_publish makes r's program (r->entry; NULL or 0: none) the code hook runs from the next
+ * event on and returns the previous entry (0 if none or hook out of range). r->fill (NCCLBPF_NET_R_*)
+ * are the context fields the program reads: only those are filled, and requests are timed (two
+ * cycle-counter reads) only for a program that reads the times. */
+uintptr_t ncclbpf_net_publish(int hook, const struct nb_published *r);
 
 /* ncclbpf_net_synchronize waits until no thread still runs net code published before the call.
  * Returns 0 when that is guaranteed, -1 when it cannot be (no membarrier). */

@@ -96,6 +96,10 @@ uintptr_t ncclbpf_prof_publish_needs(int hook, uintptr_t fn, uint32_t needs) {
 
 uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn) { return ncclbpf_prof_publish_needs(hook, fn, NCCLBPF_PROF_NEED_ALL); }
 
+uintptr_t ncclbpf_prof_publish_record(int hook, const struct nb_published *r) {
+	return ncclbpf_prof_publish_needs(hook, r ? r->entry : 0, r ? r->fill : 0);
+}
+
 uint32_t ncclbpf_prof_needs(int hook) {
 	if (hook < NCCLBPF_PROF_FIRST_HOOK || hook > NCCLBPF_PROF_LAST_HOOK) return 0;
 	return atomic_load(&nbp_slots[hook].fn) ? atomic_load(&nbp_slots[hook].needs) : 0;

@@ -10,7 +10,7 @@
  *
  * Publishing a bundle (from Go, off the hot path):
  *
- *     for each profiler hook h:  old[h] = ncclbpf_prof_publish_needs(h, entry_or_0, needs);
+ *     for each profiler hook h:  old[h] = ncclbpf_prof_publish_record(h, &record);  // shim.h
  *     ncclbpf_prof_refresh_mask();              // NCCL's activation mask follows the new programs
  *     ncclbpf_prof_synchronize() == 0           // => the old code may be unmapped
  */
@@ -18,6 +18,7 @@
 #define NCCLBPF_PLUGIN_PROFILER_H
 
 #include <stdint.h>
+#include "shim.h" /* struct nb_published */
 
 /* Hook ids: NCCLBPF_PROF_COLL_END (1) .. NCCLBPF_PROF_KERNEL_PHASE_END (5) of include/ncclbpf_profiler.h. */
 #define NCCLBPF_PROF_FIRST_HOOK 1
@@ -46,6 +47,10 @@ uintptr_t ncclbpf_prof_publish(int hook, uintptr_t fn);
 /* ncclbpf_prof_publish_needs is ncclbpf_prof_publish for a program that reads only what needs
  * (NCCLBPF_PROF_NEED_* bits) says. */
 uintptr_t ncclbpf_prof_publish_needs(int hook, uintptr_t fn, uint32_t needs);
+
+/* ncclbpf_prof_publish_record is ncclbpf_prof_publish_needs for the record of the program (r->entry,
+ * with r->fill as its needs); NULL: no program. */
+uintptr_t ncclbpf_prof_publish_record(int hook, const struct nb_published *r);
 
 /* ncclbpf_prof_needs returns the NCCLBPF_PROF_NEED_* bits published with hook's program (0: none). */
 uint32_t ncclbpf_prof_needs(int hook);

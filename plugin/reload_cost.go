@@ -35,9 +35,8 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 	type wrapped struct {
 		rec  int
 		hook string
-		word uintptr
-		prof C.int // profiler hook id, or -1 for a tuner slot
-		need C.uint32_t
+		pub  published // the program's own record, put back after the window
+		prof C.int     // profiler hook id, or -1 for a tuner slot
 	}
 	var ws []wrapped
 	mu.Lock()
@@ -51,18 +50,18 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 		if p == nil {
 			continue
 		}
-		w, err := slotWord(p)
+		r, err := publishedRecord(h, p)
 		if err != nil {
 			continue
 		}
-		flags := w & uintptr(C.NCCLBPF_SLOT_FLAGS)
-		tr := uintptr(C.ncclbpf_cost_wrap(C.int(i), C.uintptr_t(w&^flags)))
+		timed := r // the same hints, the trampoline's entry
+		timed.entry = C.ncclbpf_cost_wrap(C.int(i), r.entry)
 		slot := slotTuner
 		if i == 1 {
 			slot = slotChunkSize
 		}
-		publish(slot, tr|flags)
-		ws = append(ws, wrapped{i, h, w, -1, 0})
+		publish(slot, slotWord(timed))
+		ws = append(ws, wrapped{i, h, r, -1})
 	}
 	for _, name := range hook.ProfilerHookNames {
 		p := b.Program(name)
@@ -76,10 +75,11 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 			continue
 		}
 		rec := 1 + int(id)
-		tr := C.ncclbpf_cost_wrap(C.int(rec), C.uintptr_t(p.Entry()))
-		need := C.uint32_t(profNeeds(p))
-		C.ncclbpf_prof_publish_needs(id, tr, need)
-		ws = append(ws, wrapped{rec, name, p.Entry(), id, need})
+		r, _ := publishedRecord(name, p) // a profiler record has no error
+		timed := r
+		timed.entry = C.ncclbpf_cost_wrap(C.int(rec), r.entry)
+		C.ncclbpf_prof_publish_record(id, &timed)
+		ws = append(ws, wrapped{rec, name, r, id})
 	}
 	mu.Unlock()
 	c0, t0 := C.ncclbpf_rdtsc(), time.Now()
@@ -89,11 +89,11 @@ func sampleCost(window time.Duration) ([]control.HookCost, error) {
 	for _, w := range ws {
 		switch {
 		case w.prof >= 0:
-			C.ncclbpf_prof_publish_needs(w.prof, C.uintptr_t(w.word), w.need)
+			C.ncclbpf_prof_publish_record(w.prof, &w.pub)
 		case w.rec == 0:
-			publish(slotTuner, w.word)
+			publish(slotTuner, slotWord(w.pub))
 		default:
-			publish(slotChunkSize, w.word)
+			publish(slotChunkSize, slotWord(w.pub))
 		}
 	}
 	mu.Unlock()

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shim.h: declarations shared by the C shim (tuner.c, slot.c) and the Go side of libncclbpf.so.
+ * shim.h: declarations shared by the C shim (tuner.c, slot.c; struct nb_published: every shim) and
+ * the Go side of libncclbpf.so.
  * Declarations only: cgo files that //export functions may only have declarations in their preamble.
  */
 #ifndef NCCLBPF_SHIM_H
@@ -11,6 +12,19 @@
 
 /* A compiled program's native entry: `uint64_t fn(void *ctx)` (System V). */
 typedef uint64_t (*ncclbpf_prog_fn)(void *ctx);
+
+/*
+ * What a published program needs from the shim that runs it, one record for every hook: made by
+ * the Go side from the verifier's result (publishedRecord, plugin/published.go) and handed to the
+ * shim's publish call, which keeps what its hot path reads in its own form (the tuner: one slot
+ * word, ncclbpf_slot_word; the profiler and the net wrapper: the fill groups beside the entry).
+ */
+struct nb_published {
+	uintptr_t entry; /* the compiled program's native entry (ncclbpf_prog_fn); 0: no program */
+	uint32_t hints;  /* tuner hook: NCCLBPF_SLOT_SKIP_COST | _SKIP_MASK | _NO_DECISION; 0 elsewhere */
+	uint32_t fill;   /* the context fields the shim fills, in its groups: profiler hooks
+	                    NCCLBPF_PROF_NEED_* (profiler.h), net hooks NCCLBPF_NET_R_* (net.h); 0 elsewhere */
+};
 
 /* Hook slots: one per attachment point the shim calls. */
 enum {
@@ -30,6 +44,12 @@ enum {
 #define NCCLBPF_SLOT_SKIP_MASK ((uintptr_t)2)   /* avail_mask */
 #define NCCLBPF_SLOT_NO_DECISION ((uintptr_t)4) /* algorithm, protocol, n_channels never written */
 #define NCCLBPF_SLOT_FLAGS ((uintptr_t)7)
+
+/*
+ * ncclbpf_slot_word is the tuner slot word of r: its entry with its hints in the low bits, or 0 (no
+ * program) when the entry is not 8-byte aligned (the Go side refuses such a program first).
+ */
+uintptr_t ncclbpf_slot_word(const struct nb_published *r);
 
 /*
  * ncclbpf_slot_publish makes fn (NULL: no program) the code that slot runs from the next call on

@@ -25,6 +25,12 @@ static struct nb_comm *nb_registry;
 static struct ncclbpf_tuner_stats nb_retired;
 static uint64_t nb_comms_total;
 
+uintptr_t ncclbpf_slot_word(const struct nb_published *r) {
+	if (r == NULL || (r->entry & NCCLBPF_SLOT_FLAGS) != 0)
+		return 0;
+	return r->entry ? r->entry | ((uintptr_t)r->hints & NCCLBPF_SLOT_FLAGS) : 0;
+}
+
 uintptr_t ncclbpf_slot_publish(int slot, uintptr_t fn) {
 	if (slot < 0 || slot >= NCCLBPF_NUM_SLOTS)
 		return 0;

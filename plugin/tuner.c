@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tuner.c: NCCL's tuner plugin ABI (v2..v6) on top of the hook slots.
+ * tuner.c: the tuner shim on top of the hook slots: NCCL's tuner calls, version-neutral (the
+ * per-version entry points and the exported ncclTunerPlugin_v2.._v7 tables: tuner_abi.c).
  *
  * Written from the ABI fact sheet (docs: nccl-plugin-abi.md); no NCCL code or header is used. The
  * exported symbols are data objects, as NCCL expects.
@@ -22,19 +23,16 @@
 
 #include "ncclbpf.h"
 #include "internal.h"
-#include "tuner_abi.h"
+#include "tuner.h"
 #include "decisions_fold.h"
 #include "metrics_fold.h"
 #include "loader.h"
 
-#define NB_SUCCESS 0
 #define NB_INVALID_USAGE 5 /* ncclInvalidUsage */
 
 _Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 160, "tuner ctx size is part of the ABI");
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 64, "chunk ctx size is part of the ABI");
 _Static_assert(sizeof(float) == sizeof(uint32_t), "float bits");
-
-/* NCCL's tuner ABI (v2..v7): tuner_abi.h. */
 
 static void nb_log(nb_logger_t log, int level, unsigned long flags, int line, const char *msg) {
 	if (log)
@@ -48,8 +46,8 @@ static inline struct ncclbpf_tuner_ctx *nb_tctx(struct nb_comm *c) { return (str
 
 /* ---- init / finalize ------------------------------------------------------------------------- */
 
-static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes, nb_logger_t log,
-                   const nb_nvl_info_t *nvl, uint32_t abi) {
+int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes, nb_logger_t log, const nb_nvl_info_t *nvl,
+            uint32_t abi) {
 	if (ctx == NULL)
 		return NB_SUCCESS; /* nowhere to put state: NCCL will pass NULL to getCollInfo */
 	*ctx = NULL;
@@ -95,7 +93,7 @@ static int nb_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 	return NB_SUCCESS;
 }
 
-static int nb_finalize(void *ctx) {
+int nb_finalize(void *ctx) {
 	struct nb_comm *c = ctx;
 	if (c) {
 		char msg[256];
@@ -111,35 +109,6 @@ static int nb_finalize(void *ctx) {
 		free(c);
 	}
 	return NB_SUCCESS;
-}
-
-static int nb_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
-                      nb_nvl_info_t *nvl, nb_tuner_constants_t *constants) {
-	(void)constants; /* NCCL's model constants are left alone */
-	return nb_init(ctx, commId, nRanks, nNodes, log, nvl, 5);
-}
-
-static int nb_init_v6(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
-                      nb_nvl_info_t *nvl, nb_tuner_constants_t *constants) {
-	(void)constants;
-	return nb_init(ctx, commId, nRanks, nNodes, log, nvl, 6);
-}
-
-/* v7: v6 with a fifth compute capability in the constants, which the shim never touches. */
-static int nb_init_v7(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, nb_logger_t log,
-                      nb_nvl_info_t *nvl, nb_tuner_constants_v7_t *constants) {
-	(void)constants;
-	return nb_init(ctx, commId, nRanks, nNodes, log, nvl, 7);
-}
-
-static int nb_init_v4(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx) {
-	return nb_init(ctx, 0, nRanks, nNodes, log, NULL, 4);
-}
-static int nb_init_v3(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx) {
-	return nb_init(ctx, 0, nRanks, nNodes, log, NULL, 3);
-}
-static int nb_init_v2(size_t nRanks, size_t nNodes, nb_logger_t log, void **ctx) {
-	return nb_init(ctx, 0, nRanks, nNodes, log, NULL, 2);
 }
 
 /* ---- decisions ------------------------------------------------------------------------------- */
@@ -422,11 +391,10 @@ __attribute__((noinline)) static int nb_decide_nccl(struct nb_comm *c, uintptr_t
 	return NB_SUCCESS;
 }
 
-/* nb_tune_any runs a call whatever the table's shape (tuner v2's virtual table, or an
- * unexpected numAlgo x numProto); see nb_decide for v2 and chosen. */
-__attribute__((noinline)) static void nb_tune_any(struct nb_comm *c, int coll, size_t n_bytes, int pipe_ops,
-                                                  float *table, int numAlgo, int numProto, int reg_buff,
-                                                  int *nChannels, int v2, int chosen[2]) {
+/* nb_tune_any (tuner.h): see nb_decide for v2 and chosen. */
+__attribute__((noinline)) void nb_tune_any(struct nb_comm *c, int coll, size_t n_bytes, int pipe_ops, float *table,
+                                           int numAlgo, int numProto, int reg_buff, int *nChannels, int v2,
+                                           int chosen[2]) {
 	if (table == NULL || numAlgo <= 0 || numProto <= 0) {
 		atomic_store_explicit(&c->seq, atomic_load_explicit(&c->seq, memory_order_relaxed) + 1,
 		                      memory_order_release);
@@ -446,10 +414,10 @@ __attribute__((noinline)) static void nb_tune_any(struct nb_comm *c, int coll, s
 		nb_decide(c, w, x, table, numAlgo, numProto, nChannels, v2, chosen);
 }
 
-/* getCollInfo (v3..v6). NCCL's own table shape takes the short path: a program that makes no
+/* getCollInfo (v4..v7; v3 and v2 through tuner_abi.c). NCCL's own table shape takes the short path: a program that makes no
  * decision is run and counted in this frame; one that may decide continues in nb_decide_nccl. */
-static int nb_get_coll_info(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
-                            int numAlgo, int numProto, int regBuff, int *nChannels) {
+int nb_get_coll_info(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable, int numAlgo,
+                     int numProto, int regBuff, int *nChannels) {
 	struct nb_comm *c = ctx;
 	float *table = (float *)collCostTable;
 	if (c == NULL)
@@ -472,39 +440,10 @@ static int nb_get_coll_info(void *ctx, int collType, size_t nBytes, int numPipeO
 	return nb_decide_nccl(c, w, table, nChannels);
 }
 
-static int nb_get_coll_info_v3(void *ctx, int collType, size_t nBytes, int numPipeOps, float **collCostTable,
-                               int numAlgo, int numProto, int *nChannels) {
-	return nb_get_coll_info(ctx, collType, nBytes, numPipeOps, collCostTable, numAlgo, numProto, -1, nChannels);
-}
-
-static int nb_get_coll_info_v2(void *ctx, int collType, size_t nBytes, int collNetSupport, int nvlsSupport,
-                               int numPipeOps, int *algorithm, int *protocol, int *nChannels) {
-	struct nb_comm *c = ctx;
-	if (c == NULL)
-		return NB_SUCCESS;
-	/* v2 has no cost table: present every cell as "available, cost unknown" (0.0) except what
-	 * NCCL said is unsupported, and translate a full-cell choice back to algorithm/protocol. */
-	float table[NCCLBPF_NUM_ALGORITHMS * NCCLBPF_NUM_PROTOCOLS];
-	for (int a = 0; a < NCCLBPF_NUM_ALGORITHMS; a++) {
-		int off = (!collNetSupport && (a == NCCLBPF_ALGO_COLLNET_DIRECT || a == NCCLBPF_ALGO_COLLNET_CHAIN)) ||
-		          (!nvlsSupport && (a == NCCLBPF_ALGO_NVLS || a == NCCLBPF_ALGO_NVLS_TREE));
-		for (int p = 0; p < NCCLBPF_NUM_PROTOCOLS; p++)
-			table[a * NCCLBPF_NUM_PROTOCOLS + p] = off ? -1.0f : 0.0f;
-	}
-	int chosen[2] = {-1, -1};
-	nb_tune_any(c, collType, nBytes, numPipeOps, table, NCCLBPF_NUM_ALGORITHMS, NCCLBPF_NUM_PROTOCOLS, -1, nChannels,
-	            1, chosen);
-	if (chosen[0] >= 0 && algorithm && protocol) {
-		*algorithm = chosen[0];
-		*protocol = chosen[1];
-	}
-	return NB_SUCCESS;
-}
-
 /* ---- getChunkSize (v6) ----------------------------------------------------------------------- */
 
-static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, int proto, int nChannels,
-                             size_t *chunkSize) {
+int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, int proto, int nChannels,
+                      size_t *chunkSize) {
 	struct nb_comm *c = ctx;
 	if (c == NULL || chunkSize == NULL)
 		return NB_SUCCESS;
@@ -544,20 +483,3 @@ static int nb_get_chunk_size(void *ctx, int collType, size_t nBytes, int algo, i
 	nb_inc(&c->chunk_applied);
 	return NB_SUCCESS;
 }
-
-/* ---- the exported symbols -------------------------------------------------------------------- */
-
-#define NB_NAME "ncclbpf"
-
-__attribute__((visibility("default"))) const nb_tuner_v7_t ncclTunerPlugin_v7 = {
-    NB_NAME, nb_init_v7, nb_get_coll_info, nb_finalize, nb_get_chunk_size};
-__attribute__((visibility("default"))) const nb_tuner_v6_t ncclTunerPlugin_v6 = {
-    NB_NAME, nb_init_v6, nb_get_coll_info, nb_finalize, nb_get_chunk_size};
-__attribute__((visibility("default"))) const nb_tuner_v5_t ncclTunerPlugin_v5 = {
-    NB_NAME, nb_init_v5, nb_get_coll_info, nb_finalize};
-__attribute__((visibility("default"))) const nb_tuner_v4_t ncclTunerPlugin_v4 = {
-    NB_NAME, nb_init_v4, nb_get_coll_info, nb_finalize};
-__attribute__((visibility("default"))) const nb_tuner_v3_t ncclTunerPlugin_v3 = {
-    NB_NAME, nb_init_v3, nb_get_coll_info_v3, nb_finalize};
-__attribute__((visibility("default"))) const nb_tuner_v2_t ncclTunerPlugin_v2 = {
-    NB_NAME, nb_init_v2, nb_get_coll_info_v2, nb_finalize};
