@@ -250,38 +250,53 @@ func startDelayProxy(t testing.TB, addr string) *delayProxy {
 // TestSlowStoreNoSwitch: the store turns slow (every exchange delayed past
 // the coordinator's wait) after the ranks registered: the round aborts,
 // no rank commits; once the store is fast again, the next round commits on
-// all (the ranks' serving loops survived the slow spell).
+// all (the ranks' serving loops survived the slow spell). On etcd the
+// coordinator's requests go out batched (PostAll), so the whole batch is
+// late: every rank is named.
 func TestSlowStoreNoSwitch(t *testing.T) {
-	addr := startTCPStoreServer(t)
-	p := startDelayProxy(t, addr)
-	paddr := p.l.Addr().String()
-	dial := func() (Store, error) { return DialTCPStore(paddr, 5*time.Second) }
-	const prefix = "ncclbpf/slow/"
-	sims := simJob(t, dial, prefix, 4)
-	kv, err := dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kv.Close()
-	ranks, err := StoreRanks(kv, prefix, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.delay.Store(int64(400 * time.Millisecond))
-	n := uint64(200)
-	res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 300 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
-	if res.Committed || !strings.Contains(res.Reason, "did not prepare") {
-		t.Fatalf("a slow store: %+v", res)
-	}
-	p.delay.Store(0)
-	time.Sleep(2 * time.Second) // the delayed exchanges drain
-	for i, s := range sims {
-		if s.State() == TxCommitted {
-			t.Fatalf("rank %d committed through a slow store", i)
-		}
-	}
-	n = 300
-	if res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)}); !res.Committed {
-		t.Fatalf("after the store recovered: %+v", res)
+	for _, k := range []struct {
+		name  string
+		start func(t testing.TB) string
+		dial  func(addr string) (Store, error)
+	}{
+		{"tcpstore", startTCPStoreServer, func(a string) (Store, error) { return DialTCPStore(a, 5*time.Second) }},
+		{"etcd", startEtcd, func(a string) (Store, error) { return DialEtcdHTTP(a, 5*time.Second) }},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			p := startDelayProxy(t, k.start(t))
+			paddr := p.l.Addr().String()
+			dial := func() (Store, error) { return k.dial(paddr) }
+			const prefix = "ncclbpf/slow/"
+			sims := simJob(t, dial, prefix, 4)
+			kv, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kv.Close()
+			ranks, err := StoreRanks(kv, prefix, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.delay.Store(int64(400 * time.Millisecond))
+			n := uint64(200)
+			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 300 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
+			if res.Committed || !strings.Contains(res.Reason, "did not prepare") {
+				t.Fatalf("a slow store: %+v", res)
+			}
+			if k.name == "etcd" && !strings.Contains(res.Reason, "4 of 4 ranks did not prepare") {
+				t.Fatalf("a slow store, requests batched: %s; want every rank named", res.Reason)
+			}
+			p.delay.Store(0)
+			time.Sleep(2 * time.Second) // the delayed exchanges drain
+			for i, s := range sims {
+				if s.State() == TxCommitted {
+					t.Fatalf("rank %d committed through a slow store", i)
+				}
+			}
+			n = 300
+			if res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)}); !res.Committed {
+				t.Fatalf("after the store recovered: %+v", res)
+			}
+		})
 	}
 }

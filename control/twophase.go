@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -99,18 +98,6 @@ const (
 	DecisionAbort  = "abort"
 )
 
-func parallel(ranks []Rank, f func(i int, r Rank)) {
-	var wg sync.WaitGroup
-	for i, r := range ranks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(i, r)
-		}()
-	}
-	wg.Wait()
-}
-
 // TwoPhase runs one switch over ranks: prep is the OpPrepare request (Tx,
 // AtSeq, and the object or the agreed entries; Tx is set if empty).
 func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
@@ -131,10 +118,11 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 		return res
 	}
 	t0 := time.Now()
-	parallel(ranks, func(i int, r Rank) {
+	for i, r := range ranks {
+		res.Ranks[i].Name = r.Name()
+	}
+	callAll(ranks, &p, o.Timeout, func(i int, resp *Response, err error) {
 		out := &res.Ranks[i]
-		out.Name = r.Name()
-		resp, err := r.Call(&p, o.Timeout)
 		switch {
 		case err != nil:
 			out.Error = err.Error()
@@ -172,11 +160,9 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 	}
 	t1 := time.Now()
 	c := Request{Op: OpCommit, Tx: p.Tx}
-	var mu sync.Mutex
 	var failed []string
-	parallel(ranks, func(i int, r Rank) {
+	callAll(ranks, &c, o.Timeout, func(i int, resp *Response, err error) {
 		out := &res.Ranks[i]
-		resp, err := r.Call(&c, o.Timeout)
 		if err == nil && resp.Tx != nil && (resp.Tx.State == TxCommitted || resp.Tx.State == TxSwitched) {
 			out.State = resp.Tx.State
 			return
@@ -185,9 +171,7 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 			err = errors.New("no committed state in the answer")
 		}
 		out.Error = err.Error()
-		mu.Lock()
-		failed = append(failed, fmt.Sprintf("%s: %v", r.Name(), err))
-		mu.Unlock()
+		failed = append(failed, fmt.Sprintf("%s: %v", out.Name, err))
 	})
 	res.CommitNS = time.Since(t1).Nanoseconds()
 	if len(failed) == 0 {
@@ -204,16 +188,14 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 // (already switched).
 func abortAll(ranks []Rank, res *SwitchResult, tx string, timeout time.Duration) {
 	a := Request{Op: OpAbort, Tx: tx}
-	var mu sync.Mutex
-	parallel(ranks, func(i int, r Rank) {
+	for i, r := range ranks {
+		res.Ranks[i].Name = r.Name()
+	}
+	callAll(ranks, &a, timeout, func(i int, resp *Response, err error) {
 		out := &res.Ranks[i]
-		out.Name = r.Name()
-		resp, err := r.Call(&a, timeout)
 		if err != nil {
 			if strings.Contains(err.Error(), "already switched") {
-				mu.Lock()
-				res.Switched = append(res.Switched, r.Name())
-				mu.Unlock()
+				res.Switched = append(res.Switched, out.Name)
 				out.State = TxSwitched
 			} else if out.Error == "" {
 				out.Error = "abort: " + err.Error()
