@@ -408,7 +408,10 @@ func (s *EtcdHTTP) Post(counter, prefix string, value []byte) (int64, int64, err
 	}
 }
 
-var _ BatchStore = (*EtcdHTTP)(nil)
+var (
+	_ BatchStore   = (*EtcdHTTP)(nil)
+	_ LaterRemover = (*EtcdHTTP)(nil)
+)
 
 // PostAll implements BatchStore: the postings go in transactions of up to
 // maxTxnOps operations (each posting's number and request, as Post
@@ -600,20 +603,25 @@ func (s *EtcdHTTP) Take(d time.Duration, key string, rev int64, del bool) ([]byt
 		return nil, false, err
 	}
 	if del {
-		// Removed by the next Post's transaction, or at Close.
-		s.mu.Lock()
-		s.drop = append(s.drop, key)
-		flush := len(s.drop) >= 4*maxDrops
-		s.mu.Unlock()
-		if flush {
-			s.bg.Add(1)
-			go func() {
-				defer s.bg.Done()
-				s.flushDrops()
-			}()
-		}
+		s.RemoveLater(key)
 	}
 	return value, true, nil
+}
+
+// RemoveLater implements LaterRemover: key goes with the next Post's or
+// PostAll's transaction, in the background once many wait, or at Close.
+func (s *EtcdHTTP) RemoveLater(key string) {
+	s.mu.Lock()
+	s.drop = append(s.drop, key)
+	flush := len(s.drop) >= 4*maxTxnOps
+	s.mu.Unlock()
+	if flush {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.flushDrops()
+		}()
+	}
 }
 
 // SetDelete implements ExchangeStore: one transaction.

@@ -24,6 +24,7 @@ import (
 //	tx/ID                 a two-phase switch's decision: commit or abort
 //	mbox/N/next           the last request number handed out for N
 //	mbox/N/req/K          request K (JSON Request), deleted once answered
+//	                      (on etcd: by the reader of its answer, with it)
 //	mbox/N/resp/K         its answer (JSON Response), deleted once read
 //
 // A process waits on its next request key (the store wakes it: no
@@ -262,7 +263,11 @@ func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan stru
 		}
 		out, _ := json.Marshal(resp)
 		answer := box + "resp/" + strconv.FormatInt(k, 10)
-		if fast {
+		if _, later := kv.(LaterRemover); later {
+			// one plain write: whoever reads the answer removes the request
+			// with it (StoreRank)
+			kv.Set(answer, out)
+		} else if fast {
 			xs.SetDelete(answer, out, key)
 		} else {
 			kv.Set(answer, out)
@@ -402,6 +407,10 @@ func (s StoreRank) await(req *Request, k, rev int64, timeout time.Duration) (*Re
 		s.Store.Delete(box + "req/" + ks)
 		return nil, fmt.Errorf("%s: answer lost: %v", s.Name(), err)
 	}
+	if lr, later := s.Store.(LaterRemover); later {
+		// the serving process left its request in place (ServeStore)
+		lr.RemoveLater(box + "req/" + ks)
+	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		return nil, fmt.Errorf("%s: answer to %s: %w", s.Name(), req.Op, err)
@@ -410,6 +419,15 @@ func (s StoreRank) await(req *Request, k, rev int64, timeout time.Duration) (*Re
 		return &resp, errors.New(resp.Error)
 	}
 	return &resp, nil
+}
+
+// LaterRemover is a store that removes keys with its next batch of writes
+// (etcd: the next PostAll's transactions, or at Close) rather than with a
+// write each. On such a store a serving process answers with one plain
+// write and leaves its request in the mailbox; the coordinator that reads
+// the answer removes both.
+type LaterRemover interface {
+	RemoveLater(key string)
 }
 
 // Posting is one request for one mailbox: what ExchangeStore.Post takes.

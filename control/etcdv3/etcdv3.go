@@ -39,7 +39,10 @@ type EtcdStore struct {
 	lost  chan struct{} // closed when the lease is lost
 }
 
-var _ control.BatchStore = (*EtcdStore)(nil)
+var (
+	_ control.BatchStore   = (*EtcdStore)(nil)
+	_ control.LaterRemover = (*EtcdStore)(nil)
+)
 
 // counterState is a mailbox counter as last seen: its value and the
 // revision of its last write (0: missing).
@@ -338,21 +341,25 @@ func (s *EtcdStore) Take(d time.Duration, key string, rev int64, del bool) ([]by
 		}
 	}
 	if del {
-		// Removed by the next PostAll's transactions, or in the
-		// background once enough wait, or at Close.
-		s.mu.Lock()
-		s.drop = append(s.drop, key)
-		flush := len(s.drop) >= maxTxnOps
-		s.mu.Unlock()
-		if flush {
-			s.bg.Add(1)
-			go func() {
-				defer s.bg.Done()
-				s.flushDrops()
-			}()
-		}
+		s.RemoveLater(key)
 	}
 	return value, true, nil
+}
+
+// RemoveLater implements control.LaterRemover: key goes with the next
+// PostAll's transactions, in the background once many wait, or at Close.
+func (s *EtcdStore) RemoveLater(key string) {
+	s.mu.Lock()
+	s.drop = append(s.drop, key)
+	flush := len(s.drop) >= maxTxnOps
+	s.mu.Unlock()
+	if flush {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.flushDrops()
+		}()
+	}
 }
 
 // maxTxnOps is the most operations etcd takes in one transaction's branch
