@@ -22,6 +22,7 @@ type simProc struct {
 	tx    string
 	state string
 	at    uint64
+	busy  int // prepares refused as busy before one is taken
 }
 
 func (r *simProc) handle(req *Request) *Response {
@@ -32,6 +33,10 @@ func (r *simProc) handle(req *Request) *Response {
 	}
 	switch req.Op {
 	case OpPrepare:
+		if r.busy > 0 {
+			r.busy--
+			return &Response{Error: BusyText + " (simulated)"}
+		}
 		if req.AtSeq == nil || *req.AtSeq <= r.seq {
 			return &Response{Error: fmt.Sprintf("prepare: a communicator is at call %d, past the activation call", r.seq)}
 		}
@@ -296,6 +301,51 @@ func TestSlowStoreNoSwitch(t *testing.T) {
 			n = 300
 			if res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)}); !res.Committed {
 				t.Fatalf("after the store recovered: %+v", res)
+			}
+		})
+	}
+}
+
+// TestBusyRankAskedAgain: a rank still completing an earlier switch
+// refuses a prepare as busy; with BusyUntil the round asks it again and
+// commits, without it the round aborts naming it.
+func TestBusyRankAskedAgain(t *testing.T) {
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			dial := k.dial(t)
+			prefix := "ncclbpf/busy-" + k.name + "/"
+			sims := simJob(t, dial, prefix, 4)
+			kv, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kv.Close()
+			ranks, err := StoreRanks(kv, prefix, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sims[2].mu.Lock()
+			sims[2].busy = 3
+			sims[2].mu.Unlock()
+			n := uint64(200)
+			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+				SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix), BusyUntil: time.Now().Add(10 * time.Second)})
+			if !res.Committed {
+				t.Fatalf("a busy rank asked again: %+v", res)
+			}
+			for i, s := range sims {
+				if s.State() != TxCommitted {
+					t.Fatalf("rank %d: %s after a committed round", i, s.State())
+				}
+			}
+			sims[1].mu.Lock()
+			sims[1].busy = 1
+			sims[1].mu.Unlock()
+			n = 300
+			res = TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+				SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)})
+			if res.Committed || !strings.Contains(res.Reason, "rank 1 (") || !strings.Contains(res.Reason, BusyText) {
+				t.Fatalf("a busy rank, not asked again: %+v", res)
 			}
 		})
 	}

@@ -90,7 +90,15 @@ type SwitchOptions struct {
 	// decision recorded (another coordinator's, if it came first): the
 	// commit is sent only if the commit was recorded.
 	Decide func(tx, decision string) (string, error)
+	// BusyUntil, when set, is how long a prepare refused by a rank still
+	// completing an earlier switch (its answer says BusyText) is asked
+	// again, every 2 ms: the ranks that said so, together.
+	BusyUntil time.Time
 }
+
+// BusyText is in the answer of a rank still completing an earlier switch
+// (its activation not yet passed) to a prepare.
+const BusyText = "another reload is in progress"
 
 // Decisions of a round as Decide records them.
 const (
@@ -121,17 +129,35 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 	for i, r := range ranks {
 		res.Ranks[i].Name = r.Name()
 	}
-	callAll(ranks, &p, o.Timeout, func(i int, resp *Response, err error) {
-		out := &res.Ranks[i]
-		switch {
-		case err != nil:
-			out.Error = err.Error()
-		case resp.Tx == nil || resp.Tx.State != TxPrepared:
-			out.Error = "no prepared state in the answer"
-		default:
-			out.Prepared, out.State, out.SeqMax = true, resp.Tx.State, resp.Tx.SeqMax
+	ask := ranks
+	at := make([]int, len(ranks)) // ask[j] is ranks[at[j]]
+	for i := range at {
+		at[i] = i
+	}
+	for len(ask) > 0 {
+		var busy []int
+		callAll(ask, &p, o.Timeout, func(j int, resp *Response, err error) {
+			out := &res.Ranks[at[j]]
+			switch {
+			case err != nil:
+				out.Error = err.Error()
+				if strings.Contains(out.Error, BusyText) && time.Now().Before(o.BusyUntil) {
+					busy = append(busy, at[j])
+				}
+			case resp.Tx == nil || resp.Tx.State != TxPrepared:
+				out.Error = "no prepared state in the answer"
+			default:
+				out.Prepared, out.State, out.SeqMax, out.Error = true, resp.Tx.State, resp.Tx.SeqMax, ""
+			}
+		})
+		if len(busy) > 0 {
+			time.Sleep(2 * time.Millisecond)
 		}
-	})
+		ask, at = nil, busy
+		for _, i := range busy {
+			ask = append(ask, ranks[i])
+		}
+	}
 	res.PrepareNS = time.Since(t0).Nanoseconds()
 	var refused []string
 	for _, r := range res.Ranks {
