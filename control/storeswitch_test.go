@@ -22,7 +22,8 @@ type simProc struct {
 	tx    string
 	state string
 	at    uint64
-	busy  int // prepares refused as busy before one is taken
+	busy  int           // prepares refused as busy before one is taken
+	hang  time.Duration // how long a prepare takes to answer
 }
 
 func (r *simProc) handle(req *Request) *Response {
@@ -33,6 +34,9 @@ func (r *simProc) handle(req *Request) *Response {
 	}
 	switch req.Op {
 	case OpPrepare:
+		if r.hang > 0 {
+			time.Sleep(r.hang)
+		}
 		if r.busy > 0 {
 			r.busy--
 			return &Response{Error: BusyText + " (simulated)"}
@@ -346,6 +350,44 @@ func TestBusyRankAskedAgain(t *testing.T) {
 				SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)})
 			if res.Committed || !strings.Contains(res.Reason, "rank 1 (") || !strings.Contains(res.Reason, BusyText) {
 				t.Fatalf("a busy rank, not asked again: %+v", res)
+			}
+		})
+	}
+}
+
+// TestHungRankNamed: one rank of eight answers its prepare only after the
+// round's wait (its requests batched with the others' on etcd): the round
+// aborts naming it alone, and no rank commits.
+func TestHungRankNamed(t *testing.T) {
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			dial := k.dial(t)
+			prefix := "ncclbpf/hung-" + k.name + "/"
+			sims := simJob(t, dial, prefix, 8)
+			kv, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kv.Close()
+			ranks, err := StoreRanks(kv, prefix, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sims[6].mu.Lock()
+			sims[6].hang = 1500 * time.Millisecond
+			sims[6].mu.Unlock()
+			n := uint64(200)
+			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+				SwitchOptions{Timeout: 500 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
+			if res.Committed || !strings.Contains(res.Reason, "1 of 8 ranks did not prepare") ||
+				!strings.Contains(res.Reason, "rank 6 (") || !strings.Contains(res.Reason, "no answer within") {
+				t.Fatalf("a hung rank: %+v", res)
+			}
+			time.Sleep(2 * time.Second) // the hung prepare and the abort are served
+			for i, s := range sims {
+				if s.State() == TxCommitted {
+					t.Fatalf("rank %d committed an aborted round", i)
+				}
 			}
 		})
 	}
