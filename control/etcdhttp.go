@@ -408,9 +408,158 @@ func (s *EtcdHTTP) Post(counter, prefix string, value []byte) (int64, int64, err
 	}
 }
 
-// maxDrops bounds the removals one transaction carries (etcd allows 128
-// operations in one by default).
-const maxDrops = 64
+var (
+	_ BatchStore   = (*EtcdHTTP)(nil)
+	_ LaterRemover = (*EtcdHTTP)(nil)
+)
+
+// PostAll implements BatchStore: the postings go in transactions of up to
+// maxTxnOps operations (each posting's number and request, as Post
+// writes them, on its counter's last seen value), sent together, with the
+// removals of the answers read since the last Post in the room left; a
+// transaction whose counters moved is tried again with the values read.
+func (s *EtcdHTTP) PostAll(posts []Posting) []Posted {
+	out := make([]Posted, len(posts))
+	s.mu.Lock()
+	drop := s.drop
+	s.drop = nil
+	s.mu.Unlock()
+	chunks := packPostings(posts, drop)
+	var wg sync.WaitGroup
+	for _, c := range chunks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.postChunk(posts, c, out)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// maxTxnOps is the most operations etcd takes in one transaction's branch
+// (its --max-txn-ops, 128 by default).
+const maxTxnOps = 128
+
+// txnChunk is one transaction of PostAll: postings by index (two
+// operations each) and removals (one each).
+type txnChunk struct {
+	posts []int
+	drops []string
+}
+
+// packPostings splits posts and drops into transactions of at most
+// maxTxnOps operations, postings first, no counter twice in one.
+func packPostings(posts []Posting, drops []string) []txnChunk {
+	var chunks []txnChunk
+	var cur txnChunk
+	inCur := map[string]bool{}
+	ops := 0
+	flush := func() {
+		if len(cur.posts)+len(cur.drops) > 0 {
+			chunks = append(chunks, cur)
+		}
+		cur, inCur, ops = txnChunk{}, map[string]bool{}, 0
+	}
+	for i, p := range posts {
+		if ops+2 > maxTxnOps || inCur[p.Counter] {
+			flush()
+		}
+		cur.posts = append(cur.posts, i)
+		inCur[p.Counter] = true
+		ops += 2
+	}
+	for _, d := range drops {
+		if inCur[d] {
+			continue // the same answer read twice
+		}
+		if ops+1 > maxTxnOps {
+			flush()
+		}
+		cur.drops = append(cur.drops, d)
+		inCur[d] = true
+		ops++
+	}
+	flush()
+	return chunks
+}
+
+// postChunk sends one transaction of PostAll, again until its counters
+// held the values compared, and fills out for its postings.
+func (s *EtcdHTTP) postChunk(posts []Posting, c txnChunk, out []Posted) {
+	fail := func(err error) {
+		for _, i := range c.posts {
+			out[i].Err = err
+		}
+		s.mu.Lock()
+		s.drop = append(s.drop, c.drops...)
+		s.mu.Unlock()
+	}
+	cur := make([]int64, len(c.posts))
+	seen := make([]bool, len(c.posts))
+	s.mu.Lock()
+	for j, i := range c.posts {
+		cur[j], seen[j] = s.count[posts[i].Counter]
+	}
+	s.mu.Unlock()
+	for {
+		var cmps, ops, reads []any
+		for j, i := range c.posts {
+			p := posts[i]
+			k := []byte(strconv.FormatInt(cur[j]+1, 10))
+			cmp := map[string]any{"target": "CREATE", "key": []byte(p.Counter), "create_revision": "0", "result": "EQUAL"}
+			if seen[j] {
+				cmp = map[string]any{"target": "VALUE", "key": []byte(p.Counter), "value": []byte(strconv.FormatInt(cur[j], 10)), "result": "EQUAL"}
+			}
+			cmps = append(cmps, cmp)
+			ops = append(ops,
+				map[string]any{"request_put": map[string]any{"key": []byte(p.Counter), "value": k}},
+				map[string]any{"request_put": map[string]any{"key": []byte(p.Prefix + string(k)), "value": p.Value}})
+			reads = append(reads, map[string]any{"request_range": map[string]any{"key": []byte(p.Counter)}})
+		}
+		for _, d := range c.drops {
+			ops = append(ops, map[string]any{"request_delete_range": map[string]any{"key": []byte(d)}})
+		}
+		var t struct {
+			Header eheader `json:"header"`
+			txnResp
+		}
+		txn := map[string]any{"success": ops}
+		if len(cmps) > 0 {
+			txn["compare"], txn["failure"] = cmps, reads
+		}
+		if err := s.call("/v3/kv/txn", txn, &t); err != nil {
+			fail(err)
+			return
+		}
+		if t.Succeeded || len(cmps) == 0 {
+			rev, _ := strconv.ParseInt(t.Header.Revision, 10, 64)
+			for j, i := range c.posts {
+				s.remember(posts[i].Counter, cur[j]+1)
+				out[i] = Posted{K: cur[j] + 1, Rev: rev}
+			}
+			return
+		}
+		if len(t.Responses) != len(c.posts) {
+			fail(fmt.Errorf("etcd %s: a transaction's failure branch gave %d reads for %d counters", s.base, len(t.Responses), len(c.posts)))
+			return
+		}
+		for j, i := range c.posts {
+			cur[j], seen[j] = 0, false
+			if r := t.Responses[j].Range; r != nil && len(r.Kvs) > 0 {
+				n, err := s.counter(posts[i].Counter, &r.Kvs[0])
+				if err != nil {
+					fail(err)
+					return
+				}
+				cur[j], seen[j] = n, true
+			}
+		}
+	}
+}
+
+// maxDrops bounds the removals one Post's transaction carries.
+const maxDrops = maxTxnOps / 2
 
 // flushDrops removes the answers read that no Post carried away.
 func (s *EtcdHTTP) flushDrops() {
@@ -454,20 +603,25 @@ func (s *EtcdHTTP) Take(d time.Duration, key string, rev int64, del bool) ([]byt
 		return nil, false, err
 	}
 	if del {
-		// Removed by the next Post's transaction, or at Close.
-		s.mu.Lock()
-		s.drop = append(s.drop, key)
-		flush := len(s.drop) >= 4*maxDrops
-		s.mu.Unlock()
-		if flush {
-			s.bg.Add(1)
-			go func() {
-				defer s.bg.Done()
-				s.flushDrops()
-			}()
-		}
+		s.RemoveLater(key)
 	}
 	return value, true, nil
+}
+
+// RemoveLater implements LaterRemover: key goes with the next Post's or
+// PostAll's transaction, in the background once many wait, or at Close.
+func (s *EtcdHTTP) RemoveLater(key string) {
+	s.mu.Lock()
+	s.drop = append(s.drop, key)
+	flush := len(s.drop) >= 4*maxTxnOps
+	s.mu.Unlock()
+	if flush {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.flushDrops()
+		}()
+	}
 }
 
 // SetDelete implements ExchangeStore: one transaction.

@@ -168,3 +168,119 @@ func TestEtcdHTTPAgainstEtcd(t *testing.T) {
 		t.Fatal("no error from a store that is down")
 	}
 }
+
+// TestPackPostings: the transactions of PostAll stay within etcd's limit
+// of operations, hold no counter twice, and carry every posting and every
+// removal once.
+func TestPackPostings(t *testing.T) {
+	var posts []Posting
+	for i := 0; i < 150; i++ {
+		posts = append(posts, Posting{Counter: fmt.Sprintf("mbox/%d/next", i%140), Prefix: fmt.Sprintf("mbox/%d/req/", i%140)})
+	}
+	var drops []string
+	for i := 0; i < 100; i++ {
+		drops = append(drops, fmt.Sprintf("mbox/%d/resp/1", i%90))
+	}
+	chunks := packPostings(posts, drops)
+	seenPost := map[int]int{}
+	seenDrop := map[string]int{}
+	for n, c := range chunks {
+		if ops := 2*len(c.posts) + len(c.drops); ops > maxTxnOps || ops == 0 {
+			t.Fatalf("transaction %d: %d operations (etcd takes 1 to %d)", n, ops, maxTxnOps)
+		}
+		counters := map[string]bool{}
+		for _, i := range c.posts {
+			if counters[posts[i].Counter] {
+				t.Fatalf("transaction %d: counter %s twice", n, posts[i].Counter)
+			}
+			counters[posts[i].Counter] = true
+			seenPost[i]++
+		}
+		for _, d := range c.drops {
+			seenDrop[d]++
+		}
+	}
+	for i := range posts {
+		if seenPost[i] != 1 {
+			t.Fatalf("posting %d sent %d times", i, seenPost[i])
+		}
+	}
+	if len(seenDrop) != 90 {
+		t.Fatalf("%d distinct removals sent, want 90", len(seenDrop))
+	}
+	if len(chunks) != 4 {
+		t.Fatalf("%d transactions for 150 postings and 90 removals, want 4 (300+90 operations, 128 each)", len(chunks))
+	}
+}
+
+// TestEtcdPostAll: PostAll against a real etcd: 150 postings to 140
+// mailboxes (ten of them twice, more than one transaction can take) get
+// consecutive numbers per mailbox (in either order where two go to one)
+// and their requests, also where another
+// client moved a counter since this one last saw it; the answers read
+// before are removed with them.
+func TestEtcdPostAll(t *testing.T) {
+	addr := startEtcd(t)
+	s, err := DialEtcdHTTP(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o, err := DialEtcdHTTP(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	const pre = "ncclbpf/postall/mbox/"
+	if _, _, err := s.Post(pre+"3/next", pre+"3/req/", []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Add(pre+"3/next", 5); err != nil { // another client took 2..6
+		t.Fatal(err)
+	}
+	s.Set(pre+"0/resp/9", []byte("read"))
+	s.mu.Lock()
+	s.drop = append(s.drop, pre+"0/resp/9")
+	s.mu.Unlock()
+	var posts []Posting
+	for i := 0; i < 150; i++ {
+		box := fmt.Sprintf("%s%d/", pre, i%140)
+		posts = append(posts, Posting{Counter: box + "next", Prefix: box + "req/", Value: []byte(fmt.Sprintf("request %d", i))})
+	}
+	got := s.PostAll(posts)
+	numbers := map[int]map[int64]bool{} // per mailbox
+	for i, p := range got {
+		if p.Err != nil || p.Rev <= 0 {
+			t.Fatalf("posting %d: %+v", i, p)
+		}
+		box := i % 140
+		if numbers[box] == nil {
+			numbers[box] = map[int64]bool{}
+		}
+		numbers[box][p.K] = true
+		v, ok, err := o.Get(fmt.Sprintf("%s%d/req/%d", pre, box, p.K))
+		if err != nil || !ok || string(v) != fmt.Sprintf("request %d", i) {
+			t.Fatalf("posting %d: request %d %q %v %v", i, p.K, v, ok, err)
+		}
+	}
+	for box, ns := range numbers {
+		first := int64(1)
+		if box == 3 {
+			first = 7
+		}
+		for k := first; k < first+int64(len(ns)); k++ {
+			if !ns[k] {
+				t.Fatalf("mailbox %d: numbers %v, want %d..%d", box, ns, first, first+int64(len(ns))-1)
+			}
+		}
+		if box < 10 && len(ns) != 2 {
+			t.Fatalf("mailbox %d: numbers %v, want two", box, ns)
+		}
+	}
+	if n, err := o.Add(pre+"3/next", 0); err != nil || n != 8 {
+		t.Fatalf("counter of mailbox 3: %d %v, want 8", n, err)
+	}
+	if _, ok, _ := o.Get(pre + "0/resp/9"); ok {
+		t.Fatal("an answer read was not removed with the postings")
+	}
+}

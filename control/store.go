@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,6 +24,7 @@ import (
 //	tx/ID                 a two-phase switch's decision: commit or abort
 //	mbox/N/next           the last request number handed out for N
 //	mbox/N/req/K          request K (JSON Request), deleted once answered
+//	                      (on etcd: by the reader of its answer, with it)
 //	mbox/N/resp/K         its answer (JSON Response), deleted once read
 //
 // A process waits on its next request key (the store wakes it: no
@@ -261,7 +263,11 @@ func ServeStore(kv Store, prefix string, slot int64, h Handler, stop <-chan stru
 		}
 		out, _ := json.Marshal(resp)
 		answer := box + "resp/" + strconv.FormatInt(k, 10)
-		if fast {
+		if _, later := kv.(LaterRemover); later {
+			// one plain write: whoever reads the answer removes the request
+			// with it (StoreRank)
+			kv.Set(answer, out)
+		} else if fast {
 			xs.SetDelete(answer, out, key)
 		} else {
 			kv.Set(answer, out)
@@ -346,17 +352,18 @@ func (s StoreRank) Call(req *Request, timeout time.Duration) (*Response, error) 
 	}
 }
 
+func (s StoreRank) box() string {
+	return s.Prefix + "mbox/" + strconv.FormatInt(s.Reg.Slot, 10) + "/"
+}
+
 func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) {
-	box := s.Prefix + "mbox/" + strconv.FormatInt(s.Reg.Slot, 10) + "/"
+	box := s.box()
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
 	xs, fast := s.Store.(ExchangeStore)
-	if w, ok := s.Store.(interface{ WatchUnder(string) }); ok {
-		// one watch over every mailbox's answers, not one per exchange
-		w.WatchUnder(s.Prefix + "mbox/")
-	}
+	watchAnswers(s.Store, s.Prefix)
 	var k, rev int64
 	if fast {
 		k, rev, err = xs.Post(box+"next", box+"req/", b)
@@ -366,9 +373,26 @@ func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) 
 	if err != nil {
 		return nil, err
 	}
+	return s.await(req, k, rev, timeout)
+}
+
+// watchAnswers makes a store that can watch a whole prefix keep one
+// watch over every mailbox's answers, not one per exchange.
+func watchAnswers(kv Store, prefix string) {
+	if w, ok := kv.(interface{ WatchUnder(string) }); ok {
+		w.WatchUnder(prefix + "mbox/")
+	}
+}
+
+// await waits at most timeout for the answer to request k (posted at the
+// store's revision rev) and reads it.
+func (s StoreRank) await(req *Request, k, rev int64, timeout time.Duration) (*Response, error) {
+	box := s.box()
+	xs, fast := s.Store.(ExchangeStore)
 	ks := strconv.FormatInt(k, 10)
 	var line []byte
 	ok := false
+	var err error
 	if fast {
 		line, ok, err = xs.Take(timeout, box+"resp/"+ks, rev, true)
 	} else if err = s.Store.Wait(timeout, box+"resp/"+ks); err == nil {
@@ -383,6 +407,10 @@ func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) 
 		s.Store.Delete(box + "req/" + ks)
 		return nil, fmt.Errorf("%s: answer lost: %v", s.Name(), err)
 	}
+	if lr, later := s.Store.(LaterRemover); later {
+		// the serving process left its request in place (ServeStore)
+		lr.RemoveLater(box + "req/" + ks)
+	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		return nil, fmt.Errorf("%s: answer to %s: %w", s.Name(), req.Op, err)
@@ -391,6 +419,139 @@ func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) 
 		return &resp, errors.New(resp.Error)
 	}
 	return &resp, nil
+}
+
+// LaterRemover is a store that removes keys with its next batch of writes
+// (etcd: the next PostAll's transactions, or at Close) rather than with a
+// write each. On such a store a serving process answers with one plain
+// write and leaves its request in the mailbox; the coordinator that reads
+// the answer removes both.
+type LaterRemover interface {
+	RemoveLater(key string)
+}
+
+// Posting is one request for one mailbox: what ExchangeStore.Post takes.
+type Posting struct {
+	Counter, Prefix string
+	Value           []byte
+}
+
+// Posted is what became of a Posting: its number and the store's revision
+// of its write, or why it was not written.
+type Posted struct {
+	K, Rev int64
+	Err    error
+}
+
+// BatchStore is an ExchangeStore that writes requests into many mailboxes
+// in a few steps (on etcd, a few transactions) instead of one each.
+type BatchStore interface {
+	ExchangeStore
+	// PostAll does what Post does for every posting; each is written or
+	// not as a whole.
+	PostAll(posts []Posting) []Posted
+}
+
+// callAll sends req to every rank, in parallel, and calls done once per
+// rank with its answer (one call at a time). The ranks reached through
+// one BatchStore get their requests in a few writes (PostAll) instead of
+// one each; the others are called one by one (Rank.Call). Each rank's
+// answer takes at most timeout, however slow the store, as with Call.
+func callAll(ranks []Rank, req *Request, timeout time.Duration, done func(i int, resp *Response, err error)) {
+	var mu sync.Mutex
+	report := func(i int, resp *Response, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		done(i, resp, err)
+	}
+	batches := map[BatchStore][]int{}
+	var single []int
+	for i, r := range ranks {
+		if sr, ok := r.(StoreRank); ok {
+			if bs, ok := sr.Store.(BatchStore); ok {
+				batches[bs] = append(batches[bs], i)
+				continue
+			}
+		}
+		single = append(single, i)
+	}
+	var wg sync.WaitGroup
+	for bs, idx := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rs := make([]StoreRank, len(idx))
+			for j, i := range idx {
+				rs[j] = ranks[i].(StoreRank)
+			}
+			callBatch(bs, rs, req, timeout, func(j int, resp *Response, err error) { report(idx[j], resp, err) })
+		}()
+	}
+	for _, i := range single {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := ranks[i].Call(req, timeout)
+			report(i, resp, err)
+		}()
+	}
+	wg.Wait()
+}
+
+// callBatch is callAll for ranks reached through one BatchStore: one
+// PostAll, then each answer awaited on its own.
+func callBatch(bs BatchStore, rs []StoreRank, req *Request, timeout time.Duration, done func(j int, resp *Response, err error)) {
+	t0 := time.Now()
+	b, err := json.Marshal(req)
+	if err != nil {
+		for j := range rs {
+			done(j, nil, err)
+		}
+		return
+	}
+	type answer struct {
+		j    int
+		resp *Response
+		err  error
+	}
+	ch := make(chan answer, len(rs))
+	go func() {
+		posts := make([]Posting, len(rs))
+		for j, r := range rs {
+			watchAnswers(r.Store, r.Prefix)
+			box := r.box()
+			posts[j] = Posting{Counter: box + "next", Prefix: box + "req/", Value: b}
+		}
+		for j, p := range bs.PostAll(posts) {
+			if p.Err != nil {
+				ch <- answer{j, nil, p.Err}
+				continue
+			}
+			go func() {
+				resp, err := rs[j].await(req, p.K, p.Rev, timeout)
+				ch <- answer{j, resp, err}
+			}()
+		}
+	}()
+	answered := make([]bool, len(rs))
+	late := time.NewTimer(timeout + timeout/10)
+	defer late.Stop()
+	for left := len(rs); left > 0; left-- {
+		select {
+		case a := <-ch:
+			answered[a.j] = true
+			done(a.j, a.resp, a.err)
+		case <-late.C:
+			// a late exchange finishes in the background, bounded by the
+			// store's own timeout, as with Call
+			for j, r := range rs {
+				if !answered[j] {
+					done(j, nil, fmt.Errorf("%s: no answer within %v through the store (the store is slow, or the process is gone or hung)", r.Name(), time.Since(t0).Round(time.Millisecond)))
+				}
+			}
+			return
+		}
+	}
 }
 
 // StoreRanks lists the live processes registered in the job's store. It

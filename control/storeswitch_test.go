@@ -22,6 +22,8 @@ type simProc struct {
 	tx    string
 	state string
 	at    uint64
+	busy  int           // prepares refused as busy before one is taken
+	hang  time.Duration // how long a prepare takes to answer
 }
 
 func (r *simProc) handle(req *Request) *Response {
@@ -32,6 +34,13 @@ func (r *simProc) handle(req *Request) *Response {
 	}
 	switch req.Op {
 	case OpPrepare:
+		if r.hang > 0 {
+			time.Sleep(r.hang)
+		}
+		if r.busy > 0 {
+			r.busy--
+			return &Response{Error: BusyText + " (simulated)"}
+		}
 		if req.AtSeq == nil || *req.AtSeq <= r.seq {
 			return &Response{Error: fmt.Sprintf("prepare: a communicator is at call %d, past the activation call", r.seq)}
 		}
@@ -250,38 +259,136 @@ func startDelayProxy(t testing.TB, addr string) *delayProxy {
 // TestSlowStoreNoSwitch: the store turns slow (every exchange delayed past
 // the coordinator's wait) after the ranks registered: the round aborts,
 // no rank commits; once the store is fast again, the next round commits on
-// all (the ranks' serving loops survived the slow spell).
+// all (the ranks' serving loops survived the slow spell). On etcd the
+// coordinator's requests go out batched (PostAll), so the whole batch is
+// late: every rank is named.
 func TestSlowStoreNoSwitch(t *testing.T) {
-	addr := startTCPStoreServer(t)
-	p := startDelayProxy(t, addr)
-	paddr := p.l.Addr().String()
-	dial := func() (Store, error) { return DialTCPStore(paddr, 5*time.Second) }
-	const prefix = "ncclbpf/slow/"
-	sims := simJob(t, dial, prefix, 4)
-	kv, err := dial()
-	if err != nil {
-		t.Fatal(err)
+	for _, k := range []struct {
+		name  string
+		start func(t testing.TB) string
+		dial  func(addr string) (Store, error)
+	}{
+		{"tcpstore", startTCPStoreServer, func(a string) (Store, error) { return DialTCPStore(a, 5*time.Second) }},
+		{"etcd", startEtcd, func(a string) (Store, error) { return DialEtcdHTTP(a, 5*time.Second) }},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			p := startDelayProxy(t, k.start(t))
+			paddr := p.l.Addr().String()
+			dial := func() (Store, error) { return k.dial(paddr) }
+			const prefix = "ncclbpf/slow/"
+			sims := simJob(t, dial, prefix, 4)
+			kv, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kv.Close()
+			ranks, err := StoreRanks(kv, prefix, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.delay.Store(int64(400 * time.Millisecond))
+			n := uint64(200)
+			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 300 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
+			if res.Committed || !strings.Contains(res.Reason, "did not prepare") {
+				t.Fatalf("a slow store: %+v", res)
+			}
+			if k.name == "etcd" && !strings.Contains(res.Reason, "4 of 4 ranks did not prepare") {
+				t.Fatalf("a slow store, requests batched: %s; want every rank named", res.Reason)
+			}
+			p.delay.Store(0)
+			time.Sleep(2 * time.Second) // the delayed exchanges drain
+			for i, s := range sims {
+				if s.State() == TxCommitted {
+					t.Fatalf("rank %d committed through a slow store", i)
+				}
+			}
+			n = 300
+			if res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)}); !res.Committed {
+				t.Fatalf("after the store recovered: %+v", res)
+			}
+		})
 	}
-	defer kv.Close()
-	ranks, err := StoreRanks(kv, prefix, 0)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestBusyRankAskedAgain: a rank still completing an earlier switch
+// refuses a prepare as busy; with BusyUntil the round asks it again and
+// commits, without it the round aborts naming it.
+func TestBusyRankAskedAgain(t *testing.T) {
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			dial := k.dial(t)
+			prefix := "ncclbpf/busy-" + k.name + "/"
+			sims := simJob(t, dial, prefix, 4)
+			kv, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kv.Close()
+			ranks, err := StoreRanks(kv, prefix, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sims[2].mu.Lock()
+			sims[2].busy = 3
+			sims[2].mu.Unlock()
+			n := uint64(200)
+			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+				SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix), BusyUntil: time.Now().Add(10 * time.Second)})
+			if !res.Committed {
+				t.Fatalf("a busy rank asked again: %+v", res)
+			}
+			for i, s := range sims {
+				if s.State() != TxCommitted {
+					t.Fatalf("rank %d: %s after a committed round", i, s.State())
+				}
+			}
+			sims[1].mu.Lock()
+			sims[1].busy = 1
+			sims[1].mu.Unlock()
+			n = 300
+			res = TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+				SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)})
+			if res.Committed || !strings.Contains(res.Reason, "rank 1 (") || !strings.Contains(res.Reason, BusyText) {
+				t.Fatalf("a busy rank, not asked again: %+v", res)
+			}
+		})
 	}
-	p.delay.Store(int64(400 * time.Millisecond))
-	n := uint64(200)
-	res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 300 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
-	if res.Committed || !strings.Contains(res.Reason, "did not prepare") {
-		t.Fatalf("a slow store: %+v", res)
-	}
-	p.delay.Store(0)
-	time.Sleep(2 * time.Second) // the delayed exchanges drain
-	for i, s := range sims {
-		if s.State() == TxCommitted {
-			t.Fatalf("rank %d committed through a slow store", i)
-		}
-	}
-	n = 300
-	if res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)}); !res.Committed {
-		t.Fatalf("after the store recovered: %+v", res)
+}
+
+// TestHungRankNamed: one rank of eight answers its prepare only after the
+// round's wait (its requests batched with the others' on etcd): the round
+// aborts naming it alone, and no rank commits.
+func TestHungRankNamed(t *testing.T) {
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			dial := k.dial(t)
+			prefix := "ncclbpf/hung-" + k.name + "/"
+			sims := simJob(t, dial, prefix, 8)
+			kv, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kv.Close()
+			ranks, err := StoreRanks(kv, prefix, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sims[6].mu.Lock()
+			sims[6].hang = 1500 * time.Millisecond
+			sims[6].mu.Unlock()
+			n := uint64(200)
+			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+				SwitchOptions{Timeout: 500 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
+			if res.Committed || !strings.Contains(res.Reason, "1 of 8 ranks did not prepare") ||
+				!strings.Contains(res.Reason, "rank 6 (") || !strings.Contains(res.Reason, "no answer within") {
+				t.Fatalf("a hung rank: %+v", res)
+			}
+			time.Sleep(2 * time.Second) // the hung prepare and the abort are served
+			for i, s := range sims {
+				if s.State() == TxCommitted {
+					t.Fatalf("rank %d committed an aborted round", i)
+				}
+			}
+		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -91,25 +90,21 @@ type SwitchOptions struct {
 	// decision recorded (another coordinator's, if it came first): the
 	// commit is sent only if the commit was recorded.
 	Decide func(tx, decision string) (string, error)
+	// BusyUntil, when set, is how long a prepare refused by a rank still
+	// completing an earlier switch (its answer says BusyText) is asked
+	// again, every 2 ms: the ranks that said so, together.
+	BusyUntil time.Time
 }
+
+// BusyText is in the answer of a rank still completing an earlier switch
+// (its activation not yet passed) to a prepare.
+const BusyText = "another reload is in progress"
 
 // Decisions of a round as Decide records them.
 const (
 	DecisionCommit = "commit"
 	DecisionAbort  = "abort"
 )
-
-func parallel(ranks []Rank, f func(i int, r Rank)) {
-	var wg sync.WaitGroup
-	for i, r := range ranks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(i, r)
-		}()
-	}
-	wg.Wait()
-}
 
 // TwoPhase runs one switch over ranks: prep is the OpPrepare request (Tx,
 // AtSeq, and the object or the agreed entries; Tx is set if empty).
@@ -131,19 +126,38 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 		return res
 	}
 	t0 := time.Now()
-	parallel(ranks, func(i int, r Rank) {
-		out := &res.Ranks[i]
-		out.Name = r.Name()
-		resp, err := r.Call(&p, o.Timeout)
-		switch {
-		case err != nil:
-			out.Error = err.Error()
-		case resp.Tx == nil || resp.Tx.State != TxPrepared:
-			out.Error = "no prepared state in the answer"
-		default:
-			out.Prepared, out.State, out.SeqMax = true, resp.Tx.State, resp.Tx.SeqMax
+	for i, r := range ranks {
+		res.Ranks[i].Name = r.Name()
+	}
+	ask := ranks
+	at := make([]int, len(ranks)) // ask[j] is ranks[at[j]]
+	for i := range at {
+		at[i] = i
+	}
+	for len(ask) > 0 {
+		var busy []int
+		callAll(ask, &p, o.Timeout, func(j int, resp *Response, err error) {
+			out := &res.Ranks[at[j]]
+			switch {
+			case err != nil:
+				out.Error = err.Error()
+				if strings.Contains(out.Error, BusyText) && time.Now().Before(o.BusyUntil) {
+					busy = append(busy, at[j])
+				}
+			case resp.Tx == nil || resp.Tx.State != TxPrepared:
+				out.Error = "no prepared state in the answer"
+			default:
+				out.Prepared, out.State, out.SeqMax, out.Error = true, resp.Tx.State, resp.Tx.SeqMax, ""
+			}
+		})
+		if len(busy) > 0 {
+			time.Sleep(2 * time.Millisecond)
 		}
-	})
+		ask, at = nil, busy
+		for _, i := range busy {
+			ask = append(ask, ranks[i])
+		}
+	}
 	res.PrepareNS = time.Since(t0).Nanoseconds()
 	var refused []string
 	for _, r := range res.Ranks {
@@ -172,11 +186,9 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 	}
 	t1 := time.Now()
 	c := Request{Op: OpCommit, Tx: p.Tx}
-	var mu sync.Mutex
 	var failed []string
-	parallel(ranks, func(i int, r Rank) {
+	callAll(ranks, &c, o.Timeout, func(i int, resp *Response, err error) {
 		out := &res.Ranks[i]
-		resp, err := r.Call(&c, o.Timeout)
 		if err == nil && resp.Tx != nil && (resp.Tx.State == TxCommitted || resp.Tx.State == TxSwitched) {
 			out.State = resp.Tx.State
 			return
@@ -185,9 +197,7 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 			err = errors.New("no committed state in the answer")
 		}
 		out.Error = err.Error()
-		mu.Lock()
-		failed = append(failed, fmt.Sprintf("%s: %v", r.Name(), err))
-		mu.Unlock()
+		failed = append(failed, fmt.Sprintf("%s: %v", out.Name, err))
 	})
 	res.CommitNS = time.Since(t1).Nanoseconds()
 	if len(failed) == 0 {
@@ -204,16 +214,14 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 // (already switched).
 func abortAll(ranks []Rank, res *SwitchResult, tx string, timeout time.Duration) {
 	a := Request{Op: OpAbort, Tx: tx}
-	var mu sync.Mutex
-	parallel(ranks, func(i int, r Rank) {
+	for i, r := range ranks {
+		res.Ranks[i].Name = r.Name()
+	}
+	callAll(ranks, &a, timeout, func(i int, resp *Response, err error) {
 		out := &res.Ranks[i]
-		out.Name = r.Name()
-		resp, err := r.Call(&a, timeout)
 		if err != nil {
 			if strings.Contains(err.Error(), "already switched") {
-				mu.Lock()
-				res.Switched = append(res.Switched, r.Name())
-				mu.Unlock()
+				res.Switched = append(res.Switched, out.Name)
 				out.State = TxSwitched
 			} else if out.Error == "" {
 				out.Error = "abort: " + err.Error()

@@ -33,11 +33,20 @@ type EtcdStore struct {
 
 	bg    sync.WaitGroup // removals off the caller's path (Take)
 	mu    sync.Mutex
+	drop  []string                // answers read, to remove (Take)
+	count map[string]counterState // the counters last seen (PostAll)
 	lease clientv3.LeaseID
 	lost  chan struct{} // closed when the lease is lost
 }
 
-var _ control.ExchangeStore = (*EtcdStore)(nil)
+var (
+	_ control.BatchStore   = (*EtcdStore)(nil)
+	_ control.LaterRemover = (*EtcdStore)(nil)
+)
+
+// counterState is a mailbox counter as last seen: its value and the
+// revision of its last write (0: missing).
+type counterState struct{ value, rev int64 }
 
 func init() {
 	control.SetEtcdDialer(func(addr string, timeout time.Duration) (control.Store, error) { return DialEtcd(addr, timeout) })
@@ -281,8 +290,9 @@ func (s *EtcdStore) Post(counter, prefix string, value []byte) (int64, int64, er
 }
 
 // Take implements control.ExchangeStore: with a revision, one watch from
-// the revision after it, whose event carries the value; the removal is
-// sent in the background.
+// the revision after it, whose event carries the value; the removal goes
+// with the next PostAll, or in the background once enough wait, or at
+// Close.
 func (s *EtcdStore) Take(d time.Duration, key string, rev int64, del bool) ([]byte, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -331,13 +341,177 @@ func (s *EtcdStore) Take(d time.Duration, key string, rev int64, del bool) ([]by
 		}
 	}
 	if del {
+		s.RemoveLater(key)
+	}
+	return value, true, nil
+}
+
+// RemoveLater implements control.LaterRemover: key goes with the next
+// PostAll's transactions, in the background once many wait, or at Close.
+func (s *EtcdStore) RemoveLater(key string) {
+	s.mu.Lock()
+	s.drop = append(s.drop, key)
+	flush := len(s.drop) >= maxTxnOps
+	s.mu.Unlock()
+	if flush {
 		s.bg.Add(1)
 		go func() {
 			defer s.bg.Done()
-			s.Delete(key)
+			s.flushDrops()
 		}()
 	}
-	return value, true, nil
+}
+
+// maxTxnOps is the most operations etcd takes in one transaction's branch
+// (its --max-txn-ops, 128 by default).
+const maxTxnOps = 128
+
+// PostAll implements control.BatchStore: the postings go in transactions
+// of up to maxTxnOps operations (each posting's number and request, on
+// its counter's last seen revision; no counter twice in one), sent
+// together, with the removals of the answers read since the last call in
+// the room left; a transaction whose counters moved is tried again with
+// the values its failure branch read.
+func (s *EtcdStore) PostAll(posts []control.Posting) []control.Posted {
+	out := make([]control.Posted, len(posts))
+	s.mu.Lock()
+	drops := s.drop
+	s.drop = nil
+	s.mu.Unlock()
+	type chunk struct {
+		posts []int
+		drops []string
+	}
+	var chunks []chunk
+	var cur chunk
+	in := map[string]bool{}
+	ops := 0
+	next := func() {
+		if len(cur.posts)+len(cur.drops) > 0 {
+			chunks = append(chunks, cur)
+		}
+		cur, in, ops = chunk{}, map[string]bool{}, 0
+	}
+	for i, p := range posts {
+		if ops+2 > maxTxnOps || in[p.Counter] {
+			next()
+		}
+		cur.posts, in[p.Counter], ops = append(cur.posts, i), true, ops+2
+	}
+	for _, d := range drops {
+		if in[d] {
+			continue
+		}
+		if ops+1 > maxTxnOps {
+			next()
+		}
+		cur.drops, in[d], ops = append(cur.drops, d), true, ops+1
+	}
+	next()
+	var wg sync.WaitGroup
+	for _, c := range chunks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.postChunk(posts, c.posts, c.drops, out); err != nil {
+				for _, i := range c.posts {
+					out[i].Err = err
+				}
+				s.mu.Lock()
+				s.drop = append(s.drop, c.drops...)
+				s.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// postChunk is one transaction of PostAll, again until the counters held
+// the revisions compared; it fills out for idx.
+func (s *EtcdStore) postChunk(posts []control.Posting, idx []int, drops []string, out []control.Posted) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	state := make([]counterState, len(idx))
+	s.mu.Lock()
+	for j, i := range idx {
+		state[j] = s.count[posts[i].Counter]
+	}
+	s.mu.Unlock()
+	for {
+		var cmps []clientv3.Cmp
+		var then, reads []clientv3.Op
+		for j, i := range idx {
+			p := posts[i]
+			k := strconv.FormatInt(state[j].value+1, 10)
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p.Counter), "=", state[j].rev))
+			then = append(then, clientv3.OpPut(p.Counter, k), clientv3.OpPut(p.Prefix+k, string(p.Value)))
+			reads = append(reads, clientv3.OpGet(p.Counter))
+		}
+		for _, d := range drops {
+			then = append(then, clientv3.OpDelete(d))
+		}
+		t, err := s.c.Txn(ctx).If(cmps...).Then(then...).Else(reads...).Commit()
+		if err != nil {
+			return s.wrap(err)
+		}
+		s.mu.Lock()
+		if s.count == nil {
+			s.count = map[string]counterState{}
+		}
+		if t.Succeeded {
+			for j, i := range idx {
+				s.count[posts[i].Counter] = counterState{state[j].value + 1, t.Header.Revision}
+				out[i] = control.Posted{K: state[j].value + 1, Rev: t.Header.Revision}
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.Unlock()
+		if len(t.Responses) != len(idx) {
+			return fmt.Errorf("etcd %s: a transaction's failure branch gave %d reads for %d counters", s.addr, len(t.Responses), len(idx))
+		}
+		for j, i := range idx {
+			state[j] = counterState{}
+			if rr := t.Responses[j].GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
+				v, err := strconv.ParseInt(string(rr.Kvs[0].Value), 10, 64)
+				if err != nil {
+					return fmt.Errorf("etcd %s: %s holds %q, not a counter", s.addr, posts[i].Counter, rr.Kvs[0].Value)
+				}
+				state[j] = counterState{v, rr.Kvs[0].ModRevision}
+			}
+		}
+	}
+}
+
+// flushDrops removes the answers read that no PostAll carried away.
+func (s *EtcdStore) flushDrops() {
+	for {
+		s.mu.Lock()
+		drops := s.drop
+		if len(drops) > maxTxnOps {
+			drops = drops[:maxTxnOps]
+		}
+		s.drop = s.drop[len(drops):]
+		s.mu.Unlock()
+		if len(drops) == 0 {
+			return
+		}
+		var ops []clientv3.Op
+		seen := map[string]bool{}
+		for _, d := range drops {
+			if !seen[d] {
+				seen[d] = true
+				ops = append(ops, clientv3.OpDelete(d))
+			}
+		}
+		ctx, cancel := s.ctx()
+		_, err := s.c.Txn(ctx).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return
+		}
+	}
 }
 
 // SetDelete implements control.ExchangeStore: one transaction.
@@ -365,6 +539,7 @@ func (s *EtcdStore) Delete(key string) (bool, error) {
 // closes the connection.
 func (s *EtcdStore) Close() error {
 	s.bg.Wait()
+	s.flushDrops()
 	s.mu.Lock()
 	id := s.lease
 	s.mu.Unlock()

@@ -131,3 +131,94 @@ func TestMailboxAcrossClients(t *testing.T) {
 		server.Close()
 	}
 }
+
+// TestEtcdClientPostAll: the command line's batched requests against a
+// real etcd: 130 postings to 65 mailboxes (two each, more than one
+// transaction takes) get consecutive numbers per mailbox and their
+// requests, also where the gateway client moved a counter meanwhile; an
+// answer read is removed with the next batch; and a two-phase round over
+// ranks served through the gateway commits, its requests batched.
+func TestEtcdClientPostAll(t *testing.T) {
+	addr := storetest.StartEtcd(t)
+	s, err := DialEtcd(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g, err := control.DialEtcdHTTP(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	const pre = "ncclbpf/v3postall/mbox/"
+	if _, err := g.Add(pre+"3/next", 4); err != nil {
+		t.Fatal(err)
+	}
+	g.Set(pre+"0/resp/9", []byte("answer"))
+	if v, ok, err := s.Take(time.Second, pre+"0/resp/9", 0, true); err != nil || !ok || string(v) != "answer" {
+		t.Fatalf("take: %q %v %v", v, ok, err)
+	}
+	var posts []control.Posting
+	for i := 0; i < 130; i++ {
+		box := pre + strconv.Itoa(i%65) + "/"
+		posts = append(posts, control.Posting{Counter: box + "next", Prefix: box + "req/", Value: []byte("request " + strconv.Itoa(i))})
+	}
+	numbers := map[int]map[int64]bool{}
+	for i, p := range s.PostAll(posts) {
+		box := i % 65
+		if p.Err != nil || p.Rev <= 0 {
+			t.Fatalf("posting %d: %+v", i, p)
+		}
+		if numbers[box] == nil {
+			numbers[box] = map[int64]bool{}
+		}
+		numbers[box][p.K] = true
+		key := pre + strconv.Itoa(box) + "/req/" + strconv.FormatInt(p.K, 10)
+		if v, ok, err := g.Get(key); err != nil || !ok || string(v) != "request "+strconv.Itoa(i) {
+			t.Fatalf("posting %d: %s holds %q %v %v", i, key, v, ok, err)
+		}
+	}
+	for box, ns := range numbers {
+		first := int64(1)
+		if box == 3 {
+			first = 5
+		}
+		if len(ns) != 2 || !ns[first] || !ns[first+1] {
+			t.Fatalf("mailbox %d: numbers %v, want %d and %d", box, ns, first, first+1)
+		}
+	}
+	if _, ok, _ := g.Get(pre + "0/resp/9"); ok {
+		t.Fatal("the answer read was not removed with the batch")
+	}
+
+	const job = "ncclbpf/v3round/"
+	stop := make(chan struct{})
+	defer close(stop)
+	for i := 0; i < 3; i++ {
+		server, err := control.DialEtcdHTTP(addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		env := map[string]string{"RANK": strconv.Itoa(i), "WORLD_SIZE": "3"}
+		reg, err := control.Register(server, job, func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := control.TxPrepared
+		go control.ServeStore(server, job, reg.Slot, func(req *control.Request) *control.Response {
+			if req.Op == control.OpCommit {
+				state = control.TxCommitted
+			}
+			return &control.Response{Tx: &control.TxResult{State: state}}
+		}, stop, func(error) {})
+	}
+	ranks, err := control.StoreRanks(s, job, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(10)
+	if res := control.TwoPhase(ranks, &control.Request{Map: "agreed", Entries: []control.KV{{Key: "00", Value: "01"}}, AtSeq: &n}, control.SwitchOptions{Timeout: 5 * time.Second}); !res.Committed {
+		t.Fatalf("a round coordinated by the command line's client: %+v", res)
+	}
+}

@@ -44,14 +44,11 @@ func openStoreRanks(o *StoreOptions) (control.Store, []control.Rank, error) {
 // storeSwitch runs a two-phase switch over the ranks of the job's store,
 // its decision recorded there.
 func storeSwitch(kv control.Store, o *StoreOptions, ranks []control.Rank, req *control.Request) control.SwitchResult {
-	wrapped := make([]control.Rank, len(ranks))
-	deadline := time.Now().Add(30 * time.Second)
-	for i, r := range ranks {
-		wrapped[i] = busyRetry{Rank: r, deadline: deadline}
-	}
-	return control.TwoPhase(wrapped, req, control.SwitchOptions{
-		Timeout: o.RankTimeout,
-		Decide:  control.StoreDecider(kv, control.JobPrefix(o.Job, os.Getenv)),
+	// the ranks as they are, so that their requests go out batched
+	return control.TwoPhase(ranks, req, control.SwitchOptions{
+		Timeout:   o.RankTimeout,
+		Decide:    control.StoreDecider(kv, control.JobPrefix(o.Job, os.Getenv)),
+		BusyUntil: time.Now().Add(30 * time.Second),
 	})
 }
 
