@@ -13,7 +13,7 @@ import (
 // EtcdHTTP is the job store on etcd through etcd's JSON gateway (the
 // /v3/ HTTP endpoints every etcd 3.4+ serves beside gRPC): the plugin's
 // etcd client, small enough to leave NCCL's processes their memory (the
-// command line uses etcd's own client, control/etcdv3). Same keys and the
+// command line uses etcd's own client, internal/etcdv3). Same keys and the
 // same mechanisms: ADD is a transaction on the key's mod revision, WAIT a
 // watch from the revision read, compare-set a transaction, and SetLive
 // puts a key on a lease that a goroutine renews every HeartbeatPeriod.

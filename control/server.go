@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // Environment variables of the control plane (read by the plugin;

@@ -132,7 +132,7 @@ func OpenStore(url string, getenv func(string) string, timeout time.Duration) (S
 }
 
 // dialEtcd opens etcd://HOST:PORT: etcd's JSON gateway by default, etcd's
-// own client where control/etcdv3 is linked in.
+// own client where internal/etcdv3 is linked in.
 var dialEtcd = func(addr string, timeout time.Duration) (Store, error) { return DialEtcdHTTP(addr, timeout) }
 
 // SetEtcdDialer makes etcd://HOST:PORT open a store with dial.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 	"github.com/ncclbpf/ncclbpf/maps"
 	"github.com/ncclbpf/ncclbpf/maps/internal/ctest"
 )

@@ -23,10 +23,10 @@ import (
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/config"
 	"github.com/ncclbpf/ncclbpf/maps"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // The control server (package control) starts when the library is loaded,

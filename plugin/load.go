@@ -18,11 +18,11 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/config"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/maps"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/ncclbpf/ncclbpf/policies"
-	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 var (

@@ -20,7 +20,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 
-	"github.com/ncclbpf/ncclbpf/plugin/config"
+	"github.com/ncclbpf/ncclbpf/internal/config"
 )
 
 // Test entry points of hot reload, for the C test host

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/bundle"
+	"github.com/ncclbpf/ncclbpf/internal/config"
 	"github.com/ncclbpf/ncclbpf/loader"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // File-watch reload: with NCCLBPF_WATCH=1 the configured policy file

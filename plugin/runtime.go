@@ -5,7 +5,7 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // The Go runtime lives inside every rank of a training job. Left to

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ncclbpf/ncclbpf/plugin/config"
+	"github.com/ncclbpf/ncclbpf/internal/config"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // What the control socket lets a peer do (docs/operators-guide.md, "Trust

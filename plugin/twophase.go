@@ -15,8 +15,8 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/control"
+	"github.com/ncclbpf/ncclbpf/internal/config"
 	"github.com/ncclbpf/ncclbpf/maps"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
 )
 
 // Two-phase switching: the process side of `ncclbpf agree` and

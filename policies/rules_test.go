@@ -10,8 +10,8 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 	"github.com/ncclbpf/ncclbpf/policies"
-	"github.com/ncclbpf/ncclbpf/tuner"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 

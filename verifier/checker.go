@@ -4,8 +4,8 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 	"github.com/ncclbpf/ncclbpf/loader"
-	"github.com/ncclbpf/ncclbpf/structure"
 )
 
 // maxStoredPerPC bounds the states kept at one prune point.

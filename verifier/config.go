@@ -8,8 +8,8 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 	"github.com/ncclbpf/ncclbpf/loader"
-	"github.com/ncclbpf/ncclbpf/structure"
 )
 
 // Map types the verifier knows (the loader's, Linux's enum bpf_map_type

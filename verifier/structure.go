@@ -3,7 +3,7 @@ package verifier
 import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/structure"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 )
 
 // subprog is one function: the entry program or a BPF-to-BPF callee,

@@ -3,7 +3,7 @@ package verifier
 import (
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/structure"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 )
 
 // TestStructureCodes: the structure package's codes are the verifier's

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/conformance"
+	"github.com/ncclbpf/ncclbpf/internal/conformance"
 	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/vm"
 )

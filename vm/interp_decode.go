@@ -6,7 +6,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/structure"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 )
 
 // decode takes p's validated structure (Program.Validate) and fills

@@ -10,7 +10,7 @@ package vm
 import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/structure"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 )
 
 // Engine turns a Program into something that runs.

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/conformance"
+	"github.com/ncclbpf/ncclbpf/internal/conformance"
 )
 
 func init() {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/control/storetest"
+	"github.com/ncclbpf/ncclbpf/internal/storetest"
 )
 
 // simRanks registers n simulated processes of one job in the etcd at

@@ -11,8 +11,8 @@ import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/vm"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/corpus"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // zz-fake is an engine for the CLI's tests only: r0 is the Imm of the

@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/ncclbpf/ncclbpf/internal/config"
 	"github.com/ncclbpf/ncclbpf/internal/disasm"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
 	"github.com/spf13/pflag"
 )
 

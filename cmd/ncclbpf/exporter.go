@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/exporter"
+	"github.com/ncclbpf/ncclbpf/internal/exporter"
 	"github.com/spf13/pflag"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/policies/skeleton"
+	"github.com/ncclbpf/ncclbpf/internal/skeleton"
 	"github.com/spf13/pflag"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/include"
-	"github.com/ncclbpf/ncclbpf/policies/skeleton"
+	"github.com/ncclbpf/ncclbpf/internal/skeleton"
 	"github.com/spf13/pflag"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/report"
+	"github.com/ncclbpf/ncclbpf/internal/report"
 	"github.com/spf13/pflag"
 )
 

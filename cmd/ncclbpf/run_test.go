@@ -11,8 +11,8 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
-	"github.com/ncclbpf/ncclbpf/tuner"
+	"github.com/ncclbpf/ncclbpf/internal/config"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 )
 
 const (

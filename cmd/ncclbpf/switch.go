@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	_ "github.com/ncclbpf/ncclbpf/control/etcdv3" // etcd:// through etcd's own client
 	"github.com/ncclbpf/ncclbpf/internal/ctl"
+	_ "github.com/ncclbpf/ncclbpf/internal/etcdv3" // etcd:// through etcd's own client
 	"github.com/spf13/pflag"
 )
 

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ncclbpf/ncclbpf/internal/config"
 	"github.com/ncclbpf/ncclbpf/internal/offline"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // recorder is a testing.TB that records how Dir ended the test.

@@ -13,12 +13,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/conformance"
+	"github.com/ncclbpf/ncclbpf/internal/conformance"
 	"github.com/ncclbpf/ncclbpf/jit/amd64"
 	"github.com/ncclbpf/ncclbpf/vm"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/corpus"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // toolchain is what cross-building and emulating need.
@@ -55,7 +55,7 @@ func setup(t *testing.T) toolchain {
 }
 
 // crossPkgs are the packages whose tests run under emulation.
-var crossPkgs = []string{"./jit/arm64", "./conformance", "./vm"}
+var crossPkgs = []string{"./jit/arm64", "./internal/conformance", "./vm"}
 
 func build() (toolchain, error) {
 	var c toolchain

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/internal/cli"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
+	"github.com/ncclbpf/ncclbpf/internal/config"
 )
 
 // applyManifest gives req the activation of OBJ's manifest (OBJ.activate),

@@ -13,7 +13,7 @@ import (
 	"github.com/ncclbpf/ncclbpf/bundle"
 	"github.com/ncclbpf/ncclbpf/control"
 	"github.com/ncclbpf/ncclbpf/internal/cli"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
+	"github.com/ncclbpf/ncclbpf/internal/config"
 )
 
 // ReloadOptions are what ncclbpf reload is asked to do, as its flags of the

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	_ "github.com/ncclbpf/ncclbpf/control/etcdv3" // etcd:// through etcd's own client
 	"github.com/ncclbpf/ncclbpf/internal/cli"
+	_ "github.com/ncclbpf/ncclbpf/internal/etcdv3" // etcd:// through etcd's own client
 )
 
 // StoreOptions are the flags of a command that reaches every rank of a

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
 	"github.com/ncclbpf/ncclbpf/internal/cli"
+	"github.com/ncclbpf/ncclbpf/internal/conformance"
 	"github.com/ncclbpf/ncclbpf/loader"
 )
 

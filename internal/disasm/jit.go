@@ -4,9 +4,9 @@ import (
 	"io"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/jit/listing"
+	"github.com/ncclbpf/ncclbpf/internal/conformance"
+	"github.com/ncclbpf/ncclbpf/internal/listing"
 	"github.com/ncclbpf/ncclbpf/loader"
 	"github.com/ncclbpf/ncclbpf/vm"
 )

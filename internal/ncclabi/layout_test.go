@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 const root = "../.."

@@ -10,10 +10,10 @@ import (
 
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/internal/cli"
+	"github.com/ncclbpf/ncclbpf/internal/config"
 	"github.com/ncclbpf/ncclbpf/internal/ncclabi"
 	"github.com/ncclbpf/ncclbpf/internal/ncclabi/ctxfill"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
-	"github.com/ncclbpf/ncclbpf/tuner"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 )
 
 // The context of an offline run: typical values, the aliases, --set,

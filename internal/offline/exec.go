@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 	"github.com/ncclbpf/ncclbpf/maps"
-	"github.com/ncclbpf/ncclbpf/tuner"
 )
 
 // Running the program of ncclbpf run and describing what it did.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/hook"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/ncclabi/ctxfill"
 )
 

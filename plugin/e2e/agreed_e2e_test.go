@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 func u64hex(v uint64) string {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // The plugin tests normally build libncclbpf.so and the C hosts for this

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/badfiles"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // TestPluginBadFiles: a policy object or rules file that is a FIFO,

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // TestPluginComplexityBound: a policy built to exhaust the verifier

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 	"github.com/ncclbpf/ncclbpf/maps"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // TestDemoUnderLoad runs scripts/demo.sh (what `make demo` runs after the

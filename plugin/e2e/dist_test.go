@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // exportedSymbols returns the dynamic symbols lib defines.

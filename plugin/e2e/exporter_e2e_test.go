@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/exporter"
-	"github.com/ncclbpf/ncclbpf/report"
+	"github.com/ncclbpf/ncclbpf/internal/exporter"
+	"github.com/ncclbpf/ncclbpf/internal/report"
 )
 
 // needTool fails the test, saying how to get it, when a program the test

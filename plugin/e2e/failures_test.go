@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // stderrLines returns the lines of the host's stderr the library wrote

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // footprint runs testhost/footprint.c on lib and returns its figures.

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/envconfig"
-	"github.com/ncclbpf/ncclbpf/exporter"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/exporter"
 )
 
 // metricsCall is one collective of the metrics host (profiler_host

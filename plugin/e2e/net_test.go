@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/ncclabi/ctxfill"
 )
 

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/hook"
 	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
-	"github.com/ncclbpf/ncclbpf/tuner"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 )
 
 // The plugin is tested the way NCCL uses it: libncclbpf.so is built by

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // The profiler side of libncclbpf.so (plugin/profiler.c) is tested like the

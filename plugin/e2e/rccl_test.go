@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // Hot reload through the NCCL-like C host (testhost/reload_hammer.c): tuner

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncclbpf/ncclbpf/envconfig"
-	"github.com/ncclbpf/ncclbpf/plugin/config"
-	"github.com/ncclbpf/ncclbpf/tuner"
+	"github.com/ncclbpf/ncclbpf/internal/config"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 )
 
 // readmeSection returns the first ```sh block of the README section whose

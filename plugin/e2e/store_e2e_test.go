@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/control/storetest"
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/pytorchstore"
+	"github.com/ncclbpf/ncclbpf/internal/storetest"
 )
 
 // tcpStoreServer starts a real PyTorch TCPStore server (Debian's

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/envconfig"
 	"github.com/ncclbpf/ncclbpf/internal/buildrecipe"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 )
 
 // serveProc is a running host (reload_hammer serve: two communicators

@@ -3,7 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 	"os/exec"
 	"path/filepath"
 	"strconv"

@@ -2,7 +2,7 @@ package e2e
 
 import (
 	"bufio"
-	"github.com/ncclbpf/ncclbpf/envconfig"
+	"github.com/ncclbpf/ncclbpf/internal/envconfig"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -3,7 +3,7 @@ package analysis
 import (
 	"github.com/ncclbpf/ncclbpf/asm"
 	"github.com/ncclbpf/ncclbpf/helpers"
-	"github.com/ncclbpf/ncclbpf/structure"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 

@@ -2,7 +2,7 @@ package analysis
 
 import (
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/structure"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 

@@ -1,6 +1,6 @@
 package analysis
 
-import "github.com/ncclbpf/ncclbpf/structure"
+import "github.com/ncclbpf/ncclbpf/internal/structure"
 
 // RotateLoop reports whether the unconditional jump at pc, a back edge to
 // a loop head that is a conditional exit ("head: if (c) goto out; body;

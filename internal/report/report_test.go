@@ -166,7 +166,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	shot := filepath.Join(dir, "report.png")
 	if *update {
-		shot, _ = filepath.Abs("../docs/report.png")
+		shot, _ = filepath.Abs("../../docs/report.png")
 	}
 	dom, console := browser(t, page, shot)
 	r, p := rendered.FindStringSubmatch(dom), plots.FindStringSubmatch(dom)

@@ -3,7 +3,7 @@ package conformance_test
 import (
 	"fmt"
 
-	"github.com/ncclbpf/ncclbpf/conformance"
+	"github.com/ncclbpf/ncclbpf/internal/conformance"
 	"github.com/ncclbpf/ncclbpf/vm"
 )
 

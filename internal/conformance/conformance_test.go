@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/conformance"
 	"github.com/ncclbpf/ncclbpf/helpers"
+	"github.com/ncclbpf/ncclbpf/internal/conformance"
 	"github.com/ncclbpf/ncclbpf/jit/native"
 	"github.com/ncclbpf/ncclbpf/vm"
 
@@ -24,7 +24,7 @@ var engines = []func() vm.Engine{
 }
 
 func TestCorpus(t *testing.T) {
-	dir := corpus.Dir(t, "..")
+	dir := corpus.Dir(t, "../..")
 	// Every file parses and its program assembles, whatever the engines.
 	files, _ := filepath.Glob(filepath.Join(dir, "*.data"))
 	if len(files) == 0 {

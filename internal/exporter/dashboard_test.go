@@ -63,7 +63,7 @@ func unservedMetrics(queries []string) []string {
 // TestGrafanaDashboard: docs/grafana/ncclbpf.json is valid JSON with
 // panels, and every query names a metric the exporter serves.
 func TestGrafanaDashboard(t *testing.T) {
-	b, err := os.ReadFile("../docs/grafana/ncclbpf.json")
+	b, err := os.ReadFile("../../docs/grafana/ncclbpf.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestGrafanaDashboardPromQL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool is not installed: this test needs it (Debian package prometheus; scripts/setup.sh installs it)")
 	}
-	b, err := os.ReadFile("../docs/grafana/ncclbpf.json")
+	b, err := os.ReadFile("../../docs/grafana/ncclbpf.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/ncclbpf/ncclbpf/tuner"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 )
 
 // Size limits of the files the plugin reads inside NCCL's init and its

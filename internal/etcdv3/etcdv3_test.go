@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/control"
-	"github.com/ncclbpf/ncclbpf/control/storetest"
+	"github.com/ncclbpf/ncclbpf/internal/storetest"
 )
 
 // TestEtcdClientAgainstEtcd: every call of the command line's etcd store

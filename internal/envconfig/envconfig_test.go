@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite docs/environment.md from Vars")
 
 // TestDocs: docs/environment.md is the table Markdown renders.
 func TestDocs(t *testing.T) {
-	path := filepath.Join("..", "docs", "environment.md")
+	path := filepath.Join("..", "..", "docs", "environment.md")
 	want := Markdown()
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
@@ -26,10 +26,10 @@ func TestDocs(t *testing.T) {
 	}
 	got, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (generate it: go test ./envconfig -run TestDocs -update)", err)
+		t.Fatalf("%v (generate it: go test ./internal/envconfig -run TestDocs -update)", err)
 	}
 	if string(got) != want {
-		t.Errorf("docs/environment.md is not what envconfig.Vars renders: run go test ./envconfig -run TestDocs -update")
+		t.Errorf("docs/environment.md is not what envconfig.Vars renders: run go test ./internal/envconfig -run TestDocs -update")
 	}
 	// The user's list holds no test-only variable: those have their own section.
 	users, tests, ok := strings.Cut(string(got), "\n## For the project's tests only\n")
@@ -77,7 +77,7 @@ var reads = regexp.MustCompile(`"(NCCLBPF_[A-Z0-9_]+)[="]|\$\{?(NCCLBPF_[A-Z0-9_
 // TestEveryVariableListed: every variable a tracked source file reads is
 // in Vars or TestVars, and every variable listed is read somewhere.
 func TestEveryVariableListed(t *testing.T) {
-	out, err := exec.Command("git", "-C", "..", "ls-files", "*.go", "*.c", "*.h", "*.sh").Output()
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go", "*.c", "*.h", "*.sh").Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v (the check needs a git checkout)", err)
 	}
@@ -91,10 +91,10 @@ func TestEveryVariableListed(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, f := range strings.Fields(string(out)) {
-		if strings.HasPrefix(f, "envconfig/") {
+		if strings.HasPrefix(f, "internal/envconfig/") {
 			continue
 		}
-		src, err := os.ReadFile(filepath.Join("..", f))
+		src, err := os.ReadFile(filepath.Join("..", "..", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestParsers(t *testing.T) {
 // TestDefaultsMatchReaders: the documented defaults are the ones the
 // readers apply: the shim's env_u32 calls and the Go parsers.
 func TestDefaultsMatchReaders(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "plugin", "profiler.c"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "plugin", "profiler.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +202,15 @@ var literalsLeft = []string{"control/", "verifier/"}
 // a renamed or removed variable fails to compile rather than goes unread.
 // Messages that quote a variable with a format verb are left alone.
 func TestConstantsNotLiterals(t *testing.T) {
-	out, err := exec.Command("git", "-C", "..", "ls-files", "*.go").Output()
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v (the check needs a git checkout)", err)
 	}
 	for _, f := range strings.Fields(string(out)) {
-		if strings.HasPrefix(f, "envconfig/") || slices.ContainsFunc(literalsLeft, func(p string) bool { return strings.HasPrefix(f, p) }) {
+		if strings.HasPrefix(f, "internal/envconfig/") || slices.ContainsFunc(literalsLeft, func(p string) bool { return strings.HasPrefix(f, p) }) {
 			continue
 		}
-		src, err := os.ReadFile(filepath.Join("..", f))
+		src, err := os.ReadFile(filepath.Join("..", "..", f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -266,7 +266,7 @@ func Lookup(name string) *Var {
 func Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Environment variables\n\n")
-	b.WriteString("Generated from `envconfig/envconfig.go` (`go test ./envconfig -run TestDocs -update`); edit that file, not this one.\n\n")
+	b.WriteString("Generated from `internal/envconfig/envconfig.go` (`go test ./internal/envconfig -run TestDocs -update`); edit that file, not this one.\n\n")
 	b.WriteString("The variables a job or a user sets: the plugin's (in the job's environment) and the CLI's.\n\n")
 	table := func(vars []Var) {
 		b.WriteString("| variable | read by | default | values | what it does |\n|---|---|---|---|---|\n")

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ncclbpf/ncclbpf/asm"
-	"github.com/ncclbpf/ncclbpf/structure"
+	"github.com/ncclbpf/ncclbpf/internal/structure"
 )
 
 // A backend validates once and then walks the description: functions,

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/ncclbpf/ncclbpf/tuner"
+	"github.com/ncclbpf/ncclbpf/internal/tuner"
 )
 
 // RulesLoad is what the rules settings make of one policy's load: the rule
