@@ -12,7 +12,10 @@
 # with fewer, one process per rank (`bench-procs`) and ranks share GPUs, each with its own
 # NCCL_HOSTID, so that NCCL sees one node per rank and joins them through its socket transport on
 # the loopback interface (NCCL_SOCKET_IFNAME=lo, NCCL_IB_DISABLE=1). MODE=threads or MODE=procs
-# forces one. A 1-rank all-reduce is a copy that never asks the tuner: NRANKS < 2 is refused.
+# forces one. On one GPU without MPS the ranks' kernels time-slice and an all-reduce takes about
+# 4 ms of wall time (a round of ITERS=1000 about 170 s): lower ITERS, or start MPS
+# (nvidia-cuda-mps-control -d) first. Each round's lines are printed as it ends. A 1-rank all-reduce
+# is a copy that never asks the tuner: NRANKS < 2 is refused.
 #
 # Builds the all-reduce program (scripts/build.sh nccl-allreduce) against the system's NCCL
 # (CUDA_HOME=/usr/local/cuda) or NCCL_HOME (include/nccl.h, lib/libnccl.so[.2]); ART comes from
@@ -61,7 +64,7 @@ for r in $(seq "$ROUNDS"); do
 		v=$(grep -o '"median_cpu_us_per_call":[0-9.]*' <<<"$out" | cut -d: -f2)
 		echo "$r $c $v"
 	done
-done >"$W/rounds.txt"
+done | tee "$W/rounds.txt"
 echo "CPU µs per 4 KiB all-reduce call (enqueue + group end, $NRANKS ranks, $MODE; median block of each round), $ROUNDS rounds:"
 for c in "${cfgs[@]}"; do
 	printf '  %-10s %s\n' "$c" "$(awk -v c="$c" '$2 == c {printf "%s ", $3}' "$W/rounds.txt")"
