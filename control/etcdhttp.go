@@ -376,6 +376,16 @@ func (s *EtcdHTTP) Post(counter, prefix string, value []byte) (int64, int64, err
 			map[string]any{"request_put": map[string]any{"key": []byte(prefix + k), "value": value}},
 		}
 		for _, d := range drop {
+			// A removal that names the request written here is left out:
+			// etcd refuses a transaction that touches one key twice, before
+			// it looks at the compares, and that happens when this process
+			// guesses a counter it has not seen so low that it names an old
+			// request it is also removing. The compare then fails and the
+			// next attempt, with the counter read, names a new key; if the
+			// compare held, the new request overwrote the old and must stay.
+			if d == prefix+k {
+				continue
+			}
 			ops = append(ops, map[string]any{"request_delete_range": map[string]any{"key": []byte(d)}})
 		}
 		var t struct {
@@ -504,6 +514,7 @@ func (s *EtcdHTTP) postChunk(posts []Posting, c txnChunk, out []Posted) {
 	s.mu.Unlock()
 	for {
 		var cmps, ops, reads []any
+		put := map[string]bool{}
 		for j, i := range c.posts {
 			p := posts[i]
 			k := []byte(strconv.FormatInt(cur[j]+1, 10))
@@ -516,8 +527,12 @@ func (s *EtcdHTTP) postChunk(posts []Posting, c txnChunk, out []Posted) {
 				map[string]any{"request_put": map[string]any{"key": []byte(p.Counter), "value": k}},
 				map[string]any{"request_put": map[string]any{"key": []byte(p.Prefix + string(k)), "value": p.Value}})
 			reads = append(reads, map[string]any{"request_range": map[string]any{"key": []byte(p.Counter)}})
+			put[p.Prefix+string(k)] = true
 		}
 		for _, d := range c.drops {
+			if put[d] {
+				continue // a request written here (see Post)
+			}
 			ops = append(ops, map[string]any{"request_delete_range": map[string]any{"key": []byte(d)}})
 		}
 		var t struct {

@@ -284,3 +284,50 @@ func TestEtcdPostAll(t *testing.T) {
 		t.Fatal("an answer read was not removed with the postings")
 	}
 }
+
+// TestEtcdPostRemovingOldRequest: a client that has not seen a mailbox's
+// counter guesses it low; when it also carries the removal of an old
+// request of that mailbox, its first guess names that very request. etcd
+// refuses a transaction that touches one key twice, so the removal must be
+// left out of that attempt, and the post must still land, as the next
+// number, with the old request removed.
+func TestEtcdPostRemovingOldRequest(t *testing.T) {
+	addr := startEtcd(t)
+	o, err := DialEtcdHTTP(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	const pre = "ncclbpf/stalepost/mbox/"
+	for _, all := range []bool{false, true} {
+		box := fmt.Sprintf("%s%v/", pre, all)
+		if _, _, err := o.Post(box+"next", box+"req/", []byte("old")); err != nil { // req/1
+			t.Fatal(err)
+		}
+		s, err := DialEtcdHTTP(addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		s.drop = append(s.drop, box+"resp/1", box+"req/1") // as Take leaves them
+		s.mu.Unlock()
+		var k int64
+		if all {
+			p := s.PostAll([]Posting{{Counter: box + "next", Prefix: box + "req/", Value: []byte("new")}})[0]
+			k, err = p.K, p.Err
+		} else {
+			k, _, err = s.Post(box+"next", box+"req/", []byte("new"))
+		}
+		s.flushDrops()
+		s.Close()
+		if err != nil || k != 2 {
+			t.Fatalf("PostAll %v: number %d, %v; want 2", all, k, err)
+		}
+		if v, ok, err := o.Get(box + "req/2"); err != nil || !ok || string(v) != "new" {
+			t.Errorf("PostAll %v: req/2 holds %q %v %v", all, v, ok, err)
+		}
+		if _, ok, err := o.Get(box + "req/1"); err != nil || ok {
+			t.Errorf("PostAll %v: the old request is still there (%v)", all, err)
+		}
+	}
+}

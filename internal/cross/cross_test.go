@@ -187,7 +187,7 @@ func TestArm64Conformance(t *testing.T) {
 		p, f := conformance.Summary(res)
 		want[e.Name()] = fmt.Sprintf("%d passed, %d failed", p, f)
 	}
-	out := runArm64(t, c, "conformance", []string{envconfig.ConformanceDir + "=" + dir})
+	out := runArm64(t, c, "internal/conformance", []string{envconfig.ConformanceDir + "=" + dir})
 	got := map[string]string{}
 	for _, m := range countsRE.FindAllStringSubmatch(out, -1) {
 		got[m[1]] = m[2] + " passed, " + m[3] + " failed"

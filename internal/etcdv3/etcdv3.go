@@ -441,14 +441,24 @@ func (s *EtcdStore) postChunk(posts []control.Posting, idx []int, drops []string
 	for {
 		var cmps []clientv3.Cmp
 		var then, reads []clientv3.Op
+		put := map[string]bool{}
 		for j, i := range idx {
 			p := posts[i]
 			k := strconv.FormatInt(state[j].value+1, 10)
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p.Counter), "=", state[j].rev))
 			then = append(then, clientv3.OpPut(p.Counter, k), clientv3.OpPut(p.Prefix+k, string(p.Value)))
 			reads = append(reads, clientv3.OpGet(p.Counter))
+			put[p.Prefix+k] = true
 		}
+		// A counter this process has not seen yet is guessed low, so an
+		// attempt may name a request it is also removing: etcd refuses a
+		// transaction that touches a key twice, before its compares. Such a
+		// removal waits for the next attempt (the compare fails, the counter
+		// is read, the names move on).
 		for _, d := range drops {
+			if put[d] {
+				continue
+			}
 			then = append(then, clientv3.OpDelete(d))
 		}
 		t, err := s.c.Txn(ctx).If(cmps...).Then(then...).Else(reads...).Commit()
@@ -465,7 +475,7 @@ func (s *EtcdStore) postChunk(posts []control.Posting, idx []int, drops []string
 				out[i] = control.Posted{K: state[j].value + 1, Rev: t.Header.Revision}
 			}
 			s.mu.Unlock()
-			return nil
+			return nil // a removal left out named the request just written: it stays
 		}
 		s.mu.Unlock()
 		if len(t.Responses) != len(idx) {

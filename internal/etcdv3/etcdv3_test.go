@@ -222,3 +222,41 @@ func TestEtcdClientPostAll(t *testing.T) {
 		t.Fatalf("a round coordinated by the command line's client: %+v", res)
 	}
 }
+
+// TestEtcdClientPostRemovingOldRequest: as control's
+// TestEtcdPostRemovingOldRequest, for the command line's client: a fresh
+// client guesses a mailbox's counter low while it carries the removal of
+// the old request its guess names; the post lands as the next number.
+func TestEtcdClientPostRemovingOldRequest(t *testing.T) {
+	addr := storetest.StartEtcd(t)
+	g, err := control.DialEtcdHTTP(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	const box = "ncclbpf/v3stale/mbox/0/"
+	if _, _, err := g.Post(box+"next", box+"req/", []byte("old")); err != nil { // req/1
+		t.Fatal(err)
+	}
+	g.Set(box+"resp/1", []byte("answer"))
+	s, err := DialEtcd(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok, err := s.Take(time.Second, box+"resp/1", 0, true); err != nil || !ok {
+		t.Fatalf("take: %v %v", ok, err)
+	}
+	s.RemoveLater(box + "req/1") // the request answered, as the coordinator removes it
+	p := s.PostAll([]control.Posting{{Counter: box + "next", Prefix: box + "req/", Value: []byte("new")}})[0]
+	if p.Err != nil || p.K != 2 {
+		t.Fatalf("PostAll: %+v; want number 2", p)
+	}
+	s.flushDrops()
+	if v, ok, err := g.Get(box + "req/2"); err != nil || !ok || string(v) != "new" {
+		t.Errorf("req/2 holds %q %v %v", v, ok, err)
+	}
+	if _, ok, err := g.Get(box + "req/1"); err != nil || ok {
+		t.Errorf("the old request is still there (%v)", err)
+	}
+}
