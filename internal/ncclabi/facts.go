@@ -1,25 +1,30 @@
-// Package ncclabi checks ncclbpf's own description of NCCL's plugin ABI
-// (plugin/*_abi.h) against NCCL's headers, release by release.
+// Package ncclabi is ncclbpf's one model of NCCL's plugin ABIs, per
+// version:
 //
-// Both sides are reduced to layout facts by the compiler, never by reading
-// C: a translation unit that includes the headers is compiled with -g, and
-// the DWARF of the object gives every struct's size and, for every leaf
-// member, its path ("coll.seqNumber"; members of anonymous unions and
+//   - NCCL's own structs: ncclbpf's description (plugin/*_abi.h) checked
+//     against NCCL's headers, release by release (this file, compare.go);
+//   - the hook contexts a policy reads: generated from ncclbpf's headers
+//     (hook/zz_contexts.go, by internal/ctxgen), and what NCCL fills in
+//     each per ABI version (the table of the subpackage ctxfill);
+//   - NCCL's per-call cost model (costmodel.go): the cost table NCCL hands
+//     a tuner, computed from the tables NCCL logs at init (tuninglog.go)
+//     and checked against captures of real runs (capture.go,
+//     testdata/capture);
+//   - what NCCL does with a tuner's decision, per tuner ABI (decision.go).
+//
+// The shim's fill, `ncclbpf run` (internal/offline) and the C test hosts
+// are checked against it.
+//
+// NCCL's structs are reduced to layout facts by the compiler, never by
+// reading C: a translation unit that includes the headers is compiled with
+// -g, and the DWARF of the object gives every struct's size and, for every
+// leaf member, its path ("coll.seqNumber"; members of anonymous unions and
 // structs add no name), offset, size and class (an integer, a float, a
 // pointer, or a function pointer with the sizes of its parameters). Numeric
 // constants come from the enumerators in the DWARF and from the #defines
 // (`cc -dM -E`). A release whose headers are not at hand is described by a
 // facts file (testdata/*.facts): the same facts, written by WriteFacts, no
 // header text.
-//
-// It also holds NCCL's per-call cost model (costmodel.go): the cost table
-// NCCL hands a tuner, computed from the tables NCCL logs at init
-// (tuninglog.go) and checked against captures of real runs (capture.go,
-// testdata/capture).
-//
-// What NCCL fills in each hook context per ABI version is the table of the
-// subpackage ctxfill; the layouts of the contexts themselves are generated
-// from ncclbpf's headers (hook/zz_contexts.go, internal/ctxgen).
 package ncclabi
 
 import (

@@ -13,7 +13,6 @@ import (
 	"github.com/ncclbpf/ncclbpf/internal/config"
 	"github.com/ncclbpf/ncclbpf/internal/ncclabi"
 	"github.com/ncclbpf/ncclbpf/internal/ncclabi/ctxfill"
-	"github.com/ncclbpf/ncclbpf/internal/tuner"
 )
 
 // The context of an offline run: typical values, the aliases, --set,
@@ -272,7 +271,7 @@ func (r *runTarget) derive() {
 			}
 		}
 		var mask int64
-		for i := 0; i < tuner.Cells; i++ {
+		for i := 0; i < ncclabi.Cells; i++ {
 			if r.costBits(i)>>31 == 0 {
 				mask |= 1 << i
 			}
@@ -360,7 +359,7 @@ func (r *runTarget) applyCosts(spec string) error {
 		case "":
 			continue
 		case "none":
-			for i := 0; i < tuner.Cells; i++ {
+			for i := 0; i < ncclabi.Cells; i++ {
 				r.setCost(i, costUnavailable)
 			}
 			continue
@@ -416,7 +415,7 @@ func costCells(name string) ([]int, error) {
 		return out, nil
 	}
 	if name == "all" {
-		for i := 0; i < tuner.Cells; i++ {
+		for i := 0; i < ncclabi.Cells; i++ {
 			out = append(out, i)
 		}
 		return out, nil

@@ -4,13 +4,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/internal/ncclabi"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/internal/tuner"
 	"github.com/ncclbpf/ncclbpf/maps"
 )
 
@@ -316,8 +316,8 @@ func (r *runTarget) describe(el hook.Elem, ctx []byte) runField {
 			f.Meaning = "leave it to NCCL"
 		case s < 0:
 			f.Meaning = "negative: the host drops the decision"
-		case s > tuner.MaxChannels:
-			f.Meaning = fmt.Sprintf("more than NCCL accepts: the host uses %d", tuner.MaxChannels)
+		case s > ncclabi.MaxChannels:
+			f.Meaning = fmt.Sprintf("more than NCCL accepts: the host uses %d", ncclabi.MaxChannels)
 		default:
 			f.Meaning = fmt.Sprintf("%d channels", s)
 		}
@@ -328,7 +328,7 @@ func (r *runTarget) describe(el hook.Elem, ctx []byte) runField {
 			f.Meaning = sizeText(u)
 		}
 	case name == "avail_mask":
-		f.Meaning = fmt.Sprintf("%d of %d cells available", popcount(uint32(u)&(1<<tuner.Cells-1)), tuner.Cells)
+		f.Meaning = fmt.Sprintf("%d of %d cells available", popcount(uint32(u)&(1<<ncclabi.Cells-1)), ncclabi.Cells)
 	case name == "bytes" || strings.HasSuffix(name, "_bytes") || strings.HasSuffix(name, "_size"):
 		if u >= 1024 {
 			f.Meaning = sizeText(u)
@@ -390,11 +390,11 @@ func r0Meaning(h *hook.Hook, r0 uint64) string {
 	return ""
 }
 
-// tunerEffect applies the host's rules to the decision in ctx (tuner.Apply,
+// tunerEffect applies the host's rules to the decision in ctx (ncclabi.Apply,
 // the Go mirror of plugin/tuner.c): what NCCL ends up running, and what it
 // would run without a policy.
 func (r *runTarget) tunerEffect(r0 uint64, ctx []byte) *tunerEff {
-	var table [tuner.Cells]float32
+	var table [ncclabi.Cells]float32
 	for i := range table {
 		el, _ := r.elem(fmt.Sprintf("cost[%d]", i))
 		table[i] = math.Float32frombits(uint32(el.Get(ctx)))
@@ -405,20 +405,20 @@ func (r *runTarget) tunerEffect(r0 uint64, ctx []byte) *tunerEff {
 		}
 		return hook.AlgoNames[a] + "/" + hook.ProtoNames[p]
 	}
-	na, np := tuner.Pick(table)
+	na, np := ncclabi.Pick(table)
 	eff := &tunerEff{NCCL: cell(na, np), Algorithm: "nccl", Protocol: "nccl"}
 	if na >= 0 {
 		eff.NCCL += " (" + costText(math.Float32bits(table[na*3+np])) + ", the cheapest available cell)"
 	}
 	nccl0 := "NCCL decides: " + cell(na, np) + " with its own channel count"
-	d, err := tuner.DecodeDecision(ctx)
+	d, err := ncclabi.DecodeDecision(ctx)
 	if err != nil {
 		eff.Text = err.Error()
 		return eff
 	}
 	partial := (d.Algorithm >= 0) != (d.Protocol >= 0)
 	abi, _ := r.elem("abi_version")
-	out := tuner.ApplyABI(table, r0, d, int(abi.Signed(ctx)))
+	out := ncclabi.ApplyABI(table, r0, d, int(abi.Signed(ctx)))
 	switch {
 	case r.hook.Return.Result(r0) != hook.TunerApply:
 		eff.Text = nccl0 + " (the program returned " + strconv.FormatInt(r.hook.Return.Result(r0), 10) + ")"

@@ -3,6 +3,7 @@ package offline
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/internal/ncclabi"
 	"io"
 	"sort"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ncclbpf/ncclbpf/hook"
-	"github.com/ncclbpf/ncclbpf/internal/tuner"
 	"github.com/ncclbpf/ncclbpf/maps"
 )
 
@@ -130,7 +130,7 @@ func writeFieldsText(w io.Writer, fields []runField, costGrid bool) {
 			fmt.Fprintf(w, "  %-*s = %s\n", width, f.Name, v)
 		}
 	}
-	if len(cost) == tuner.Cells {
+	if len(cost) == ncclabi.Cells {
 		fmt.Fprintf(w, "  %-16s", "cost (µs)")
 		for _, p := range hook.ProtoNames {
 			fmt.Fprintf(w, " %12s", p)

@@ -1,3 +1,6 @@
+// Package tuner is the CSV rules format of NCCL's example tuner and the
+// lookup tables the "rules" policy reads (what NCCL does with a decision
+// is in internal/ncclabi).
 package tuner
 
 import (

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"github.com/ncclbpf/ncclbpf/internal/ncclabi"
 	"math"
 	"os"
 	"os/exec"
@@ -344,7 +345,7 @@ func expectTable(tbl [21]float32, a, p, ch int) ([21]float32, int) {
 			}
 		}
 	}
-	if pa, _ := tuner.Pick(tbl); ch > 0 && (pa == 2 || pa == 3) {
+	if pa, _ := ncclabi.Pick(tbl); ch > 0 && (pa == 2 || pa == 3) {
 		ch = 0
 	}
 	return tbl, ch

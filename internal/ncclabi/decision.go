@@ -1,9 +1,9 @@
-// Package tuner is NCCL's tuner interface as data, without NCCL or cgo:
-// the cells of the cost table, what NCCL does with a policy's decision
-// (Apply, per tuner ABI), and the CSV rules format of NCCL's example tuner
-// with the lookup tables the "rules" policy reads. The C shim of package
-// plugin applies decisions the same way; the tests of plugin/e2e compare.
-package tuner
+package ncclabi
+
+// This file is what NCCL does with a tuner policy's decision, per tuner
+// ABI version, without NCCL or cgo: the cells of the cost table, the
+// decision a context holds, and Apply. The C shim of package plugin
+// applies decisions the same way; the tests of plugin/e2e compare.
 
 import (
 	"encoding/binary"
@@ -194,5 +194,11 @@ func ParseColl(s string) (int, error) {
 			return i, nil
 		}
 	}
-	return lookupName("collective", s, hook.CollNames, false)
+	low := strings.ToLower(s)
+	for i, n := range hook.CollNames {
+		if low == n {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("collective %q: want one of %s", s, strings.Join(hook.CollNames, ", "))
 }

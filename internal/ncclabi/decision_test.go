@@ -1,4 +1,4 @@
-package tuner
+package ncclabi
 
 import (
 	"encoding/binary"
