@@ -84,9 +84,19 @@ func (c *Client) Call(req Payload) (*Response, error) {
 		if strings.HasPrefix(resp.Error, "permission denied") {
 			return &resp, permError(resp.Error)
 		}
-		return &resp, errors.New(resp.Error)
+		return &resp, answerError(resp.Error)
 	}
 	return &resp, nil
+}
+
+// answerError is the error of a refused request. A library of protocol
+// version 1 refuses the envelope's "v" as an unknown field: say that the
+// versions differ rather than echo a decoding error.
+func answerError(msg string) error {
+	if strings.Contains(msg, `unknown field "v"`) {
+		return fmt.Errorf("the process's libncclbpf.so speaks control protocol version 1, this ncclbpf version %d: use the ncclbpf command of the same release as the library (%s)", ProtocolVersion, msg)
+	}
+	return errors.New(msg)
 }
 
 // permError is the server's "permission denied" answer; it matches

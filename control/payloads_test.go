@@ -91,3 +91,15 @@ func TestOtherOpsFieldsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestOldLibraryAnswer: a process of protocol version 1 refuses the "v" of
+// the envelope; the client says the versions differ.
+func TestOldLibraryAnswer(t *testing.T) {
+	err := answerError(`bad request: json: unknown field "v"`)
+	if err == nil || !strings.Contains(err.Error(), "control protocol version 1, this ncclbpf version 2") {
+		t.Errorf("got %v", err)
+	}
+	if err := answerError("map hits: no entry"); err == nil || err.Error() != "map hits: no entry" {
+		t.Errorf("an ordinary refusal became %v", err)
+	}
+}

@@ -416,7 +416,7 @@ func (s StoreRank) await(req Payload, k, rev int64, timeout time.Duration) (*Res
 		return nil, fmt.Errorf("%s: answer to %s: %w", s.Name(), req.Op(), err)
 	}
 	if !resp.OK {
-		return &resp, errors.New(resp.Error)
+		return &resp, answerError(resp.Error)
 	}
 	return &resp, nil
 }
