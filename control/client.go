@@ -54,10 +54,11 @@ func DialPID(dir string, pid int) (*Client, error) { return Dial(SocketPath(dir,
 // Close closes the connection.
 func (c *Client) Close() error { return c.c.Close() }
 
-// Call sends req and returns the response; a response with OK false is
-// returned as an error too.
-func (c *Client) Call(req *Request) (*Response, error) {
-	b, err := json.Marshal(req)
+// Call sends the request of payload req and returns the response; a
+// response with OK false is returned as an error too. The payload's type
+// names the operation, so a request cannot carry another operation's fields.
+func (c *Client) Call(req Payload) (*Response, error) {
+	b, err := EncodeRequest(req)
 	if err != nil {
 		return nil, err
 	}
@@ -71,21 +72,31 @@ func (c *Client) Call(req *Request) (*Response, error) {
 	line, err := c.r.ReadBytes('\n')
 	if err != nil {
 		if werr != nil {
-			return nil, fmt.Errorf("sending %s: %w", req.Op, werr)
+			return nil, fmt.Errorf("sending %s: %w", req.Op(), werr)
 		}
-		return nil, fmt.Errorf("reading the answer to %s: %w", req.Op, err)
+		return nil, fmt.Errorf("reading the answer to %s: %w", req.Op(), err)
 	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
-		return nil, fmt.Errorf("answer to %s: %w", req.Op, err)
+		return nil, fmt.Errorf("answer to %s: %w", req.Op(), err)
 	}
 	if !resp.OK {
 		if strings.HasPrefix(resp.Error, "permission denied") {
 			return &resp, permError(resp.Error)
 		}
-		return &resp, errors.New(resp.Error)
+		return &resp, answerError(resp.Error)
 	}
 	return &resp, nil
+}
+
+// answerError is the error of a refused request. A library of protocol
+// version 1 refuses the envelope's "v" as an unknown field: say that the
+// versions differ rather than echo a decoding error.
+func answerError(msg string) error {
+	if strings.Contains(msg, `unknown field "v"`) {
+		return fmt.Errorf("the process's libncclbpf.so speaks control protocol version 1, this ncclbpf version %d: use the ncclbpf command of the same release as the library (%s)", ProtocolVersion, msg)
+	}
+	return errors.New(msg)
 }
 
 // permError is the server's "permission denied" answer; it matches
@@ -157,7 +168,7 @@ type Result struct {
 // timeout (dial, send and answer), and returns the results in the order
 // of entries. A process that accepts but never answers costs timeout, not
 // more, and does not delay the others.
-func QueryAll(entries []Entry, req *Request, timeout time.Duration) []Result {
+func QueryAll(entries []Entry, req Payload, timeout time.Duration) []Result {
 	out := make([]Result, len(entries))
 	var wg sync.WaitGroup
 	for i, e := range entries {

@@ -16,12 +16,14 @@ import (
 	"time"
 )
 
-func echoHandler(req *Request) *Response {
-	if req.Op == OpInfo {
+func echoHandler(req Payload) *Response {
+	switch req := req.(type) {
+	case *InfoQuery:
 		return &Response{Info: &Info{PID: os.Getpid(), Policy: "test"}}
-	}
-	if req.Op == OpMapDump && req.Map == "panic" {
-		panic("handler bug")
+	case *MapDump:
+		if req.Map == "panic" {
+			panic("handler bug")
+		}
 	}
 	return &Response{}
 }
@@ -71,25 +73,32 @@ func TestMalformedRequests(t *testing.T) {
 		{`{"op":`, "bad request"},
 		{`[1,2]`, "bad request"},
 		{`"info"`, "bad request"},
-		{`{}`, `no "op"`},
-		{`{"op":"frobnicate"}`, "unknown op"},
-		{`{"op":"info","bogus":1}`, "unknown field"},
-		{`{"op":"info"} {"op":"info"}`, "data after"},
-		{`{"op":7}`, "bad request"},
-		{`{"op":"map_dump"}`, `needs "map"`},
-		{`{"op":"map_update","map":"m","key":"00"}`, `needs "map", and "key" and "value" (hex) or "args"`},
-		{`{"op":"map_update","map":"m","key":"00","args":["1","2"]}`, `takes "args" or "key" and "value", not both`},
-		{`{"op":"map_lookup","map":"m"}`, `map_lookup needs "map" and "args" (the key)`},
-		{`{"op":"map_delete","map":"m","key":"00"}`, `map_delete needs "map" and "args" (the key)`},
-		{`{"op":"reload"}`, `needs "object"`},
-		{`{"op":"reload","object":"!!notbase64"}`, "bad request"},
-		{`{"op":"reload","object":"AAAA","at_seq":-1}`, "bad request"},
-		{`{"op":"stats","timeout_ms":-5}`, "timeout_ms must be within"},
-		{`{"op":"reload","object":"AA==","timeout_ms":3600001}`, "timeout_ms must be within"},
-		{`{"op":"cancel","bogus":1}`, "unknown field"},
-		{`{"op":"stats","sample_ms":-1}`, "sample_ms"},
-		{`{"op":"stats","sample_ms":600000}`, "sample_ms"},
-		{`{"op":"map_dump","map":"panic"}`, "internal error: handler bug"},
+		{`{"v":2}`, `no "op"`},
+		{`{"v":2,"op":"frobnicate"}`, `unknown op "frobnicate" (have: abort, agreed_update,`},
+		{`{"v":2,"op":"info","args":{"bogus":1}}`, "unknown field"},
+		{`{"v":2,"op":"info"} {"v":2,"op":"info"}`, "data after"},
+		{`{"v":2,"op":7}`, "bad request"},
+		{`{"v":2,"op":"map_dump"}`, `needs "map"`},
+		{`{"v":2,"op":"map_update","args":{"map":"m","key":"00"}}`, `needs "map", and "key" and "value" (hex) or "args"`},
+		{`{"v":2,"op":"map_update","args":{"map":"m","key":"00","args":["1","2"]}}`, `takes "args" or "key" and "value", not both`},
+		{`{"v":2,"op":"map_lookup","args":{"map":"m"}}`, `map_lookup needs "map" and "args" (the key)`},
+		{`{"v":2,"op":"map_delete","args":{"map":"m"}}`, `map_delete needs "map" and "args" (the key)`},
+		{`{"v":2,"op":"reload"}`, `needs "object"`},
+		{`{"v":2,"op":"reload","args":{"object":"!!notbase64"}}`, "bad request"},
+		{`{"v":2,"op":"reload","args":{"object":"AAAA","at_seq":-1}}`, "bad request"},
+		{`{"v":2,"op":"rollback","args":{"timeout_ms":-5}}`, "timeout_ms must be within"},
+		{`{"v":2,"op":"stats","args":{"timeout_ms":5}}`, `stats args: json: unknown field "timeout_ms" (stats takes: sample_ms)`},
+		{`{"v":2,"op":"map_dump","args":{"map":"m","key":"00"}}`, `map_dump args: json: unknown field "key" (map_dump takes: map)`},
+		{`{"v":2,"op":"commit","args":{"tx":"t","object":"AA=="}}`, `unknown field "object"`},
+		{`{"v":2,"op":"info","map":"m"}`, `unknown field "map"`},
+		{`{"op":"info"}`, "protocol version 1 (no \"v\"); this process speaks protocol version 2"},
+		{`{"op":"map_dump","map":"m"}`, "protocol version 1"},
+		{`{"v":3,"op":"info"}`, "protocol version 3;"},
+		{`{"v":2,"op":"reload","args":{"object":"AA==","timeout_ms":3600001}}`, "timeout_ms must be within"},
+		{`{"v":2,"op":"cancel","args":{"bogus":1}}`, "unknown field"},
+		{`{"v":2,"op":"stats","args":{"sample_ms":-1}}`, "sample_ms"},
+		{`{"v":2,"op":"stats","args":{"sample_ms":600000}}`, "sample_ms"},
+		{`{"v":2,"op":"map_dump","args":{"map":"panic"}}`, "internal error: handler bug"},
 		{"{\"op\":\"info\"}\x00", "bad request"},
 	} {
 		resp := rawCall(t, c, r, tc.line)
@@ -98,7 +107,7 @@ func TestMalformedRequests(t *testing.T) {
 		}
 	}
 	// The same connection still serves good requests after all that.
-	if resp := rawCall(t, c, r, `{"op":"info"}`); !resp.OK || resp.Info == nil || resp.Info.Policy != "test" {
+	if resp := rawCall(t, c, r, `{"v":2,"op":"info"}`); !resp.OK || resp.Info == nil || resp.Info.Policy != "test" {
 		t.Fatalf("good request after bad ones: %+v", resp)
 	}
 }
@@ -110,7 +119,7 @@ func TestOversizedRequestGetsErrorAndServerLivesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := bufio.NewReader(c)
-	big := `{"op":"reload","object":"` + strings.Repeat("A", MaxRequest) + `"}`
+	big := `{"v":2,"op":"reload","args":{"object":"` + strings.Repeat("A", MaxRequest) + `"}}`
 	go func() { io.WriteString(c, big+"\n") }()
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	b, err := r.ReadBytes('\n')
@@ -129,7 +138,7 @@ func TestOversizedRequestGetsErrorAndServerLivesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if _, err := cl.Call(&Request{Op: OpInfo}); err != nil {
+	if _, err := cl.Call(&InfoQuery{}); err != nil {
 		t.Fatalf("after an oversized request: %v", err)
 	}
 }
@@ -142,7 +151,7 @@ func TestUnterminatedRequestAndIdleTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	io.WriteString(c, `{"op":"info"`) // never finished
+	io.WriteString(c, `{"v":2,"op":"info"`) // never finished
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := bufio.NewReader(c).ReadBytes('\n'); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("the server kept an idle half-request open: %v", err)
@@ -157,7 +166,7 @@ func TestPeerCheckRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	_, err = cl.Call(&Request{Op: OpInfo})
+	_, err = cl.Call(&InfoQuery{})
 	if !errors.Is(err, ErrPermission) {
 		t.Fatalf("got %v, want ErrPermission", err)
 	}
@@ -265,7 +274,7 @@ func TestHelperDial(t *testing.T) {
 		return
 	}
 	defer cl.Close()
-	resp, err := cl.Call(&Request{Op: OpInfo})
+	resp, err := cl.Call(&InfoQuery{})
 	if err != nil {
 		if resp == nil {
 			fmt.Println("RESULT call:", err)
@@ -278,8 +287,8 @@ func TestHelperDial(t *testing.T) {
 }
 
 func FuzzParseRequest(f *testing.F) {
-	for _, s := range []string{`{"op":"info"}`, `{"op":"map_update","map":"m","key":"00","value":"01"}`,
-		`{"op":"reload","object":"AAAA","at_seq":5}`, `{`, ``} {
+	for _, s := range []string{`{"v":2,"op":"info"}`, `{"v":2,"op":"map_update","args":{"map":"m","key":"00","value":"01"}}`,
+		`{"v":2,"op":"reload","args":{"object":"AAAA","at_seq":5}}`, `{`, ``} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {

@@ -60,7 +60,7 @@ type LedgerView struct {
 	ValidFrom uint64  `json:"valid_from"`
 	Epochs    []Epoch `json:"epochs"`
 	Blocks    []Block `json:"blocks,omitempty"`
-	// Records are the decisions asked for (LedgerRequest range), with
+	// Records are the decisions asked for (LedgerQuery range), with
 	// Term set; KeptFrom is the first call the ledger still keeps decisions of.
 	Records  []Decision `json:"records,omitempty"`
 	KeptFrom uint64     `json:"kept_from"`

@@ -90,7 +90,7 @@ func TestListenPIDTakenInAnotherNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Call(&Request{Op: OpInfo}); err != nil {
+	if _, err := c.Call(&InfoQuery{}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := NamePath(dir, es[0].Name); err != nil || p != es[0].Path {

@@ -2,11 +2,15 @@
 // process that loads the plugin serves a unix socket, named by its pid, in
 // one directory per user; `ncclbpf ps|stats|map|reload` talk to it.
 //
-// The protocol is JSON lines: one Request per line (at most MaxRequest
+// The protocol is JSON lines: one request per line (at most MaxRequest
 // bytes, newline included), one Response line back, several requests per
-// connection. A request that cannot be parsed, is too long or names an
-// unknown operation gets a Response with OK false and Error set; the server
-// goes on serving. Only peers of the server's own uid are served
+// connection. A request is an envelope {"v":2,"op":"map_update","args":{...}}
+// whose args are the payload of that operation: each operation has its own
+// Go type (payloads.go), and the server decodes the args into it, refusing
+// any field it lacks. A request that cannot be parsed, is too long, names
+// an unknown operation, carries another operation's fields or speaks
+// another ProtocolVersion gets a Response with OK false and Error set; the
+// server goes on serving. Only peers of the server's own uid are served
 // (SO_PEERCRED), on top of the directory (0700) and socket (0600)
 // permissions.
 package control
@@ -16,35 +20,29 @@ import (
 	"time"
 )
 
-// Operations of Request.Op.
+// Operations: the "op" of a request. Each has one payload type, whose doc
+// says what the operation does and answers (payloads.go).
 const (
-	OpInfo      = "info"       // policy, load time, process: Response.Info
-	OpStats     = "stats"      // counters: Response.Stats
-	OpMaps      = "maps"       // map list: Response.Maps
-	OpMapDump   = "map_dump"   // Request.Map: Response.Dump
-	OpMapUpdate = "map_update" // Request.Map, Key, Value (hex) or Args: Response.Entries (what was written)
-	OpMapLookup = "map_lookup" // Request.Map, Args (the key): Response.Dump (that one entry)
-	OpMapDelete = "map_delete" // Request.Map, Args (the key): Response.Entries (the key deleted)
-	OpReload    = "reload"     // Request.Object (+ Name, AtSeq, TimeoutMS, Vars): Response.Reload
-	OpRollback  = "rollback"   // reload the object that ran before the last reload (+ AtSeq)
-	OpDecisions = "decisions"  // the communicators' decision records: Response.Decisions
-	// OpMapRead: Request.Map: Response.Entries, raw (hex keys and values).
-	OpMapRead = "map_read"
-	// OpAgreedUpdate: Request.Map (an agreed map), Entries, AtSeq (or
-	// Force): the entries take effect at call AtSeq of every communicator.
-	OpAgreedUpdate = "agreed_update"
-	OpCancel       = "cancel" // withdraw an armed at-seq reload: Response.Reload (the policy kept)
-	// Two-phase switching (twophase.go). OpPrepare: Tx, AtSeq and either
-	// Object (a reload) or Map and Entries (an agreed update): the process
-	// checks that its communicators are before AtSeq and stages the switch,
-	// which happens only after OpCommit (Tx); OpAbort (Tx) withdraws it. A
-	// prepared switch not committed within PrepareMS aborts itself.
-	OpPrepare = "prepare"
-	OpCommit  = "commit"
-	OpAbort   = "abort"
-	// OpLedger: the decision ledger (ledger.go) of every communicator, or
-	// of Comm; with RecordsTo > RecordsFrom, the decisions of those calls.
-	OpLedger = "ledger"
+	OpInfo         = "info"          // InfoQuery
+	OpStats        = "stats"         // StatsQuery
+	OpMaps         = "maps"          // MapList
+	OpMapDump      = "map_dump"      // MapDump
+	OpMapUpdate    = "map_update"    // MapUpdate
+	OpMapLookup    = "map_lookup"    // MapLookup
+	OpMapDelete    = "map_delete"    // MapDelete
+	OpReload       = "reload"        // Reload
+	OpRollback     = "rollback"      // Rollback
+	OpDecisions    = "decisions"     // DecisionsQuery
+	OpMapRead      = "map_read"      // MapRead
+	OpAgreedUpdate = "agreed_update" // AgreedUpdate
+	OpCancel       = "cancel"        // Cancel
+	// Two-phase switching (twophase.go): Prepare stages a switch, which
+	// happens only after Commit; Abort withdraws it. A prepared switch not
+	// committed within Prepare.PrepareMS aborts itself.
+	OpPrepare = "prepare" // Prepare
+	OpCommit  = "commit"  // Commit
+	OpAbort   = "abort"   // Abort
+	OpLedger  = "ledger"  // LedgerQuery
 )
 
 // Bounds of at-seq reloads: a reload may not name a sequence more than
@@ -60,54 +58,7 @@ const (
 // travel base64-encoded in reload requests).
 const MaxRequest = 16 << 20
 
-// Request is one line a client sends.
-type Request struct {
-	Op string `json:"op"`
-	// Map, Key and Value (hex, little-endian as the map stores them) for
-	// the map operations.
-	Map   string `json:"map,omitempty"`
-	Key   string `json:"key,omitempty"`
-	Value string `json:"value,omitempty"`
-	// Args, instead of Key and Value, are the key and value as a user
-	// typed them (decimal or typed by the map's BTF, bpftool's key/value
-	// hex forms): the process reads them with the map's types
-	// (maps.ParseKeyValue).
-	Args []string `json:"args,omitempty"`
-	// Object is the ELF object of a reload; Name identifies it (a path).
-	Object []byte `json:"object,omitempty"`
-	Name   string `json:"name,omitempty"`
-	// Vars sets `volatile const` globals of the reloaded object
-	// ("name=value,...", as NCCLBPF_POLICY_CONFIG).
-	Vars string `json:"vars,omitempty"`
-	// AtSeq makes a reload take effect at this per-communicator call
-	// sequence (tuner calls with call_seq >= AtSeq use the new code).
-	AtSeq *uint64 `json:"at_seq,omitempty"`
-	// CommAtSeq, with AtSeq, gives communicators (by id in hex, "0x7f3a")
-	// their own activation call (an activation manifest).
-	CommAtSeq map[string]uint64 `json:"comm_at_seq,omitempty"`
-	// TimeoutMS bounds the wait for every communicator to reach AtSeq.
-	TimeoutMS int64 `json:"timeout_ms,omitempty"`
-	// SampleMS, with OpStats, first measures the cost of each hook's
-	// program for that long (at most 60000): Stats.Cost.
-	SampleMS int64 `json:"sample_ms,omitempty"`
-	// Entries are the key/value pairs of an agreed update.
-	Entries []KV `json:"entries,omitempty"`
-	// Force lets map_update and agreed_update write an agreed map with no
-	// activation point: at once, on this process only (ranks may then
-	// decide differently until they all have the value).
-	Force bool `json:"force,omitempty"`
-	// Tx names a two-phase switch (OpPrepare, OpCommit, OpAbort); it is
-	// also the id of the epoch the switch opens.
-	Tx string `json:"tx,omitempty"`
-	// PrepareMS bounds how long a prepared switch waits for its commit.
-	PrepareMS int64 `json:"prepare_ms,omitempty"`
-	// Comm, RecordsFrom and RecordsTo select what OpLedger returns.
-	Comm        string `json:"comm,omitempty"`
-	RecordsFrom uint64 `json:"records_from,omitempty"`
-	RecordsTo   uint64 `json:"records_to,omitempty"`
-}
-
-// MaxPrepareMS bounds Request.PrepareMS; DefaultPrepareMS is used when it is 0.
+// MaxPrepareMS bounds Prepare.PrepareMS; DefaultPrepareMS is used when it is 0.
 const (
 	MaxPrepareMS     = 600_000
 	DefaultPrepareMS = 30_000

@@ -2,7 +2,6 @@ package control
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,8 +45,9 @@ func SocketPath(dir string, pid int) string {
 	return filepath.Join(dir, strconv.Itoa(pid)+".sock")
 }
 
-// Handler answers one well-formed request (Op is one of the Op constants).
-type Handler func(*Request) *Response
+// Handler answers one well-formed request: a payload ParseRequest decoded
+// and checked, one of the types of payloads.go.
+type Handler func(Payload) *Response
 
 // Server serves a Handler on a unix socket.
 type Server struct {
@@ -450,89 +450,4 @@ func (s *Server) handle(line []byte) (resp *Response) {
 		resp = &Response{Error: "internal error: no response"}
 	}
 	return resp
-}
-
-// ParseRequest decodes and checks one request line.
-func ParseRequest(line []byte) (*Request, error) {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return nil, errors.New("bad request: empty line (want one JSON object per line)")
-	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	var req Request
-	if err := dec.Decode(&req); err != nil {
-		return nil, fmt.Errorf("bad request: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("bad request: data after the JSON object")
-	}
-	switch req.Op {
-	case OpInfo, OpStats, OpMaps, OpRollback, OpDecisions, OpCancel, OpMetrics:
-	case OpLedger:
-		if req.Comm != "" {
-			if _, err := ParseCommKey(req.Comm); err != nil {
-				return nil, fmt.Errorf("bad request: %s: %w", req.Op, err)
-			}
-		}
-	case OpPrepare:
-		if req.Tx == "" || req.AtSeq == nil {
-			return nil, fmt.Errorf("bad request: %s needs \"tx\" and \"at_seq\"", req.Op)
-		}
-		if (len(req.Object) == 0) == (req.Map == "") || (req.Map != "" && len(req.Entries) == 0) {
-			return nil, fmt.Errorf("bad request: %s needs \"object\" (a reload) or \"map\" and \"entries\" (an agreed update), not both", req.Op)
-		}
-		if req.PrepareMS < 0 || req.PrepareMS > MaxPrepareMS {
-			return nil, fmt.Errorf("bad request: prepare_ms must be within 0..%d", MaxPrepareMS)
-		}
-	case OpCommit, OpAbort:
-		if req.Tx == "" {
-			return nil, fmt.Errorf("bad request: %s needs \"tx\"", req.Op)
-		}
-	case OpMapDump, OpMapRead:
-		if req.Map == "" {
-			return nil, fmt.Errorf("bad request: %s needs \"map\"", req.Op)
-		}
-	case OpMapUpdate:
-		if req.Map == "" || (len(req.Args) == 0 && (req.Key == "" || req.Value == "")) {
-			return nil, fmt.Errorf("bad request: %s needs \"map\", and \"key\" and \"value\" (hex) or \"args\"", req.Op)
-		}
-		if len(req.Args) > 0 && (req.Key != "" || req.Value != "") {
-			return nil, fmt.Errorf("bad request: %s takes \"args\" or \"key\" and \"value\", not both", req.Op)
-		}
-	case OpMapLookup, OpMapDelete:
-		if req.Map == "" || len(req.Args) == 0 {
-			return nil, fmt.Errorf("bad request: %s needs \"map\" and \"args\" (the key)", req.Op)
-		}
-	case OpAgreedUpdate:
-		if req.Map == "" || len(req.Entries) == 0 {
-			return nil, fmt.Errorf("bad request: %s needs \"map\" and \"entries\"", req.Op)
-		}
-		if req.AtSeq == nil && !req.Force {
-			return nil, fmt.Errorf("bad request: %s needs \"at_seq\" (the call every rank switches at) or \"force\"", req.Op)
-		}
-	case OpReload:
-		if len(req.Object) == 0 {
-			return nil, fmt.Errorf("bad request: %s needs \"object\" (the ELF bytes, base64)", req.Op)
-		}
-	case "":
-		return nil, errors.New("bad request: no \"op\"")
-	default:
-		return nil, fmt.Errorf("bad request: unknown op %q (have: info, stats, maps, map_dump, map_update, map_lookup, map_delete, reload, rollback, cancel, decisions, map_read, agreed_update, prepare, commit, abort, ledger)", req.Op)
-	}
-	if len(req.CommAtSeq) > 0 && req.AtSeq == nil {
-		return nil, errors.New("bad request: comm_at_seq needs at_seq (the sequence of the other communicators)")
-	}
-	for k := range req.CommAtSeq {
-		if _, err := ParseCommKey(k); err != nil {
-			return nil, fmt.Errorf("bad request: comm_at_seq: %w", err)
-		}
-	}
-	if req.TimeoutMS < 0 || req.TimeoutMS > MaxActivationTimeoutMS {
-		return nil, fmt.Errorf("bad request: timeout_ms must be within 0..%d", MaxActivationTimeoutMS)
-	}
-	if req.SampleMS < 0 || req.SampleMS > 60000 {
-		return nil, errors.New("bad request: sample_ms must be within 0..60000")
-	}
-	return &req, nil
 }

@@ -18,7 +18,7 @@ func TestStalledLargeRequest(t *testing.T) {
 	s := startServer(t, dir)
 	s.IdleTimeout = time.Minute
 	s.ProgressTimeout, s.LargeTimeout = 300*time.Millisecond, 3*time.Second
-	big := `{"op":"info","name":"` + strings.Repeat("A", 4*SmallRequest) + `"}`
+	big := `{"v":2,"op":"info"` + strings.Repeat(" ", 4*SmallRequest) + `}`
 
 	slow, err := net.Dial("unix", s.Path())
 	if err != nil {
@@ -105,7 +105,7 @@ func TestReservedSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := rawCall(t, c, bufio.NewReader(c), `{"op":"info"}`)
+	resp := rawCall(t, c, bufio.NewReader(c), `{"v":2,"op":"info"}`)
 	c.Close()
 	if resp.Error != "" || resp.Info == nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("small request with %d idle connections: %+v after %v", MaxConns, resp, time.Since(start))
@@ -115,7 +115,7 @@ func TestReservedSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	resp = rawCall(t, c, bufio.NewReader(c), `{"op":"info","name":"`+strings.Repeat("A", 2*SmallRequest)+`"}`)
+	resp = rawCall(t, c, bufio.NewReader(c), `{"v":2,"op":"info"`+strings.Repeat(" ", 2*SmallRequest)+`}`)
 	if !strings.Contains(resp.Error, "busy") {
 		t.Errorf("large request on a reserved slot: %+v", resp)
 	}

@@ -23,7 +23,7 @@ import (
 //	                      (stores without leases: TCPStore)
 //	tx/ID                 a two-phase switch's decision: commit or abort
 //	mbox/N/next           the last request number handed out for N
-//	mbox/N/req/K          request K (JSON Request), deleted once answered
+//	mbox/N/req/K          request K (a request line, as on the socket), deleted once answered
 //	                      (on etcd: by the reader of its answer, with it)
 //	mbox/N/resp/K         its answer (JSON Response), deleted once read
 //
@@ -307,7 +307,7 @@ func laterRequest(kv Store, box string, k, n int64) int64 {
 	return k
 }
 
-func safeHandle(h Handler, req *Request) (resp *Response) {
+func safeHandle(h Handler, req Payload) (resp *Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			resp = &Response{Error: fmt.Sprintf("internal error: %v", r)}
@@ -333,7 +333,7 @@ func (s StoreRank) Name() string { return s.Reg.Name() }
 // the answer is awaited there; the whole exchange takes at most timeout,
 // however slow the store (a late exchange finishes in the background,
 // bounded by the store's own timeout).
-func (s StoreRank) Call(req *Request, timeout time.Duration) (*Response, error) {
+func (s StoreRank) Call(req Payload, timeout time.Duration) (*Response, error) {
 	type answer struct {
 		resp *Response
 		err  error
@@ -356,9 +356,9 @@ func (s StoreRank) box() string {
 	return s.Prefix + "mbox/" + strconv.FormatInt(s.Reg.Slot, 10) + "/"
 }
 
-func (s StoreRank) call(req *Request, timeout time.Duration) (*Response, error) {
+func (s StoreRank) call(req Payload, timeout time.Duration) (*Response, error) {
 	box := s.box()
-	b, err := json.Marshal(req)
+	b, err := EncodeRequest(req)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ func watchAnswers(kv Store, prefix string) {
 
 // await waits at most timeout for the answer to request k (posted at the
 // store's revision rev) and reads it.
-func (s StoreRank) await(req *Request, k, rev int64, timeout time.Duration) (*Response, error) {
+func (s StoreRank) await(req Payload, k, rev int64, timeout time.Duration) (*Response, error) {
 	box := s.box()
 	xs, fast := s.Store.(ExchangeStore)
 	ks := strconv.FormatInt(k, 10)
@@ -413,10 +413,10 @@ func (s StoreRank) await(req *Request, k, rev int64, timeout time.Duration) (*Re
 	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
-		return nil, fmt.Errorf("%s: answer to %s: %w", s.Name(), req.Op, err)
+		return nil, fmt.Errorf("%s: answer to %s: %w", s.Name(), req.Op(), err)
 	}
 	if !resp.OK {
-		return &resp, errors.New(resp.Error)
+		return &resp, answerError(resp.Error)
 	}
 	return &resp, nil
 }
@@ -457,7 +457,7 @@ type BatchStore interface {
 // one BatchStore get their requests in a few writes (PostAll) instead of
 // one each; the others are called one by one (Rank.Call). Each rank's
 // answer takes at most timeout, however slow the store, as with Call.
-func callAll(ranks []Rank, req *Request, timeout time.Duration, done func(i int, resp *Response, err error)) {
+func callAll(ranks []Rank, req Payload, timeout time.Duration, done func(i int, resp *Response, err error)) {
 	var mu sync.Mutex
 	report := func(i int, resp *Response, err error) {
 		mu.Lock()
@@ -500,9 +500,9 @@ func callAll(ranks []Rank, req *Request, timeout time.Duration, done func(i int,
 
 // callBatch is callAll for ranks reached through one BatchStore: one
 // PostAll, then each answer awaited on its own.
-func callBatch(bs BatchStore, rs []StoreRank, req *Request, timeout time.Duration, done func(j int, resp *Response, err error)) {
+func callBatch(bs BatchStore, rs []StoreRank, req Payload, timeout time.Duration, done func(j int, resp *Response, err error)) {
 	t0 := time.Now()
-	b, err := json.Marshal(req)
+	b, err := EncodeRequest(req)
 	if err != nil {
 		for j := range rs {
 			done(j, nil, err)

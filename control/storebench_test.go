@@ -46,7 +46,7 @@ func BenchmarkTwoPhase64(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				n := uint64(1000 + i)
-				res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, o)
+				res := TwoPhase(ranks, &Prepare{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, o)
 				if !res.Committed {
 					b.Fatalf("round %d: %s", i, res.Reason)
 				}

@@ -26,14 +26,14 @@ type simProc struct {
 	hang  time.Duration // how long a prepare takes to answer
 }
 
-func (r *simProc) handle(req *Request) *Response {
+func (r *simProc) handle(p Payload) *Response {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := func() *Response {
 		return &Response{Tx: &TxResult{Tx: r.tx, State: r.state, AtSeq: r.at, SeqMax: r.seq}}
 	}
-	switch req.Op {
-	case OpPrepare:
+	switch req := p.(type) {
+	case *Prepare:
 		if r.hang > 0 {
 			time.Sleep(r.hang)
 		}
@@ -46,21 +46,21 @@ func (r *simProc) handle(req *Request) *Response {
 		}
 		r.tx, r.state, r.at = req.Tx, TxPrepared, *req.AtSeq
 		return res()
-	case OpCommit:
+	case *Commit:
 		if r.tx != req.Tx || r.state != TxPrepared {
 			return &Response{Error: "commit: no such prepared switch here"}
 		}
 		r.state = TxCommitted
 		return res()
-	case OpAbort:
+	case *Abort:
 		if r.tx == req.Tx && r.state == TxPrepared {
 			r.state = TxAborted
 		}
 		return res()
-	case OpStats:
+	case *StatsQuery:
 		return &Response{Stats: &Stats{Tuner: TunerStats{SeqMax: r.seq}}}
 	}
-	return &Response{Error: "unknown op " + req.Op}
+	return &Response{Error: "unknown op " + p.Op()}
 }
 
 func (r *simProc) State() string {
@@ -136,7 +136,7 @@ func TestTwoPhaseThroughStores(t *testing.T) {
 			}
 			o := SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)}
 			n := uint64(200)
-			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, o)
+			res := TwoPhase(ranks, &Prepare{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, o)
 			if !res.Committed {
 				t.Fatalf("happy path: %+v", res)
 			}
@@ -153,7 +153,7 @@ func TestTwoPhaseThroughStores(t *testing.T) {
 			sims[5].seq = 500
 			sims[5].mu.Unlock()
 			n = 300
-			res = TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, o)
+			res = TwoPhase(ranks, &Prepare{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, o)
 			if res.Committed || !strings.Contains(res.Reason, "rank 5 (") || !strings.Contains(res.Reason, "1 of 8 ranks did not prepare") {
 				t.Fatalf("a rank past N: %+v", res)
 			}
@@ -288,7 +288,7 @@ func TestSlowStoreNoSwitch(t *testing.T) {
 			}
 			p.delay.Store(int64(400 * time.Millisecond))
 			n := uint64(200)
-			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 300 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
+			res := TwoPhase(ranks, &Prepare{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 300 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
 			if res.Committed || !strings.Contains(res.Reason, "did not prepare") {
 				t.Fatalf("a slow store: %+v", res)
 			}
@@ -303,7 +303,7 @@ func TestSlowStoreNoSwitch(t *testing.T) {
 				}
 			}
 			n = 300
-			if res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)}); !res.Committed {
+			if res := TwoPhase(ranks, &Prepare{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n}, SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)}); !res.Committed {
 				t.Fatalf("after the store recovered: %+v", res)
 			}
 		})
@@ -332,7 +332,7 @@ func TestBusyRankAskedAgain(t *testing.T) {
 			sims[2].busy = 3
 			sims[2].mu.Unlock()
 			n := uint64(200)
-			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+			res := TwoPhase(ranks, &Prepare{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
 				SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix), BusyUntil: time.Now().Add(10 * time.Second)})
 			if !res.Committed {
 				t.Fatalf("a busy rank asked again: %+v", res)
@@ -346,7 +346,7 @@ func TestBusyRankAskedAgain(t *testing.T) {
 			sims[1].busy = 1
 			sims[1].mu.Unlock()
 			n = 300
-			res = TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+			res = TwoPhase(ranks, &Prepare{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
 				SwitchOptions{Timeout: 5 * time.Second, Decide: StoreDecider(kv, prefix)})
 			if res.Committed || !strings.Contains(res.Reason, "rank 1 (") || !strings.Contains(res.Reason, BusyText) {
 				t.Fatalf("a busy rank, not asked again: %+v", res)
@@ -377,7 +377,7 @@ func TestHungRankNamed(t *testing.T) {
 			sims[6].hang = 1500 * time.Millisecond
 			sims[6].mu.Unlock()
 			n := uint64(200)
-			res := TwoPhase(ranks, &Request{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
+			res := TwoPhase(ranks, &Prepare{Map: "agreed", Entries: []KV{{Key: "00", Value: "01"}}, AtSeq: &n},
 				SwitchOptions{Timeout: 500 * time.Millisecond, Decide: StoreDecider(kv, prefix)})
 			if res.Committed || !strings.Contains(res.Reason, "1 of 8 ranks did not prepare") ||
 				!strings.Contains(res.Reason, "rank 6 (") || !strings.Contains(res.Reason, "no answer within") {

@@ -26,7 +26,7 @@ type Rank interface {
 	// Name is how the operator knows the rank ("pid 4242", "node-a pid 4242").
 	Name() string
 	// Call sends req and waits at most timeout for the answer.
-	Call(req *Request, timeout time.Duration) (*Response, error)
+	Call(req Payload, timeout time.Duration) (*Response, error)
 }
 
 // SocketRank is a process of this host, by its control socket.
@@ -38,7 +38,7 @@ type SocketRank struct {
 func (s SocketRank) Name() string { return s.Label }
 
 // Call implements Rank.
-func (s SocketRank) Call(req *Request, timeout time.Duration) (*Response, error) {
+func (s SocketRank) Call(req Payload, timeout time.Duration) (*Response, error) {
 	c, err := dialTimeout(s.Path, timeout)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ const (
 
 // TwoPhase runs one switch over ranks: prep is the OpPrepare request (Tx,
 // AtSeq, and the object or the agreed entries; Tx is set if empty).
-func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
+func TwoPhase(ranks []Rank, prep *Prepare, o SwitchOptions) SwitchResult {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
@@ -116,7 +116,6 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 		prep.Tx = NewTxID()
 	}
 	p := *prep
-	p.Op = OpPrepare
 	res := SwitchResult{Tx: p.Tx, Ranks: make([]RankOutcome, len(ranks))}
 	if p.AtSeq != nil {
 		res.AtSeq = *p.AtSeq
@@ -185,7 +184,7 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 		}
 	}
 	t1 := time.Now()
-	c := Request{Op: OpCommit, Tx: p.Tx}
+	c := Commit{Tx: p.Tx}
 	var failed []string
 	callAll(ranks, &c, o.Timeout, func(i int, resp *Response, err error) {
 		out := &res.Ranks[i]
@@ -213,7 +212,7 @@ func TwoPhase(ranks []Rank, prep *Request, o SwitchOptions) SwitchResult {
 // abortAll tells every rank to abort tx and notes those that could not
 // (already switched).
 func abortAll(ranks []Rank, res *SwitchResult, tx string, timeout time.Duration) {
-	a := Request{Op: OpAbort, Tx: tx}
+	a := Abort{Tx: tx}
 	for i, r := range ranks {
 		res.Ranks[i].Name = r.Name()
 	}

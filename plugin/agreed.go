@@ -89,7 +89,7 @@ func decodeEntries(m *maps.Map, kvs []control.KV) ([]rawKV, error) {
 	return out, nil
 }
 
-func agreedUpdate(req *control.Request) *control.Response {
+func agreedUpdate(req *control.AgreedUpdate) *control.Response {
 	m, err := runningMap(req.Map)
 	if err != nil {
 		return &control.Response{Error: err.Error()}

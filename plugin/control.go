@@ -76,13 +76,21 @@ func startControl() {
 	}
 }
 
-// handleControl answers one request of the control socket.
-func handleControl(req *control.Request) *control.Response {
-	switch req.Op {
-	case control.OpInfo:
+// handleControl answers one request of the control socket: a payload the
+// server decoded and checked (control.ParseRequest).
+func handleControl(p control.Payload) *control.Response {
+	switch p.(type) {
+	case *control.MapUpdate, *control.MapDelete, *control.Cancel, *control.Reload, *control.Rollback,
+		*control.Prepare, *control.Commit, *control.Abort:
+		if err := writable(p.Op()); err != nil {
+			return &control.Response{Error: err.Error()}
+		}
+	}
+	switch req := p.(type) {
+	case *control.InfoQuery:
 		info := currentInfo()
 		return &control.Response{Info: &info}
-	case control.OpStats:
+	case *control.StatsQuery:
 		var cost []control.HookCost
 		if req.SampleMS > 0 {
 			c, err := sampleCost(time.Duration(req.SampleMS) * time.Millisecond)
@@ -96,9 +104,9 @@ func handleControl(req *control.Request) *control.Response {
 		st.Cost = cost
 		st.Digests = commDigests()
 		return &control.Response{Stats: &st}
-	case control.OpMaps:
+	case *control.MapList:
 		return mapList()
-	case control.OpMapDump:
+	case *control.MapDump:
 		m, err := runningMap(req.Map)
 		if err != nil {
 			return &control.Response{Error: err.Error()}
@@ -112,64 +120,47 @@ func handleControl(req *control.Request) *control.Response {
 			return &control.Response{Error: fmt.Sprintf("map %s: dump: %v", req.Map, err)}
 		}
 		return &control.Response{Dump: b}
-	case control.OpMapUpdate:
-		if err := writable(req.Op); err != nil {
-			return &control.Response{Error: err.Error()}
-		}
+	case *control.MapUpdate:
 		return mapUpdate(req)
-	case control.OpMapLookup:
+	case *control.MapLookup:
 		return mapLookup(req)
-	case control.OpMapDelete:
-		if err := writable(req.Op); err != nil {
-			return &control.Response{Error: err.Error()}
-		}
+	case *control.MapDelete:
 		return mapDelete(req)
-	case control.OpCancel:
-		if err := writable(req.Op); err != nil {
-			return &control.Response{Error: err.Error()}
-		}
+	case *control.Cancel:
 		info, err := cancelPending()
 		if err != nil {
 			return &control.Response{Error: "cancel: " + err.Error()}
 		}
 		return &control.Response{Reload: &control.ReloadResult{Policy: info.Name, SHA256: info.SHA256}}
-	case control.OpReload, control.OpRollback:
-		if err := writable(req.Op); err != nil {
-			return &control.Response{Error: err.Error()}
+	case *control.Reload:
+		if len(req.Object) > config.MaxPolicyBytes {
+			return &control.Response{Error: fmt.Sprintf("reload %s: object of %d bytes, over the limit of %d; the running policy is unchanged",
+				req.Name, len(req.Object), config.MaxPolicyBytes)}
 		}
-		if req.Op == control.OpReload {
-			if len(req.Object) > config.MaxPolicyBytes {
-				return &control.Response{Error: fmt.Sprintf("reload %s: object of %d bytes, over the limit of %d; the running policy is unchanged",
-					req.Name, len(req.Object), config.MaxPolicyBytes)}
-			}
-			if err := checkAllowed(req.Object); err != nil {
-				return &control.Response{Error: fmt.Sprintf("reload %s: %v; the running policy is unchanged", req.Name, err)}
-			}
+		if err := checkAllowed(req.Object); err != nil {
+			return &control.Response{Error: fmt.Sprintf("reload %s: %v; the running policy is unchanged", req.Name, err)}
 		}
-		return controlReload(req)
-	case control.OpMapRead:
+		return controlReload(req, false)
+	case *control.Rollback:
+		return controlReload(&control.Reload{Vars: req.Vars, AtSeq: req.AtSeq, CommAtSeq: req.CommAtSeq, TimeoutMS: req.TimeoutMS}, true)
+	case *control.MapRead:
 		return mapRead(req.Map)
-	case control.OpAgreedUpdate:
+	case *control.AgreedUpdate:
 		return agreedUpdate(req)
-	case control.OpDecisions:
+	case *control.DecisionsQuery:
 		return &control.Response{Decisions: decisionRecords(true)}
-	case control.OpMetrics:
+	case *control.MetricsQuery:
 		return &control.Response{Metrics: currentMetrics()}
-	case control.OpLedger:
+	case *control.LedgerQuery:
 		return ledgerView(req)
-	case control.OpPrepare, control.OpCommit, control.OpAbort:
-		if err := writable(req.Op); err != nil {
-			return &control.Response{Error: err.Error()}
-		}
-		switch req.Op {
-		case control.OpPrepare:
-			return prepareSwitch(req)
-		case control.OpCommit:
-			return commitSwitch(req)
-		}
-		return abortSwitch(req)
+	case *control.Prepare:
+		return prepareSwitch(req)
+	case *control.Commit:
+		return commitSwitch(req.Tx)
+	case *control.Abort:
+		return abortSwitch(req.Tx)
 	}
-	return &control.Response{Error: "unknown op " + req.Op}
+	return &control.Response{Error: "unknown op " + p.Op()}
 }
 
 func currentInfo() control.Info {
@@ -273,7 +264,7 @@ func mapList() *control.Response {
 	return &control.Response{Maps: out}
 }
 
-func mapUpdate(req *control.Request) *control.Response {
+func mapUpdate(req *control.MapUpdate) *control.Response {
 	m, err := runningMap(req.Map)
 	if err != nil {
 		return &control.Response{Error: err.Error()}
@@ -282,7 +273,7 @@ func mapUpdate(req *control.Request) *control.Response {
 	if err != nil {
 		return &control.Response{Error: err.Error()}
 	}
-	if err := decidedWrite(m, req); err != nil {
+	if err := decidedWrite(m, req.Map, req.Force); err != nil {
 		return &control.Response{Error: err.Error()}
 	}
 	if err := m.Update(key, val, 0); err != nil {
@@ -299,7 +290,7 @@ func mapUpdate(req *control.Request) *control.Response {
 
 // updateEntry reads the key and value of a map_update: raw hex, or the
 // words a user typed, read with the map's BTF types.
-func updateEntry(m *maps.Map, req *control.Request) (key, val []byte, err error) {
+func updateEntry(m *maps.Map, req *control.MapUpdate) (key, val []byte, err error) {
 	if len(req.Args) > 0 {
 		kv, err := maps.ParseKeyValue(m.Spec(), req.Args)
 		if err != nil {
@@ -319,7 +310,9 @@ func updateEntry(m *maps.Map, req *control.Request) (key, val []byte, err error)
 	return key, val, nil
 }
 
-func controlReload(req *control.Request) *control.Response {
+// controlReload reloads req.Object, or with rollback the object that ran
+// before the last reload, at req's activation point.
+func controlReload(req *control.Reload, rollback bool) *control.Response {
 	r := reloadRequest{Name: req.Name, Object: req.Object, AtSeq: req.AtSeq,
 		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond}
 	if len(req.CommAtSeq) > 0 {
@@ -332,7 +325,7 @@ func controlReload(req *control.Request) *control.Response {
 			r.CommAt[id] = v
 		}
 	}
-	if req.Op == control.OpRollback {
+	if rollback {
 		stateMu.Lock()
 		p := previous
 		stateMu.Unlock()

@@ -97,7 +97,7 @@ func runLedger() {
 }
 
 // ledgerView answers OpLedger.
-func ledgerView(req *control.Request) *control.Response {
+func ledgerView(req *control.LedgerQuery) *control.Response {
 	var id *uint64
 	if req.Comm != "" {
 		v, err := control.ParseCommKey(req.Comm)

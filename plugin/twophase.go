@@ -106,7 +106,7 @@ func txResponse(tx, state string, at uint64) *control.Response {
 }
 
 // prepareSwitch stages a two-phase switch (OpPrepare).
-func prepareSwitch(req *control.Request) *control.Response {
+func prepareSwitch(req *control.Prepare) *control.Response {
 	stateMu.Lock()
 	act := pending
 	stateMu.Unlock()
@@ -180,19 +180,19 @@ func prepareSwitch(req *control.Request) *control.Response {
 // errNoTx says that a commit or abort names no switch this process knows.
 var errNoTx = errors.New("no such prepared switch here (never prepared, or another one since)")
 
-// commitSwitch opens the gate of the prepared switch req.Tx (OpCommit).
-func commitSwitch(req *control.Request) *control.Response {
+// commitSwitch opens the gate of the prepared switch tx (OpCommit).
+func commitSwitch(tx string) *control.Response {
 	stateMu.Lock()
 	act, last := pending, lastTx
 	stateMu.Unlock()
-	if act == nil || act.tx != req.Tx {
-		if last.tx == req.Tx {
+	if act == nil || act.tx != tx {
+		if last.tx == tx {
 			if last.state == control.TxSwitched {
-				return txResponse(req.Tx, last.state, last.at)
+				return txResponse(tx, last.state, last.at)
 			}
-			return &control.Response{Error: fmt.Sprintf("commit %s: %s (%s)", req.Tx, last.state, last.why)}
+			return &control.Response{Error: fmt.Sprintf("commit %s: %s (%s)", tx, last.state, last.why)}
 		}
-		return &control.Response{Error: fmt.Sprintf("commit %s: %v", req.Tx, errNoTx)}
+		return &control.Response{Error: fmt.Sprintf("commit %s: %v", tx, errNoTx)}
 	}
 	// The epoch is marked under the ledger's lock, with the gate moved: the
 	// drainer cannot pass the activation call in between.
@@ -204,29 +204,29 @@ func commitSwitch(req *control.Request) *control.Response {
 	ledgerMu.Unlock()
 	switch g {
 	case C.NCCLBPF_GATE_PREPARED, C.NCCLBPF_GATE_COMMITTED:
-		return txResponse(req.Tx, control.TxCommitted, act.AtSeq)
+		return txResponse(tx, control.TxCommitted, act.AtSeq)
 	case C.NCCLBPF_GATE_SWITCHED:
-		return txResponse(req.Tx, control.TxSwitched, act.AtSeq)
+		return txResponse(tx, control.TxSwitched, act.AtSeq)
 	case C.NCCLBPF_GATE_LAPSED:
 		comm, seq := gateLapse()
 		return &control.Response{Error: fmt.Sprintf("commit %s: lapsed: communicator %#x reached call %d (the activation call %d) before the commit; this process keeps its policy",
-			req.Tx, comm, seq, act.AtSeq)}
+			tx, comm, seq, act.AtSeq)}
 	}
-	return &control.Response{Error: fmt.Sprintf("commit %s: aborted (no commit came within %v of the prepare, or an abort came first)", req.Tx, act.prepareTTL)}
+	return &control.Response{Error: fmt.Sprintf("commit %s: aborted (no commit came within %v of the prepare, or an abort came first)", tx, act.prepareTTL)}
 }
 
-// abortSwitch closes the gate of switch req.Tx for good and waits until the
+// abortSwitch closes the gate of switch tx for good and waits until the
 // old policy runs alone again (OpAbort).
-func abortSwitch(req *control.Request) *control.Response {
+func abortSwitch(tx string) *control.Response {
 	stateMu.Lock()
 	act, last := pending, lastTx
 	stateMu.Unlock()
-	if act == nil || act.tx != req.Tx {
-		if last.tx == req.Tx && last.state == control.TxSwitched {
-			return &control.Response{Error: fmt.Sprintf("abort %s: already switched at call %d", req.Tx, last.at)}
+	if act == nil || act.tx != tx {
+		if last.tx == tx && last.state == control.TxSwitched {
+			return &control.Response{Error: fmt.Sprintf("abort %s: already switched at call %d", tx, last.at)}
 		}
 		// Never prepared here, or already undone: nothing to abort.
-		return txResponse(req.Tx, control.TxAborted, 0)
+		return txResponse(tx, control.TxAborted, 0)
 	}
 	ledgerMu.Lock()
 	g := int(C.ncclbpf_gate_cas(C.NCCLBPF_GATE_PREPARED, C.NCCLBPF_GATE_ABORTED))
@@ -238,18 +238,18 @@ func abortSwitch(req *control.Request) *control.Response {
 	}
 	ledgerMu.Unlock()
 	if g == C.NCCLBPF_GATE_SWITCHED {
-		return &control.Response{Error: fmt.Sprintf("abort %s: already switched: a call at or past %d ran the new policy", req.Tx, act.AtSeq)}
+		return &control.Response{Error: fmt.Sprintf("abort %s: already switched: a call at or past %d ran the new policy", tx, act.AtSeq)}
 	}
 	select {
 	case <-act.done:
 	case <-time.After(10 * time.Second):
-		return &control.Response{Error: fmt.Sprintf("abort %s: the switch did not come undone within 10s", req.Tx)}
+		return &control.Response{Error: fmt.Sprintf("abort %s: the switch did not come undone within 10s", tx)}
 	}
 	state := control.TxAborted
 	if g == C.NCCLBPF_GATE_LAPSED {
 		state = control.TxLapsed
 	}
-	return txResponse(req.Tx, state, act.AtSeq)
+	return txResponse(tx, state, act.AtSeq)
 }
 
 // epochName names the epoch a plain at-seq switch opens: the same on every

@@ -32,11 +32,11 @@ func simRanks(b testing.TB, addr, job string, n int, env func(i int) uint64) {
 		// Two whole blocks of calls drained, alike on every rank.
 		view := control.LedgerView{CommID: 0x5e5e, NRanks: uint32(n), Through: 2*control.BlockCalls - 1, EnvDigest: env(i),
 			Blocks: []control.Block{{From: 0, Sum: 7}, {From: control.BlockCalls, Sum: 9}}}
-		h := func(req *control.Request) *control.Response {
-			if req.Op == control.OpLedger {
+		h := func(req control.Payload) *control.Response {
+			if _, ok := req.(*control.LedgerQuery); ok {
 				return &control.Response{Ledger: []control.LedgerView{view}}
 			}
-			return &control.Response{Error: "unexpected " + req.Op}
+			return &control.Response{Error: "unexpected " + req.Op()}
 		}
 		wg.Add(1)
 		go func() {

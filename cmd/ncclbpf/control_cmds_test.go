@@ -23,60 +23,72 @@ import (
 // requests it got.
 type fakeProcess struct {
 	mu    sync.Mutex
-	reqs  []control.Request
+	reqs  []control.Payload
 	comms []control.CommInfo // what info reports
 	env   uint64             // the env plugin's digest the ledger reports
 }
 
-func (f *fakeProcess) handle(req *control.Request) *control.Response {
+func (f *fakeProcess) handle(req control.Payload) *control.Response {
 	f.mu.Lock()
-	f.reqs = append(f.reqs, *req)
+	f.reqs = append(f.reqs, req)
 	comms, env := f.comms, f.env
 	f.mu.Unlock()
 	info := control.Info{PID: os.Getpid(), Started: time.Now().Add(-time.Minute), Running: true, Policy: "/p/a.bpf.o",
 		SHA256: strings.Repeat("ab", 32), LoadedAt: time.Now(), Attached: "tuner=a", Comms: comms}
-	switch req.Op {
-	case control.OpInfo:
+	switch req := req.(type) {
+	case *control.InfoQuery:
 		return &control.Response{Info: &info}
-	case control.OpCancel:
+	case *control.Cancel:
 		return &control.Response{Reload: &control.ReloadResult{Policy: info.Policy, SHA256: info.SHA256}}
-	case control.OpStats:
+	case *control.StatsQuery:
 		return &control.Response{Stats: &control.Stats{Info: info, Tuner: control.TunerStats{Calls: 7, PolicyCalls: 7,
 			Applied: 5, Rejected: 2, SeqMax: 100, CommsLive: 1}, Profiler: control.ProfilerStats{Calls: map[string]uint64{}}}}
-	case control.OpMaps:
+	case *control.MapList:
 		return &control.Response{Maps: []control.MapInfo{{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2}}}
-	case control.OpMapDump:
+	case *control.MapDump:
 		// json.Marshal escapes <, > and & in strings: --json must not.
 		d, _ := json.Marshal(maps.MapDump{Name: "hits<&>", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
 			Entries: []maps.Entry{{Key: 0, Value: 41}, {Key: uint64(1), Value: maps.Struct{{Name: "big", Value: uint64(1<<60 + 1)},
 				{Name: "two_m", Value: uint64(2000000)}, {Name: "neg", Value: int64(-5)}}}}})
 		return &control.Response{Dump: d}
-	case control.OpMapUpdate, control.OpMapLookup, control.OpMapDelete:
-		kv, err := maps.ParseKeyValue(maps.Spec{Name: "hits", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}, req.Args)
+	case *control.MapUpdate, *control.MapLookup, *control.MapDelete:
+		var args []string
+		switch r := req.(type) {
+		case *control.MapUpdate:
+			args = r.Args
+		case *control.MapLookup:
+			args = r.Args
+		case *control.MapDelete:
+			args = r.Args
+		}
+		kv, err := maps.ParseKeyValue(maps.Spec{Name: "hits", Type: maps.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}, args)
 		if err != nil {
 			return &control.Response{Error: err.Error()}
 		}
-		if req.Op == control.OpMapLookup {
+		if req.Op() == control.OpMapLookup {
 			d, _ := json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
 				Entries: []maps.Entry{{Key: uint64(kv.Key[0]), Value: uint64(1<<60 + 1)}}})
 			return &control.Response{Dump: d}
 		}
 		resp := &control.Response{Entries: []control.KV{{Key: hex.EncodeToString(kv.Key), Value: hex.EncodeToString(kv.Value)}}}
-		if req.Op == control.OpMapUpdate { // the entry as written, decoded (as the plugin answers)
+		if req.Op() == control.OpMapUpdate { // the entry as written, decoded (as the plugin answers)
 			resp.Dump, _ = json.Marshal(maps.MapDump{Name: "hits", Type: "array", KeySize: 4, ValueSize: 8, MaxEntries: 2,
 				Entries: []maps.Entry{{Key: uint64(kv.Key[0]), Value: int64(binary.LittleEndian.Uint64(kv.Value))}}})
 		}
 		return resp
-	case control.OpDecisions:
+	case *control.DecisionsQuery:
 		return &control.Response{Decisions: []control.CommDecisions{{CommDigest: control.CommDigest{CommID: 0x5e5e, NRanks: 2}}}}
-	case control.OpLedger:
+	case *control.LedgerQuery:
 		return &control.Response{Ledger: []control.LedgerView{{CommID: 0x5e5e, NRanks: 2, Through: -1, EnvDigest: env}}}
-	case control.OpPrepare:
+	case *control.Prepare:
 		return &control.Response{Tx: &control.TxResult{Tx: req.Tx, State: control.TxPrepared, AtSeq: deref(req.AtSeq)}}
-	case control.OpCommit:
+	case *control.Commit:
 		return &control.Response{Tx: &control.TxResult{Tx: req.Tx, State: control.TxCommitted}}
-	case control.OpReload, control.OpRollback:
+	case *control.Reload:
 		return &control.Response{Reload: &control.ReloadResult{Policy: req.Name, SHA256: strings.Repeat("cd", 32),
+			Attached: "tuner=reload_b", Reused: []string{"hits"}, Pending: req.AtSeq != nil, AtSeq: deref(req.AtSeq)}}
+	case *control.Rollback:
+		return &control.Response{Reload: &control.ReloadResult{Policy: "/p/before.bpf.o", SHA256: strings.Repeat("cd", 32),
 			Attached: "tuner=reload_b", Reused: []string{"hits"}, Pending: req.AtSeq != nil, AtSeq: deref(req.AtSeq)}}
 	}
 	return &control.Response{Error: "unexpected"}
@@ -180,14 +192,14 @@ func TestMapUpdateValues(t *testing.T) {
 		{[]string{"hits", "key", "hex", "01", "00", "00", "00", "value", "hex", "2a", "00", "00", "00", "00", "00", "00", "00"}, "1", "42"},
 	} {
 		code, out, errs := ctlCLI(append([]string{"map", "update", "--dir", dir, "--force", pid}, tc.args...)...)
-		last := f.reqs[len(f.reqs)-1]
+		last, _ := f.reqs[len(f.reqs)-1].(*control.MapUpdate)
 		words := tc.args[1:]
 		if words[0] == "--" {
 			words = words[1:]
 		}
-		if code != 0 || last.Op != control.OpMapUpdate || strings.Join(last.Args, " ") != strings.Join(words, " ") || !last.Force ||
+		if code != 0 || last == nil || strings.Join(last.Args, " ") != strings.Join(words, " ") || !last.Force ||
 			!strings.Contains(out, "hits["+tc.key+"] = "+tc.value) {
-			t.Errorf("map update %q: exit %d, %q %q; sent %s %q force %v", tc.args, code, out, errs, last.Op, last.Args, last.Force)
+			t.Errorf("map update %q: exit %d, %q %q; sent %+v", tc.args, code, out, errs, f.reqs[len(f.reqs)-1])
 		}
 	}
 	for _, tc := range []struct {
@@ -244,13 +256,14 @@ func TestReloadVerifiesLocallyFirst(t *testing.T) {
 		t.Fatalf("reload --all --at-seq +50: %d %q %q", code, out, errs)
 	}
 	// Two-phase: a prepare with the object, then the commit of the same switch.
-	prep, last := f.reqs[len(f.reqs)-2], f.reqs[len(f.reqs)-1]
-	if prep.Op != control.OpPrepare || len(prep.Object) == 0 || prep.AtSeq == nil || *prep.AtSeq != 150 ||
-		last.Op != control.OpCommit || last.Tx != prep.Tx || prep.Tx == "" {
-		t.Fatalf("sent %+v then %+v", prep, last)
+	prep, _ := f.reqs[len(f.reqs)-2].(*control.Prepare)
+	last, _ := f.reqs[len(f.reqs)-1].(*control.Commit)
+	if prep == nil || len(prep.Object) == 0 || prep.AtSeq == nil || *prep.AtSeq != 150 ||
+		last == nil || last.Tx != prep.Tx || prep.Tx == "" {
+		t.Fatalf("sent %+v then %+v", f.reqs[len(f.reqs)-2], f.reqs[len(f.reqs)-1])
 	}
 	code, out, _ = ctlCLI("reload", "--dir", dir, "--rollback", pid)
-	if code != 0 || f.reqs[len(f.reqs)-1].Op != control.OpRollback || !strings.Contains(out, "tuner=reload_b") {
+	if code != 0 || f.reqs[len(f.reqs)-1].Op() != control.OpRollback || !strings.Contains(out, "tuner=reload_b") {
 		t.Fatalf("rollback: %d %q", code, out)
 	}
 }
@@ -270,7 +283,7 @@ func TestControlCommandsWithAHungProcess(t *testing.T) {
 		t.Fatalf("--expect 2 with one process: %d %q", code, errs)
 	}
 	code, out, errs := ctlCLI("reload", "--dir", dir, "--cancel", "--all")
-	if code != 0 || !strings.Contains(out, "armed reload withdrawn") || f.reqs[len(f.reqs)-1].Op != control.OpCancel {
+	if code != 0 || !strings.Contains(out, "armed reload withdrawn") || f.reqs[len(f.reqs)-1].Op() != control.OpCancel {
 		t.Fatalf("--cancel: %d %q %q", code, out, errs)
 	}
 	var mu sync.Mutex
@@ -309,8 +322,8 @@ func TestControlCommandsWithAHungProcess(t *testing.T) {
 		t.Fatalf("ps: %d %q %q", code, out, errs)
 	}
 	code, _, errs = ctlCLI("reload", "--dir", dir, "--all", obj)
-	if last := f.reqs[len(f.reqs)-1]; code != exitFailure || !strings.Contains(errs, "not every process") || last.Op == control.OpReload {
-		t.Fatalf("reload --all with hung processes: %d %q (last request %s)", code, errs, last.Op)
+	if last := f.reqs[len(f.reqs)-1]; code != exitFailure || !strings.Contains(errs, "not every process") || last.Op() == control.OpReload {
+		t.Fatalf("reload --all with hung processes: %d %q (last request %s)", code, errs, last.Op())
 	}
 }
 
@@ -329,7 +342,7 @@ func TestReloadAllRequiresEveryLocalRank(t *testing.T) {
 		t.Fatalf("reload --all with a rank missing: %d %q", code, errs)
 	}
 	for _, r := range f.reqs {
-		if r.Op == control.OpReload {
+		if r.Op() == control.OpReload {
 			t.Fatal("a reload was sent")
 		}
 	}

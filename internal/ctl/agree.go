@@ -127,7 +127,7 @@ func Agree(e cli.Streams, args []string, o *AgreeOptions) error {
 	if err != nil {
 		return err
 	}
-	res := control.TwoPhase(ranks, &control.Request{Map: o.To, Entries: kvs, AtSeq: &n}, control.SwitchOptions{})
+	res := control.TwoPhase(ranks, &control.Prepare{Map: o.To, Entries: kvs, AtSeq: &n}, control.SwitchOptions{})
 	return reportSwitch(e, "agree", res, func(string) string {
 		return fmt.Sprintf("%s: %d keys, active from call %d", o.To, len(kvs), n)
 	}, o.JSON)
@@ -161,7 +161,7 @@ func agreeStore(e cli.Streams, o *AgreeOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	res := storeSwitch(kv, &o.Store, ranks, &control.Request{Map: o.To, Entries: kvs, AtSeq: &n})
+	res := storeSwitch(kv, &o.Store, ranks, &control.Prepare{Map: o.To, Entries: kvs, AtSeq: &n})
 	return reportSwitch(e, "agree", res, func(string) string {
 		return fmt.Sprintf("%s: %d keys, active from call %d", o.To, len(kvs), n)
 	}, o.JSON)
@@ -173,7 +173,7 @@ func gatherRanks(ranks []control.Rank, from, reduce, elem string, timeout time.D
 	var part *control.Partial
 	var hi uint64
 	for _, r := range ranks {
-		resp, err := r.Call(&control.Request{Op: control.OpMapRead, Map: from}, timeout)
+		resp, err := r.Call(&control.MapRead{Map: from}, timeout)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w (nothing was switched)", r.Name(), err)
 		}
@@ -194,7 +194,7 @@ func gatherRanks(ranks []control.Rank, from, reduce, elem string, timeout time.D
 		if err := part.Add(resp.Entries); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", r.Name(), err)
 		}
-		st, err := r.Call(&control.Request{Op: control.OpStats}, timeout)
+		st, err := r.Call(&control.StatsQuery{}, timeout)
 		if err != nil || st.Stats == nil {
 			return nil, 0, fmt.Errorf("%s: stats: %v", r.Name(), err)
 		}
@@ -207,7 +207,7 @@ func gatherRanks(ranks []control.Rank, from, reduce, elem string, timeout time.D
 func gather(e cli.Streams, dir string, pids []int, from, reduce, elem string) (*control.Partial, error) {
 	var part *control.Partial
 	for _, pid := range pids {
-		resp, err := call(dir, pidTarget(pid), &control.Request{Op: control.OpMapRead, Map: from})
+		resp, err := call(dir, pidTarget(pid), &control.MapRead{Map: from})
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +236,7 @@ func gather(e cli.Streams, dir string, pids []int, from, reduce, elem string) (*
 func withComm(dir string, pids []int, id uint64) ([]int, error) {
 	var out []int
 	for _, pid := range pids {
-		resp, err := call(dir, pidTarget(pid), &control.Request{Op: control.OpStats})
+		resp, err := call(dir, pidTarget(pid), &control.StatsQuery{})
 		if err != nil || resp.Stats == nil {
 			continue
 		}
@@ -255,7 +255,7 @@ func withComm(dir string, pids []int, id uint64) ([]int, error) {
 
 // callRetryBusy is call, retried while the target is still completing an
 // earlier reload or agreed update (its activation point not yet passed).
-func callRetryBusy(dir string, pid int, req *control.Request, timeout time.Duration) (*control.Response, error) {
+func callRetryBusy(dir string, pid int, req control.Payload, timeout time.Duration) (*control.Response, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		resp, err := call(dir, pidTarget(pid), req)

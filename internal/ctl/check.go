@@ -139,7 +139,7 @@ const checkTimeout = 10 * time.Second
 // checkRanks compares the decision ledgers of ranks, communicator by
 // communicator, and prints the verdicts.
 func checkRanks(e cli.Streams, ranks []control.Rank, only *uint64, asJSON bool) error {
-	req := &control.Request{Op: control.OpLedger}
+	req := &control.LedgerQuery{}
 	if only != nil {
 		req.Comm = control.CommKey(*only)
 	}
@@ -212,7 +212,7 @@ func checkRanks(e cli.Streams, ranks []control.Rank, only *uint64, asJSON bool) 
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resp, err := ranks[m.rank].Call(&control.Request{Op: control.OpLedger, Comm: control.CommKey(id),
+					resp, err := ranks[m.rank].Call(&control.LedgerQuery{Comm: control.CommKey(id),
 						RecordsFrom: a, RecordsTo: b}, checkTimeout)
 					if err == nil && len(resp.Ledger) == 1 {
 						out[i] = resp.Ledger[0].Records

@@ -14,7 +14,7 @@ import (
 // applyManifest gives req the activation of OBJ's manifest (OBJ.activate),
 // if it has one and the command line names no --at-seq. It reports whether
 // it did. A manifest and --at-seq together are a usage error.
-func applyManifest(w io.Writer, obj, atSeq string, timeoutSet bool, req *control.Request) (bool, error) {
+func applyManifest(w io.Writer, obj, atSeq string, timeoutSet bool, req *control.Reload) (bool, error) {
 	m, err := config.ReadManifest(obj)
 	if errors.Is(err, config.ErrNoManifest) {
 		return false, nil

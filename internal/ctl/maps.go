@@ -19,7 +19,7 @@ func MapList(e cli.Streams, args []string, dir string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	resp, err := call(dir, pid, &control.Request{Op: control.OpMaps})
+	resp, err := call(dir, pid, &control.MapList{})
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func MapDump(e cli.Streams, args []string, dir string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	resp, err := call(dir, pid, &control.Request{Op: control.OpMapDump, Map: args[1]})
+	resp, err := call(dir, pid, &control.MapDump{Map: args[1]})
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,18 @@ func MapWords(e cli.Streams, verb, op string, args []string, dir string, asJSON,
 		return err
 	}
 	name := args[1]
-	resp, err := call(dir, pid, &control.Request{Op: op, Map: name, Args: args[2:], Force: force})
+	var req control.Payload
+	switch op {
+	case control.OpMapUpdate:
+		req = &control.MapUpdate{Map: name, Args: args[2:], Force: force}
+	case control.OpMapLookup:
+		req = &control.MapLookup{Map: name, Args: args[2:]}
+	case control.OpMapDelete:
+		req = &control.MapDelete{Map: name, Args: args[2:], Force: force}
+	default:
+		return fmt.Errorf("map %s: %q is not a map operation of the control socket", verb, op)
+	}
+	resp, err := call(dir, pid, req)
 	if err != nil {
 		return err
 	}

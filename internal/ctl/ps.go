@@ -29,7 +29,7 @@ func parsePID(s string) (target, error) {
 var callTimeout = 2 * time.Minute
 
 // call sends one request to process pid and explains connection failures.
-func call(dir string, pid target, req *control.Request) (*control.Response, error) {
+func call(dir string, pid target, req control.Payload) (*control.Response, error) {
 	path, err := control.NamePath(dir, string(pid))
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func call(dir string, pid target, req *control.Request) (*control.Response, erro
 
 // queryAll asks every process of dir at once (each bounded by timeout) and
 // returns those that answered, and one error line per socket that did not.
-func queryAll(dir string, req *control.Request, timeout time.Duration) ([]control.Result, []string, error) {
+func queryAll(dir string, req control.Payload, timeout time.Duration) ([]control.Result, []string, error) {
 	if err := checkControlDir(dir); err != nil {
 		return nil, nil, err
 	}
@@ -108,7 +108,7 @@ func PS(e cli.Streams, args []string, dir string, asJSON, verbose bool, timeout 
 	if len(args) != 0 {
 		return cli.Usagef("ps takes no arguments")
 	}
-	rs, bad, err := queryAll(dir, &control.Request{Op: control.OpInfo}, timeout)
+	rs, bad, err := queryAll(dir, &control.InfoQuery{}, timeout)
 	if err != nil {
 		return err
 	}

@@ -82,12 +82,10 @@ func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
 		args = args[1:]
 	}
 	if o.Cancel {
-		return sendAll(e, o.Dir, pids, &control.Request{Op: control.OpCancel}, o.JSON)
+		return sendAll(e, o.Dir, pids, &control.Cancel{}, o.JSON)
 	}
-	req := &control.Request{Op: control.OpReload, Vars: vars, TimeoutMS: o.Timeout.Milliseconds()}
-	if o.Rollback {
-		req.Op = control.OpRollback
-	} else {
+	req := &control.Reload{Vars: vars, TimeoutMS: o.Timeout.Milliseconds()}
+	if !o.Rollback {
 		path := args[0]
 		obj, err := config.ReadRegularFile(path, config.MaxPolicyBytes)
 		if err != nil {
@@ -125,7 +123,10 @@ func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
 		}
 		req.AtSeq = &n
 	}
-	if o.All && req.AtSeq != nil && req.Op == control.OpReload {
+	if o.Rollback {
+		return sendAll(e, o.Dir, pids, &control.Rollback{Vars: req.Vars, AtSeq: req.AtSeq, TimeoutMS: req.TimeoutMS}, o.JSON)
+	}
+	if o.All && req.AtSeq != nil {
 		// Every process switches at N or none does (two-phase).
 		names := make([]string, len(pids))
 		for i, p := range pids {
@@ -135,7 +136,7 @@ func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
 		if err != nil {
 			return err
 		}
-		res := control.TwoPhase(ranks, req, control.SwitchOptions{})
+		res := control.TwoPhase(ranks, req.AsPrepare(""), control.SwitchOptions{})
 		return reportSwitch(e, "reload", res, func(string) string {
 			return fmt.Sprintf("%s: armed: communicators switch at call %d", req.Name, *req.AtSeq)
 		}, o.JSON)
@@ -145,7 +146,7 @@ func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
 
 // reloadStore is reload --all --at-seq over every rank of the job's store.
 func reloadStore(e cli.Streams, path, vars string, o *ReloadOptions) error {
-	req := &control.Request{Op: control.OpReload, Vars: vars, TimeoutMS: o.Timeout.Milliseconds()}
+	req := &control.Reload{Vars: vars, TimeoutMS: o.Timeout.Milliseconds()}
 	obj, err := config.ReadRegularFile(path, config.MaxPolicyBytes)
 	if err != nil {
 		return err
@@ -182,7 +183,7 @@ func reloadStore(e cli.Streams, path, vars string, o *ReloadOptions) error {
 		return err
 	}
 	req.AtSeq = &n
-	res := storeSwitch(kv, &o.Store, ranks, req)
+	res := storeSwitch(kv, &o.Store, ranks, req.AsPrepare(""))
 	return reportSwitch(e, "reload", res, func(string) string {
 		return fmt.Sprintf("%s: armed: communicators switch at call %d", req.Name, n)
 	}, o.JSON)
@@ -195,7 +196,7 @@ const maxActivationTimeout = time.Hour
 // any socket did not answer, if expect > 0 and the count differs, or if a
 // single-node communicator has ranks that no answering process reports.
 func allTargets(dir string, expect int) ([]target, error) {
-	rs, bad, err := queryAll(dir, &control.Request{Op: control.OpInfo}, 10*time.Second)
+	rs, bad, err := queryAll(dir, &control.InfoQuery{}, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +247,7 @@ func allTargets(dir string, expect int) ([]target, error) {
 }
 
 // sendAll sends req to every target at once and prints each answer.
-func sendAll(e cli.Streams, dir string, pids []target, req *control.Request, asJSON bool) error {
+func sendAll(e cli.Streams, dir string, pids []target, req control.Payload, asJSON bool) error {
 	type answer struct {
 		resp *control.Response
 		err  error
@@ -278,7 +279,7 @@ func sendAll(e cli.Streams, dir string, pids []target, req *control.Request, asJ
 			results = append(results, map[string]any{"pid": string(pid), "reload": r})
 			continue
 		}
-		if req.Op == control.OpCancel {
+		if _, cancel := req.(*control.Cancel); cancel {
 			fmt.Fprintf(e.Stdout, "pid %s: armed reload withdrawn; running %s sha256 %s\n", pid, r.Policy, short(r.SHA256))
 			continue
 		}
@@ -320,7 +321,7 @@ func resolveSeq(dir string, pids []target, s string) (uint64, error) {
 	}
 	var hi uint64
 	for _, pid := range pids {
-		resp, err := call(dir, pid, &control.Request{Op: control.OpStats})
+		resp, err := call(dir, pid, &control.StatsQuery{})
 		if err != nil {
 			return 0, err
 		}

@@ -24,7 +24,7 @@ func Stats(e cli.Streams, args []string, dir string, asJSON bool, cost time.Dura
 	if cost < 0 || cost > time.Minute {
 		return cli.Usagef("--cost %v: want up to 1m", cost)
 	}
-	resp, err := call(dir, pid, &control.Request{Op: control.OpStats, SampleMS: cost.Milliseconds()})
+	resp, err := call(dir, pid, &control.StatsQuery{SampleMS: cost.Milliseconds()})
 	if err != nil {
 		return err
 	}

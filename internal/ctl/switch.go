@@ -43,7 +43,7 @@ func openStoreRanks(o *StoreOptions) (control.Store, []control.Rank, error) {
 
 // storeSwitch runs a two-phase switch over the ranks of the job's store,
 // its decision recorded there.
-func storeSwitch(kv control.Store, o *StoreOptions, ranks []control.Rank, req *control.Request) control.SwitchResult {
+func storeSwitch(kv control.Store, o *StoreOptions, ranks []control.Rank, req *control.Prepare) control.SwitchResult {
 	// the ranks as they are, so that their requests go out batched
 	return control.TwoPhase(ranks, req, control.SwitchOptions{
 		Timeout:   o.RankTimeout,
@@ -61,7 +61,7 @@ func furthestSeq(ranks []control.Rank, timeout time.Duration) (uint64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := r.Call(&control.Request{Op: control.OpStats}, timeout)
+			st, err := r.Call(&control.StatsQuery{}, timeout)
 			if err == nil && st.Stats == nil {
 				err = errors.New("empty stats answer")
 			}
@@ -109,10 +109,10 @@ type busyRetry struct {
 
 // Call sends req to the rank, retrying a prepare while the rank is still
 // completing an earlier switch.
-func (b busyRetry) Call(req *control.Request, timeout time.Duration) (*control.Response, error) {
+func (b busyRetry) Call(req control.Payload, timeout time.Duration) (*control.Response, error) {
 	for {
 		resp, err := b.Rank.Call(req, timeout)
-		if err == nil || req.Op != control.OpPrepare || !strings.Contains(err.Error(), "another reload is in progress") ||
+		if err == nil || req.Op() != control.OpPrepare || !strings.Contains(err.Error(), "another reload is in progress") ||
 			time.Now().After(b.deadline) {
 			return resp, err
 		}

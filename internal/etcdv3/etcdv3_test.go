@@ -102,8 +102,8 @@ func TestMailboxAcrossClients(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			control.ServeStore(server, prefix, reg.Slot, func(req *control.Request) *control.Response {
-				return &control.Response{Entries: []control.KV{{Key: req.Map}}}
+			control.ServeStore(server, prefix, reg.Slot, func(req control.Payload) *control.Response {
+				return &control.Response{Entries: []control.KV{{Key: req.(*control.MapDump).Map}}}
 			}, stop, func(error) {})
 		}()
 		ranks, err := control.StoreRanks(client, prefix, 0)
@@ -112,7 +112,7 @@ func TestMailboxAcrossClients(t *testing.T) {
 		}
 		for i := 0; i < 3; i++ {
 			m := "m" + strconv.Itoa(i)
-			resp, err := ranks[0].Call(&control.Request{Op: control.OpMaps, Map: m}, 5*time.Second)
+			resp, err := ranks[0].Call(&control.MapDump{Map: m}, 5*time.Second)
 			if err != nil || len(resp.Entries) != 1 || resp.Entries[0].Key != m {
 				t.Fatalf("v3 serves %v, call %d: %+v %v", v3serves, i, resp, err)
 			}
@@ -206,8 +206,8 @@ func TestEtcdClientPostAll(t *testing.T) {
 			t.Fatal(err)
 		}
 		state := control.TxPrepared
-		go control.ServeStore(server, job, reg.Slot, func(req *control.Request) *control.Response {
-			if req.Op == control.OpCommit {
+		go control.ServeStore(server, job, reg.Slot, func(req control.Payload) *control.Response {
+			if req.Op() == control.OpCommit {
 				state = control.TxCommitted
 			}
 			return &control.Response{Tx: &control.TxResult{State: state}}
@@ -218,7 +218,7 @@ func TestEtcdClientPostAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := uint64(10)
-	if res := control.TwoPhase(ranks, &control.Request{Map: "agreed", Entries: []control.KV{{Key: "00", Value: "01"}}, AtSeq: &n}, control.SwitchOptions{Timeout: 5 * time.Second}); !res.Committed {
+	if res := control.TwoPhase(ranks, &control.Prepare{Map: "agreed", Entries: []control.KV{{Key: "00", Value: "01"}}, AtSeq: &n}, control.SwitchOptions{Timeout: 5 * time.Second}); !res.Committed {
 		t.Fatalf("a round coordinated by the command line's client: %+v", res)
 	}
 }

@@ -112,7 +112,7 @@ func (c *Collector) Read() ([]*control.Metrics, []ProcessError) {
 	}
 	var out []*control.Metrics
 	var errs []ProcessError
-	for _, r := range control.QueryAll(entries, &control.Request{Op: control.OpMetrics}, c.timeout) {
+	for _, r := range control.QueryAll(entries, &control.MetricsQuery{}, c.timeout) {
 		switch {
 		case errors.Is(r.Err, control.ErrStale):
 		case r.Err != nil:

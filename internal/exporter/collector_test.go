@@ -18,9 +18,9 @@ import (
 // OpMetrics with m.
 func serveFake(t *testing.T, dir string, m *control.Metrics) {
 	t.Helper()
-	s, err := control.Listen(dir, os.Getpid(), func(r *control.Request) *control.Response {
-		if r.Op != control.OpMetrics {
-			return &control.Response{Error: "unknown op " + r.Op}
+	s, err := control.Listen(dir, os.Getpid(), func(r control.Payload) *control.Response {
+		if _, ok := r.(*control.MetricsQuery); !ok {
+			return &control.Response{Error: "unknown op " + r.Op()}
 		}
 		return &control.Response{OK: true, Metrics: m}
 	})

@@ -54,7 +54,7 @@ func Gather(dir string, pids []int, timeout time.Duration) ([]Process, []string,
 	}
 	var out []Process
 	var warns []string
-	for _, r := range control.QueryAll(entries, &control.Request{Op: control.OpMetrics}, timeout) {
+	for _, r := range control.QueryAll(entries, &control.MetricsQuery{}, timeout) {
 		if r.Err != nil || r.Resp == nil || r.Resp.Metrics == nil {
 			if errors.Is(r.Err, control.ErrStale) && len(pids) == 0 {
 				continue
@@ -81,14 +81,14 @@ func Gather(dir string, pids []int, timeout time.Duration) ([]Process, []string,
 
 // readMaps dumps every map of the process's running policy.
 func readMaps(e control.Entry, timeout time.Duration) ([]json.RawMessage, []string) {
-	rs := control.QueryAll([]control.Entry{e}, &control.Request{Op: control.OpMaps}, timeout)
+	rs := control.QueryAll([]control.Entry{e}, &control.MapList{}, timeout)
 	if rs[0].Err != nil || rs[0].Resp == nil {
 		return nil, []string{fmt.Sprintf("map list: %v", rs[0].Err)}
 	}
 	var out []json.RawMessage
 	var errs []string
 	for _, m := range rs[0].Resp.Maps {
-		d := control.QueryAll([]control.Entry{e}, &control.Request{Op: control.OpMapDump, Map: m.Name}, timeout)[0]
+		d := control.QueryAll([]control.Entry{e}, &control.MapDump{Map: m.Name}, timeout)[0]
 		if d.Err != nil || d.Resp == nil || len(d.Resp.Dump) == 0 {
 			errs = append(errs, fmt.Sprintf("map %s: %v", m.Name, d.Err))
 			continue

@@ -20,7 +20,7 @@ func u64hex(v uint64) string {
 	return hex.EncodeToString(b[:])
 }
 
-func ctlCall(t *testing.T, dir string, pid int, req *control.Request) (*control.Response, error) {
+func ctlCall(t *testing.T, dir string, pid int, req control.Payload) (*control.Response, error) {
 	t.Helper()
 	c, err := control.DialPID(dir, pid)
 	if err != nil {
@@ -35,7 +35,7 @@ func ctlCall(t *testing.T, dir string, pid int, req *control.Request) (*control.
 // least one call on each side must be kept.
 func switchedAt(t *testing.T, dir string, pid int, lo, n uint64, before, after int32) {
 	t.Helper()
-	resp, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpDecisions})
+	resp, err := ctlCall(t, dir, pid, &control.DecisionsQuery{})
 	if err != nil || len(resp.Decisions) != 1 {
 		t.Fatalf("pid %d: decisions: %v %+v", pid, err, resp)
 	}
@@ -81,16 +81,16 @@ func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 	waitSeq(t, dir, pids, 10)
 
 	// No write of an agreed map without an activation point.
-	_, err := ctlCall(t, dir, pids[0], &control.Request{Op: control.OpMapUpdate, Map: "agreed", Key: "00000000", Value: u64hex(9)})
+	_, err := ctlCall(t, dir, pids[0], &control.MapUpdate{Map: "agreed", Key: "00000000", Value: u64hex(9)})
 	if err == nil || !strings.Contains(err.Error(), "agreed map") || !strings.Contains(err.Error(), "--at-seq") {
 		t.Fatalf("plain update of an agreed map: %v", err)
 	}
-	_, err = ctlCall(t, dir, pids[0], &control.Request{Op: control.OpAgreedUpdate, Map: "agreed",
+	_, err = ctlCall(t, dir, pids[0], &control.AgreedUpdate{Map: "agreed",
 		Entries: []control.KV{{Key: "00000000", Value: u64hex(9)}}})
 	if err == nil || !strings.Contains(err.Error(), "at_seq") {
 		t.Fatalf("agreed update without at_seq: %v", err)
 	}
-	_, err = ctlCall(t, dir, pids[0], &control.Request{Op: control.OpAgreedUpdate, Map: "local",
+	_, err = ctlCall(t, dir, pids[0], &control.AgreedUpdate{Map: "local",
 		Entries: []control.KV{{Key: "00000000", Value: u64hex(9)}}, AtSeq: new(uint64)})
 	if err == nil || !strings.Contains(err.Error(), "not an agreed map") {
 		t.Fatalf("agreed update of a plain map: %v", err)
@@ -102,7 +102,7 @@ func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 
 	// Rank-local values 3, 4, 5; the agreement is their maximum.
 	for r, pid := range pids {
-		if _, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpMapUpdate, Map: "local", Key: "00000000",
+		if _, err := ctlCall(t, dir, pid, &control.MapUpdate{Map: "local", Key: "00000000",
 			Value: u64hex(uint64(3 + r))}); err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 		t.Fatalf("check after the agreement: exit %d\n%s", code, out)
 	}
 	// An agreed update runs the same object again: rollback still has nothing earlier to go to.
-	if resp, err := ctlCall(t, dir, pids[0], &control.Request{Op: control.OpStats}); err != nil ||
+	if resp, err := ctlCall(t, dir, pids[0], &control.StatsQuery{}); err != nil ||
 		resp.Stats.Reload.Previous != "" || resp.Stats.Reload.Reloads != 1 {
 		t.Fatalf("stats after an agreed update: %v %+v", err, resp.Stats.Reload)
 	}
@@ -133,7 +133,7 @@ func TestAgreedMapSwitchesEveryRankAtOneCall(t *testing.T) {
 	// Across nodes: each node exports its partial, the partials are
 	// combined, every node imports the result at the same absolute call.
 	for r, pid := range pids {
-		if _, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpMapUpdate, Map: "local", Key: "00000000",
+		if _, err := ctlCall(t, dir, pid, &control.MapUpdate{Map: "local", Key: "00000000",
 			Value: u64hex(uint64(10 + r))}); err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,7 @@ func TestPolicyWatchBadFiles(t *testing.T) {
 	var sha string
 	for deadline := time.Now().Add(20 * time.Second); sha == ""; time.Sleep(20 * time.Millisecond) {
 		if c, err := control.DialPID(ctl, pid); err == nil {
-			if r, err := c.Call(&control.Request{Op: control.OpInfo}); err == nil && r.Info.Running {
+			if r, err := c.Call(&control.InfoQuery{}); err == nil && r.Info.Running {
 				sha = r.Info.SHA256
 			}
 			c.Close()
@@ -156,7 +156,7 @@ func TestPolicyWatchBadFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := c.Call(&control.Request{Op: control.OpInfo})
+		r, err := c.Call(&control.InfoQuery{})
 		c.Close()
 		if err != nil || r.Info.SHA256 != sha {
 			t.Fatalf("%s: the running policy changed or the process stopped answering: %v", kind, err)

@@ -83,7 +83,7 @@ func seqOf(dir string, pid int) uint64 {
 		return 0
 	}
 	defer c.Close()
-	resp, err := c.Call(&control.Request{Op: control.OpStats})
+	resp, err := c.Call(&control.StatsQuery{})
 	if err != nil || resp.Stats == nil || resp.Stats.Tuner.CommsLive == 0 {
 		return 0
 	}

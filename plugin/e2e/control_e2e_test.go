@@ -54,11 +54,11 @@ func TestControlSocketEndToEnd(t *testing.T) {
 		}
 	}
 	defer cl.Close()
-	mustCall := func(req *control.Request) *control.Response {
+	mustCall := func(req control.Payload) *control.Response {
 		t.Helper()
 		resp, err := cl.Call(req)
 		if err != nil {
-			t.Fatalf("%s: %v", req.Op, err)
+			t.Fatalf("%s: %v", req.Op(), err)
 		}
 		return resp
 	}
@@ -68,17 +68,17 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	}
 
 	// The socket comes up when the library is loaded, the policy with the first init.
-	info := mustCall(&control.Request{Op: control.OpInfo}).Info
+	info := mustCall(&control.InfoQuery{}).Info
 	for deadline := time.Now().Add(10 * time.Second); !info.Running && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
-		info = mustCall(&control.Request{Op: control.OpInfo}).Info
+		info = mustCall(&control.InfoQuery{}).Info
 	}
 	if !info.Running || !strings.HasSuffix(info.Policy, "reload_a.bpf.o") || info.Attached != "tuner=reload_a" || len(info.SHA256) != 64 {
 		t.Fatalf("info: %+v", info)
 	}
 	hits := func() (a, b uint64) {
 		t.Helper()
-		d, err := maps.DecodeDump(mustCall(&control.Request{Op: control.OpMapDump, Map: "hits"}).Dump)
+		d, err := maps.DecodeDump(mustCall(&control.MapDump{Map: "hits"}).Dump)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,13 +97,13 @@ func TestControlSocketEndToEnd(t *testing.T) {
 		t.Fatal("policy A did not count its calls in hits")
 	}
 	// map update: hits[0] = 1<<40, then it keeps counting from there.
-	mustCall(&control.Request{Op: control.OpMapUpdate, Map: "hits", Key: "00000000", Value: "0000000000010000"})
+	mustCall(&control.MapUpdate{Map: "hits", Key: "00000000", Value: "0000000000010000"})
 	if a, _ := hits(); a < 1<<40 {
 		t.Fatalf("map update did not land: hits[0] = %d", a)
 	}
 	// Words typed as a user would, and a dump exact past 2^53: the count
 	// goes on from 2^60+1 exactly (odd: a float would have made it even).
-	upd := mustCall(&control.Request{Op: control.OpMapUpdate, Map: "hits", Args: []string{"0", "1152921504606846977"}})
+	upd := mustCall(&control.MapUpdate{Map: "hits", Args: []string{"0", "1152921504606846977"}})
 	if d, err := maps.DecodeDump(upd.Dump); err != nil || len(d.Entries) != 1 ||
 		maps.FormatValue(d.Entries[0].Key) != "0" || maps.FormatValue(d.Entries[0].Value) != "1152921504606846977" {
 		t.Fatalf("map update answers the entry as written, decoded: %v %+v", err, d)
@@ -112,7 +112,7 @@ func TestControlSocketEndToEnd(t *testing.T) {
 		t.Fatalf("map update of 2^60+1: hits[0] = %d", a)
 	}
 	objB, _ := os.ReadFile(filepath.Join(root, "testhost/reload_b.bpf.o"))
-	r := mustCall(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}).Reload
+	r := mustCall(&control.Reload{Object: objB, Name: "B"}).Reload
 	if r.Attached != "tuner=reload_b" || len(r.Reused) != 1 || r.Reused[0] != "hits" {
 		t.Fatalf("reload B: %+v", r)
 	}
@@ -122,23 +122,23 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	}
 	// A bad object: refused by the plugin's own verifier; B keeps running.
 	bad, _ := os.ReadFile(filepath.Join(root, "plugin/e2e/testdata/unsafe_oob.bpf.o"))
-	_, err = cl.Call(&control.Request{Op: control.OpReload, Object: bad, Name: "bad"})
+	_, err = cl.Call(&control.Reload{Object: bad, Name: "bad"})
 	if err == nil || !strings.Contains(err.Error(), "rejected") || !strings.Contains(err.Error(), "unchanged") {
 		t.Fatalf("bad reload: %v", err)
 	}
-	if _, err = cl.Call(&control.Request{Op: control.OpReload, Object: []byte("not an ELF"), Name: "junk"}); err == nil {
+	if _, err = cl.Call(&control.Reload{Object: []byte("not an ELF"), Name: "junk"}); err == nil {
 		t.Fatal("junk reload accepted")
 	}
-	if info := mustCall(&control.Request{Op: control.OpInfo}).Info; info.Attached != "tuner=reload_b" {
+	if info := mustCall(&control.InfoQuery{}).Info; info.Attached != "tuner=reload_b" {
 		t.Fatalf("a failed reload changed the policy: %+v", info)
 	}
 	// at-seq in the past: refused.
 	past := uint64(0)
-	if _, err = cl.Call(&control.Request{Op: control.OpReload, Object: objB, Name: "B", AtSeq: &past}); err == nil ||
+	if _, err = cl.Call(&control.Reload{Object: objB, Name: "B", AtSeq: &past}); err == nil ||
 		!strings.Contains(err.Error(), "already") {
 		t.Fatalf("at-seq 0 on a running job: %v", err)
 	}
-	st := mustCall(&control.Request{Op: control.OpStats}).Stats
+	st := mustCall(&control.StatsQuery{}).Stats
 	if st.Tuner.CommsLive != 2 || st.Tuner.PolicyCalls == 0 || st.Reload.Reloads != 1 || st.Reload.Failures != 3 ||
 		st.Reload.LiveBundles != 1 {
 		t.Fatalf("stats: %+v", st)
@@ -146,12 +146,12 @@ func TestControlSocketEndToEnd(t *testing.T) {
 	// at-seq in the future: armed, then active once both communicators pass it.
 	objA, _ := os.ReadFile(filepath.Join(root, "testhost/reload_a.bpf.o"))
 	at := st.Tuner.SeqMax + 500
-	r = mustCall(&control.Request{Op: control.OpReload, Object: objA, Name: "A", AtSeq: &at}).Reload
+	r = mustCall(&control.Reload{Object: objA, Name: "A", AtSeq: &at}).Reload
 	if !r.Pending || r.AtSeq != at {
 		t.Fatalf("at-seq reload: %+v", r)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		in := mustCall(&control.Request{Op: control.OpInfo}).Info
+		in := mustCall(&control.InfoQuery{}).Info
 		if in.PendingAtSeq == nil {
 			break
 		}
@@ -159,35 +159,35 @@ func TestControlSocketEndToEnd(t *testing.T) {
 			t.Fatal("at-seq activation never completed")
 		}
 	}
-	st = mustCall(&control.Request{Op: control.OpStats}).Stats
+	st = mustCall(&control.StatsQuery{}).Stats
 	if st.Tuner.SeqMin <= at || st.Reload.ForcedActivations != 0 || st.Reload.LiveBundles != 1 {
 		t.Fatalf("after activation: %+v", st)
 	}
 	// Cost sampling: the tuner program is timed for a window, then put back.
-	st = mustCall(&control.Request{Op: control.OpStats, SampleMS: 300}).Stats
+	st = mustCall(&control.StatsQuery{SampleMS: 300}).Stats
 	if len(st.Cost) != 1 || st.Cost[0].Hook != "tuner" || st.Cost[0].Samples == 0 || st.Cost[0].MeanNS <= 0 ||
 		st.Cost[0].MaxNS < st.Cost[0].MeanNS {
 		t.Fatalf("cost: %+v", st.Cost)
 	}
-	if info := mustCall(&control.Request{Op: control.OpInfo}).Info; info.Attached != "tuner=reload_a" {
+	if info := mustCall(&control.InfoQuery{}).Info; info.Attached != "tuner=reload_a" {
 		t.Fatalf("after sampling: %+v", info)
 	}
 	// rollback goes back to B.
-	r = mustCall(&control.Request{Op: control.OpRollback}).Reload
+	r = mustCall(&control.Rollback{}).Reload
 	if r.Attached != "tuner=reload_b" {
 		t.Fatalf("rollback: %+v", r)
 	}
 	// A failing reload says each name once.
-	_, err = cl.Call(&control.Request{Op: control.OpReload, Object: bad})
+	_, err = cl.Call(&control.Reload{Object: bad})
 	if err == nil || strings.Count(err.Error(), "reloaded policy") != 1 {
 		t.Fatalf("bad reload without a name: %v", err)
 	}
 	// .rodata is read-only: an update is refused without a hint at --force,
 	// which could not help.
 	objS, _ := os.ReadFile(filepath.Join(root, "policies/size_aware.bpf.o"))
-	mustCall(&control.Request{Op: control.OpReload, Object: objS, Name: "S"})
+	mustCall(&control.Reload{Object: objS, Name: "S"})
 	for _, force := range []bool{false, true} {
-		_, err = cl.Call(&control.Request{Op: control.OpMapUpdate, Map: ".rodata", Args: []string{"0", "size_lo=1"}, Force: force})
+		_, err = cl.Call(&control.MapUpdate{Map: ".rodata", Args: []string{"0", "size_lo=1"}, Force: force})
 		if err == nil || !strings.Contains(err.Error(), "read-only") || strings.Contains(err.Error(), "--force") ||
 			!strings.Contains(err.Error(), "--var") {
 			t.Fatalf("update of .rodata (force %v): %v", force, err)
@@ -246,7 +246,7 @@ func TestWatchReload(t *testing.T) {
 			return ""
 		}
 		defer cl.Close()
-		resp, err := cl.Call(&control.Request{Op: control.OpInfo})
+		resp, err := cl.Call(&control.InfoQuery{})
 		if err != nil {
 			return ""
 		}

@@ -90,7 +90,7 @@ func stopIdle(ps []*idleProc) {
 // reachable returns the pids whose sockets in dir answer info.
 func reachable(dir string) (map[int]bool, []control.Result) {
 	es, _ := control.Scan(dir)
-	rs := control.QueryAll(es, &control.Request{Op: control.OpInfo}, 5*time.Second)
+	rs := control.QueryAll(es, &control.InfoQuery{}, 5*time.Second)
 	ok := map[int]bool{}
 	for _, r := range rs {
 		if r.Err == nil && r.Resp.Info != nil && r.Resp.Info.PID == r.PID {
@@ -204,7 +204,7 @@ func TestControlForkedChild(t *testing.T) {
 	c, err := control.Dial(path)
 	if err == nil {
 		c.Timeout = 2 * time.Second
-		_, err = c.Call(&control.Request{Op: control.OpInfo})
+		_, err = c.Call(&control.InfoQuery{})
 		c.Close()
 		t.Fatalf("the dead parent's socket accepted a connection (answer: %v): the child kept the listener", err)
 	}
@@ -286,7 +286,7 @@ func TestControlFloodBounds(t *testing.T) {
 	rest := procStatus(t, pid)
 	// A reload request of ~16 MiB: an object of 12 MiB, base64.
 	obj := strings.Repeat("A", (control.MaxRequest-100)/4*4)
-	line := `{"op":"reload","name":"big","object":"` + obj + `"}` + "\n"
+	line := `{"v":2,"op":"reload","args":{"name":"big","object":"` + obj + `"}}` + "\n"
 	var wg sync.WaitGroup
 	answers := make([]string, 16)
 	for i := 0; i < 16; i++ {
@@ -325,7 +325,7 @@ func TestControlFloodBounds(t *testing.T) {
 		for i := range many {
 			many[i] = es[0]
 		}
-		control.QueryAll(many, &control.Request{Op: control.OpStats}, 10*time.Second)
+		control.QueryAll(many, &control.StatsQuery{}, 10*time.Second)
 	}
 	after := procStatus(t, pid)
 	t.Logf("at rest: %d threads, RSS %d kB; after the flood: %d threads, RSS %d kB, peak %d kB",

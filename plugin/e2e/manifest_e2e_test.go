@@ -21,7 +21,7 @@ import (
 // channels below n, `after` from n on, with calls kept on both sides.
 func channelsSwitch(t *testing.T, dir string, pid int, lo, n uint64, before, after int32) {
 	t.Helper()
-	resp, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpDecisions})
+	resp, err := ctlCall(t, dir, pid, &control.DecisionsQuery{})
 	if err != nil || len(resp.Decisions) != 1 {
 		t.Fatalf("pid %d: decisions: %v", pid, err)
 	}
@@ -116,7 +116,7 @@ func TestReloadHonoursActivationManifest(t *testing.T) {
 		t.Fatalf("manifest in the past: exit %d\n%s", code, out)
 	}
 	for _, pid := range pids {
-		resp, _ := ctlCall(t, dir, pid, &control.Request{Op: control.OpInfo})
+		resp, _ := ctlCall(t, dir, pid, &control.InfoQuery{})
 		if resp.Info.Attached != "tuner=reload_a" {
 			t.Fatalf("pid %d: a refused reload changed the policy: %s", pid, resp.Info.Attached)
 		}
@@ -199,7 +199,7 @@ func TestWatchHonoursActivationManifest(t *testing.T) {
 
 	put("testhost/reload_a.bpf.o", "at_seq = 3\n")
 	time.Sleep(600 * time.Millisecond)
-	resp, _ := ctlCall(t, dir, pid, &control.Request{Op: control.OpInfo})
+	resp, _ := ctlCall(t, dir, pid, &control.InfoQuery{})
 	if resp.Info.Attached != "tuner=reload_b" {
 		t.Fatalf("a manifest in the past replaced the policy: %s", resp.Info.Attached)
 	}

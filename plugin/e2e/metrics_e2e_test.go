@@ -256,7 +256,7 @@ func TestMetricsOperation(t *testing.T) {
 	defer h.Stop(t)
 	cl := dialControl(t, dir, h.PID)
 	defer cl.Close()
-	resp, err := cl.Call(&control.Request{Op: control.OpMetrics})
+	resp, err := cl.Call(&control.MetricsQuery{})
 	if err != nil || resp.Metrics == nil {
 		t.Fatalf("metrics: %v %+v", err, resp)
 	}
@@ -290,7 +290,7 @@ func TestMetricsOperation(t *testing.T) {
 		t.Errorf("policy maps: %s", m.PolicyMaps)
 	}
 	// Read-only: a read-only socket serves it too.
-	if _, err := control.ParseRequest([]byte(`{"op":"metrics"}`)); err != nil {
+	if _, err := control.ParseRequest([]byte(`{"v":2,"op":"metrics"}`)); err != nil {
 		t.Errorf("parse: %v", err)
 	}
 }
@@ -393,7 +393,7 @@ func TestLatencyWithoutProfilerProgram(t *testing.T) {
 		}
 		h := startMetricsHost(t, dir, 200, env...)
 		cl := dialControl(t, dir, h.PID)
-		resp, err := cl.Call(&control.Request{Op: control.OpMetrics})
+		resp, err := cl.Call(&control.MetricsQuery{})
 		cl.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -436,7 +436,7 @@ func TestLatencyTags(t *testing.T) {
 	h := startMetricsHostABI(t, dir, n, 7)
 	defer h.Stop(t)
 	cl := dialControl(t, dir, h.PID)
-	resp, err := cl.Call(&control.Request{Op: control.OpMetrics})
+	resp, err := cl.Call(&control.MetricsQuery{})
 	cl.Close()
 	if err != nil || resp.Metrics == nil {
 		t.Fatalf("metrics: %v %+v", err, resp)

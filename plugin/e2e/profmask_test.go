@@ -82,11 +82,11 @@ func TestProfilerMaskFollowsReload(t *testing.T) {
 	}
 	cl := dialControl(t, dir, p)
 	defer cl.Close()
-	call := func(r *control.Request) *control.Response {
+	call := func(r control.Payload) *control.Response {
 		t.Helper()
 		resp, err := cl.Call(r)
 		if err != nil {
-			t.Fatalf("%s: %v", r.Op, err)
+			t.Fatalf("%s: %v", r.Op(), err)
 		}
 		return resp
 	}
@@ -96,10 +96,10 @@ func TestProfilerMaskFollowsReload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call(&control.Request{Op: control.OpReload, Object: b, Name: obj})
+		call(&control.Reload{Object: b, Name: obj})
 	}
 	kch := func() uint64 {
-		return call(&control.Request{Op: control.OpStats}).Stats.Profiler.Calls["profiler/kernel_ch_end"]
+		return call(&control.StatsQuery{}).Stats.Profiler.Calls["profiler/kernel_ch_end"]
 	}
 	reload("testhost/prof_kch.bpf.o")
 	want(0x44)
@@ -108,7 +108,7 @@ func TestProfilerMaskFollowsReload(t *testing.T) {
 			t.Fatalf("kernel_ch_end ran %d times after the reload that asked for channels", kch())
 		}
 	}
-	if st := call(&control.Request{Op: control.OpStats}).Stats.Profiler; st.Orphans != 0 || st.Mask != 0x44 {
+	if st := call(&control.StatsQuery{}).Stats.Profiler; st.Orphans != 0 || st.Mask != 0x44 {
 		t.Errorf("after the reload: %d channels without their task, mask stored %#x", st.Orphans, st.Mask)
 	}
 	reload("testhost/gpu/p2p_count.bpf.o")

@@ -147,7 +147,7 @@ func twoNodes(t *testing.T, store string) {
 // kept on both sides.
 func channelsSwitchAt(t *testing.T, dir string, pid int, lo, n uint64, before, after int32) {
 	t.Helper()
-	resp, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpDecisions})
+	resp, err := ctlCall(t, dir, pid, &control.DecisionsQuery{})
 	if err != nil || len(resp.Decisions) != 1 {
 		t.Fatalf("pid %d: decisions: %v %+v", pid, err, resp)
 	}

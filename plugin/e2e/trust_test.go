@@ -71,7 +71,7 @@ func startServe(t *testing.T, wantSocket bool, env ...string) *serveProc {
 		return p
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if r, err := p.call(&control.Request{Op: control.OpInfo}); err == nil && r.Info.Running {
+		if r, err := p.call(&control.InfoQuery{}); err == nil && r.Info.Running {
 			return p
 		}
 		if time.Now().After(deadline) {
@@ -80,7 +80,7 @@ func startServe(t *testing.T, wantSocket bool, env ...string) *serveProc {
 	}
 }
 
-func (p *serveProc) call(req *control.Request) (*control.Response, error) {
+func (p *serveProc) call(req control.Payload) (*control.Response, error) {
 	c, err := control.DialPID(p.dir, p.pid)
 	if err != nil {
 		return nil, err
@@ -106,41 +106,41 @@ func readObj(t *testing.T, rel string) []byte {
 func TestControlReadOnlyAndAllowlist(t *testing.T) {
 	objB := readObj(t, "testhost/reload_b.bpf.o")
 	ro := startServe(t, true, envconfig.Control+"=ro")
-	r, err := ro.call(&control.Request{Op: control.OpInfo})
+	r, err := ro.call(&control.InfoQuery{})
 	if err != nil || r.Info.Control != "read-only" {
 		t.Fatalf("info: %+v %v", r, err)
 	}
-	for _, op := range []string{control.OpStats, control.OpMaps} {
-		if _, err := ro.call(&control.Request{Op: op}); err != nil {
-			t.Errorf("%s on a read-only socket: %v", op, err)
+	for _, req := range []control.Payload{&control.StatsQuery{}, &control.MapList{}} {
+		if _, err := ro.call(req); err != nil {
+			t.Errorf("%s on a read-only socket: %v", req.Op(), err)
 		}
 	}
-	if _, err := ro.call(&control.Request{Op: control.OpMapDump, Map: "hits"}); err != nil {
+	if _, err := ro.call(&control.MapDump{Map: "hits"}); err != nil {
 		t.Errorf("map dump on a read-only socket: %v", err)
 	}
-	for _, req := range []*control.Request{
-		{Op: control.OpReload, Object: objB, Name: "B"},
-		{Op: control.OpRollback},
-		{Op: control.OpCancel},
-		{Op: control.OpMapUpdate, Map: "hits", Key: "00000000", Value: "0100000000000000"},
+	for _, req := range []control.Payload{
+		&control.Reload{Object: objB, Name: "B"},
+		&control.Rollback{},
+		&control.Cancel{},
+		&control.MapUpdate{Map: "hits", Key: "00000000", Value: "0100000000000000"},
 	} {
 		if _, err := ro.call(req); err == nil || !strings.Contains(err.Error(), "read-only") {
-			t.Errorf("%s on a read-only socket: %v, want refused as read-only", req.Op, err)
+			t.Errorf("%s on a read-only socket: %v, want refused as read-only", req.Op(), err)
 		}
 	}
 
 	sum := sha256.Sum256(objB)
 	allow := startServe(t, true, envconfig.ReloadAllow+"="+hex.EncodeToString(sum[:]))
 	objA := readObj(t, "testhost/reload_a.bpf.o")
-	if _, err := allow.call(&control.Request{Op: control.OpReload, Object: objA, Name: "A"}); err == nil ||
+	if _, err := allow.call(&control.Reload{Object: objA, Name: "A"}); err == nil ||
 		!strings.Contains(err.Error(), "not in NCCLBPF_RELOAD_ALLOW") {
 		t.Errorf("reload of an unlisted object: %v", err)
 	}
-	if _, err := allow.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}); err != nil {
+	if _, err := allow.call(&control.Reload{Object: objB, Name: "B"}); err != nil {
 		t.Errorf("reload of the listed object: %v", err)
 	}
 	broken := startServe(t, true, envconfig.ReloadAllow+"=nothex")
-	if _, err := broken.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}); err == nil ||
+	if _, err := broken.call(&control.Reload{Object: objB, Name: "B"}); err == nil ||
 		!strings.Contains(err.Error(), "not a SHA-256 digest") {
 		t.Errorf("reload with a broken allowlist: %v", err)
 	}
@@ -155,7 +155,7 @@ func TestControlSwitchValues(t *testing.T) {
 		startServe(t, false, envconfig.Control+"="+v)
 	}
 	p := startServe(t, true, envconfig.Control+"=maybe", envconfig.Watch+"=1", envconfig.WatchInterval+"=soon")
-	r, err := p.call(&control.Request{Op: control.OpInfo})
+	r, err := p.call(&control.InfoQuery{})
 	if err != nil || r.Info.Control != "read-only" {
 		t.Fatalf("info: %+v %v", r, err)
 	}
@@ -177,47 +177,47 @@ func TestControlSwitchValues(t *testing.T) {
 func TestControlAtSeqBoundsAndCancel(t *testing.T) {
 	p := startServe(t, true)
 	objB := readObj(t, "testhost/reload_b.bpf.o")
-	info, _ := p.call(&control.Request{Op: control.OpInfo})
+	info, _ := p.call(&control.InfoQuery{})
 	far := uint64(1e14)
-	if _, err := p.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B", AtSeq: &far}); err == nil ||
+	if _, err := p.call(&control.Reload{Object: objB, Name: "B", AtSeq: &far}); err == nil ||
 		!strings.Contains(err.Error(), "ahead of the furthest communicator") {
 		t.Fatalf("at-seq 1e14: %v", err)
 	}
-	if _, err := p.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B", TimeoutMS: 876000 * 3600 * 1000}); err == nil ||
+	if _, err := p.call(&control.Reload{Object: objB, Name: "B", TimeoutMS: 876000 * 3600 * 1000}); err == nil ||
 		!strings.Contains(err.Error(), "timeout_ms must be within") {
 		t.Fatalf("timeout 876000h: %v", err)
 	}
 	// Armed far ahead (a call every 200 us: never reached in this test).
-	st, _ := p.call(&control.Request{Op: control.OpStats})
+	st, _ := p.call(&control.StatsQuery{})
 	at := st.Stats.Tuner.SeqMax + 100_000_000
-	r, err := p.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B", AtSeq: &at, TimeoutMS: 3_600_000})
+	r, err := p.call(&control.Reload{Object: objB, Name: "B", AtSeq: &at, TimeoutMS: 3_600_000})
 	if err != nil || !r.Reload.Pending {
 		t.Fatalf("armed reload: %+v %v", r, err)
 	}
-	if _, err := p.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}); err == nil ||
+	if _, err := p.call(&control.Reload{Object: objB, Name: "B"}); err == nil ||
 		!strings.Contains(err.Error(), "in progress") {
 		t.Fatalf("a reload while one is armed: %v", err)
 	}
 	t0 := time.Now()
-	r, err = p.call(&control.Request{Op: control.OpCancel})
+	r, err = p.call(&control.Cancel{})
 	if err != nil || r.Reload.SHA256 != info.Info.SHA256 {
 		t.Fatalf("cancel: %+v %v", r, err)
 	}
 	if d := time.Since(t0); d > 2*time.Second {
 		t.Errorf("cancel took %v", d)
 	}
-	now, _ := p.call(&control.Request{Op: control.OpInfo})
+	now, _ := p.call(&control.InfoQuery{})
 	if now.Info.PendingAtSeq != nil || now.Info.SHA256 != info.Info.SHA256 || now.Info.Attached != "tuner=reload_a" {
 		t.Fatalf("after cancel: %+v", now.Info)
 	}
-	if _, err := p.call(&control.Request{Op: control.OpCancel}); err == nil || !strings.Contains(err.Error(), "no armed reload") {
+	if _, err := p.call(&control.Cancel{}); err == nil || !strings.Contains(err.Error(), "no armed reload") {
 		t.Errorf("second cancel: %v", err)
 	}
 	// Reloads work again at once, and the old policy's map is still there.
-	if _, err := p.call(&control.Request{Op: control.OpReload, Object: objB, Name: "B"}); err != nil {
+	if _, err := p.call(&control.Reload{Object: objB, Name: "B"}); err != nil {
 		t.Fatalf("reload after cancel: %v", err)
 	}
-	if _, err := p.call(&control.Request{Op: control.OpMapUpdate, Map: "hits", Key: "05000000", Value: "0100000000000000"}); err == nil ||
+	if _, err := p.call(&control.MapUpdate{Map: "hits", Key: "05000000", Value: "0100000000000000"}); err == nil ||
 		!strings.Contains(err.Error(), "index 5 out of range: array map hits has") {
 		t.Errorf("array index out of range: %v", err)
 	}
@@ -232,7 +232,7 @@ func TestControlAtSeqBoundsAndCancel(t *testing.T) {
 		{[]string{"1", "-1"}, "value -1 does not fit the 8-byte value"},
 		{[]string{"key", "1"}, "update needs a value"},
 	} {
-		r, err := p.call(&control.Request{Op: control.OpMapUpdate, Map: "hits", Args: tc.args})
+		r, err := p.call(&control.MapUpdate{Map: "hits", Args: tc.args})
 		got := fmt.Sprint(err)
 		if err == nil && len(r.Entries) == 1 {
 			got = r.Entries[0].Key + "=" + r.Entries[0].Value
@@ -242,7 +242,7 @@ func TestControlAtSeqBoundsAndCancel(t *testing.T) {
 		}
 	}
 	// Lookup decodes the one entry, exactly; an array entry cannot be deleted.
-	r, err = p.call(&control.Request{Op: control.OpMapLookup, Map: "hits", Args: []string{"key", "hex", "01", "00", "00", "00"}})
+	r, err = p.call(&control.MapLookup{Map: "hits", Args: []string{"key", "hex", "01", "00", "00", "00"}})
 	if err != nil {
 		t.Fatalf("lookup: %v", err)
 	}
@@ -252,7 +252,7 @@ func TestControlAtSeqBoundsAndCancel(t *testing.T) {
 	} else if v, err := strconv.ParseUint(m[1], 10, 64); err != nil || v < 1<<60+1 || v > 1<<60+1e9 {
 		t.Errorf("lookup: hits[1] = %s", m[1])
 	}
-	if _, err := p.call(&control.Request{Op: control.OpMapDelete, Map: "hits", Args: []string{"1"}}); err == nil ||
+	if _, err := p.call(&control.MapDelete{Map: "hits", Args: []string{"1"}}); err == nil ||
 		!strings.Contains(err.Error(), "array entries always exist") {
 		t.Errorf("delete from an array: %v", err)
 	}

@@ -59,7 +59,7 @@ func pidsOf(cmds []*exec.Cmd) []int {
 // from lo on (at least one call from n on), and has no switch pending.
 func neverSwitched(t *testing.T, dir string, pid int, lo, n uint64, ch int32) {
 	t.Helper()
-	resp, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpDecisions})
+	resp, err := ctlCall(t, dir, pid, &control.DecisionsQuery{})
 	if err != nil || len(resp.Decisions) != 1 {
 		t.Fatalf("pid %d: decisions: %v %+v", pid, err, resp)
 	}
@@ -78,7 +78,7 @@ func neverSwitched(t *testing.T, dir string, pid int, lo, n uint64, ch int32) {
 	if from == 0 {
 		t.Fatalf("pid %d: no kept call at or past %d", pid, n)
 	}
-	st, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpInfo})
+	st, err := ctlCall(t, dir, pid, &control.InfoQuery{})
 	if err != nil || st.Info.PendingAtSeq != nil {
 		t.Fatalf("pid %d: still armed after the abort: %v %+v", pid, err, st)
 	}
@@ -87,7 +87,7 @@ func neverSwitched(t *testing.T, dir string, pid int, lo, n uint64, ch int32) {
 func setLocal(t *testing.T, dir string, pids []int, base uint64) {
 	t.Helper()
 	for r, pid := range pids {
-		if _, err := ctlCall(t, dir, pid, &control.Request{Op: control.OpMapUpdate, Map: "local", Key: "00000000",
+		if _, err := ctlCall(t, dir, pid, &control.MapUpdate{Map: "local", Key: "00000000",
 			Value: u64hex(base + uint64(r))}); err != nil {
 			t.Fatal(err)
 		}
@@ -177,8 +177,8 @@ type killingRank struct {
 	pid int
 }
 
-func (k killingRank) Call(req *control.Request, timeout time.Duration) (*control.Response, error) {
-	if req.Op == control.OpPrepare {
+func (k killingRank) Call(req control.Payload, timeout time.Duration) (*control.Response, error) {
+	if req.Op() == control.OpPrepare {
 		go func() {
 			time.Sleep(200 * time.Microsecond)
 			syscall.Kill(k.pid, syscall.SIGKILL)
@@ -209,7 +209,7 @@ func TestTwoPhaseRankKilledMidPrepare(t *testing.T) {
 		}
 	}
 	n := seqOf(dir, pids[0]) + 150
-	res := control.TwoPhase(ranks, &control.Request{Map: "agreed", Entries: []control.KV{{Key: "00000000", Value: u64hex(9)}}, AtSeq: &n},
+	res := control.TwoPhase(ranks, &control.Prepare{Map: "agreed", Entries: []control.KV{{Key: "00000000", Value: u64hex(9)}}, AtSeq: &n},
 		control.SwitchOptions{Timeout: 5 * time.Second})
 	if res.Committed || !strings.Contains(res.Reason, fmt.Sprintf("pid %d:", victim)) || len(res.Switched) != 0 {
 		t.Fatalf("round with a rank killed mid-prepare: %+v", res)

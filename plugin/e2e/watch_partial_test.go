@@ -62,7 +62,7 @@ func TestWatchHalfWrittenFile(t *testing.T) {
 			return ""
 		}
 		defer c.Close()
-		r, err := c.Call(&control.Request{Op: control.OpInfo})
+		r, err := c.Call(&control.InfoQuery{})
 		if err != nil {
 			return ""
 		}
