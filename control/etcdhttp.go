@@ -434,7 +434,7 @@ func (s *EtcdHTTP) PostAll(posts []Posting) []Posted {
 	drop := s.drop
 	s.drop = nil
 	s.mu.Unlock()
-	chunks := packPostings(posts, drop)
+	chunks := PackPostings(posts, drop)
 	var wg sync.WaitGroup
 	for _, c := range chunks {
 		wg.Add(1)
@@ -447,35 +447,39 @@ func (s *EtcdHTTP) PostAll(posts []Posting) []Posted {
 	return out
 }
 
-// maxTxnOps is the most operations etcd takes in one transaction's branch
+// MaxTxnOps is the most operations etcd takes in one transaction's branch
 // (its --max-txn-ops, 128 by default).
-const maxTxnOps = 128
+const MaxTxnOps = 128
 
-// txnChunk is one transaction of PostAll: postings by index (two
+// maxTxnOps is MaxTxnOps, as this file spells it.
+const maxTxnOps = MaxTxnOps
+
+// TxnChunk is one transaction of a PostAll: postings by index (two
 // operations each) and removals (one each).
-type txnChunk struct {
-	posts []int
-	drops []string
+type TxnChunk struct {
+	Posts []int
+	Drops []string
 }
 
-// packPostings splits posts and drops into transactions of at most
-// maxTxnOps operations, postings first, no counter twice in one.
-func packPostings(posts []Posting, drops []string) []txnChunk {
-	var chunks []txnChunk
-	var cur txnChunk
+// PackPostings splits posts and drops into transactions of at most
+// MaxTxnOps operations, postings first, no counter twice in one: how both
+// etcd clients (this one and the command line's) batch a PostAll.
+func PackPostings(posts []Posting, drops []string) []TxnChunk {
+	var chunks []TxnChunk
+	var cur TxnChunk
 	inCur := map[string]bool{}
 	ops := 0
 	flush := func() {
-		if len(cur.posts)+len(cur.drops) > 0 {
+		if len(cur.Posts)+len(cur.Drops) > 0 {
 			chunks = append(chunks, cur)
 		}
-		cur, inCur, ops = txnChunk{}, map[string]bool{}, 0
+		cur, inCur, ops = TxnChunk{}, map[string]bool{}, 0
 	}
 	for i, p := range posts {
 		if ops+2 > maxTxnOps || inCur[p.Counter] {
 			flush()
 		}
-		cur.posts = append(cur.posts, i)
+		cur.Posts = append(cur.Posts, i)
 		inCur[p.Counter] = true
 		ops += 2
 	}
@@ -486,7 +490,7 @@ func packPostings(posts []Posting, drops []string) []txnChunk {
 		if ops+1 > maxTxnOps {
 			flush()
 		}
-		cur.drops = append(cur.drops, d)
+		cur.Drops = append(cur.Drops, d)
 		inCur[d] = true
 		ops++
 	}
@@ -496,26 +500,26 @@ func packPostings(posts []Posting, drops []string) []txnChunk {
 
 // postChunk sends one transaction of PostAll, again until its counters
 // held the values compared, and fills out for its postings.
-func (s *EtcdHTTP) postChunk(posts []Posting, c txnChunk, out []Posted) {
+func (s *EtcdHTTP) postChunk(posts []Posting, c TxnChunk, out []Posted) {
 	fail := func(err error) {
-		for _, i := range c.posts {
+		for _, i := range c.Posts {
 			out[i].Err = err
 		}
 		s.mu.Lock()
-		s.drop = append(s.drop, c.drops...)
+		s.drop = append(s.drop, c.Drops...)
 		s.mu.Unlock()
 	}
-	cur := make([]int64, len(c.posts))
-	seen := make([]bool, len(c.posts))
+	cur := make([]int64, len(c.Posts))
+	seen := make([]bool, len(c.Posts))
 	s.mu.Lock()
-	for j, i := range c.posts {
+	for j, i := range c.Posts {
 		cur[j], seen[j] = s.count[posts[i].Counter]
 	}
 	s.mu.Unlock()
 	for {
 		var cmps, ops, reads []any
 		put := map[string]bool{}
-		for j, i := range c.posts {
+		for j, i := range c.Posts {
 			p := posts[i]
 			k := []byte(strconv.FormatInt(cur[j]+1, 10))
 			cmp := map[string]any{"target": "CREATE", "key": []byte(p.Counter), "create_revision": "0", "result": "EQUAL"}
@@ -529,7 +533,7 @@ func (s *EtcdHTTP) postChunk(posts []Posting, c txnChunk, out []Posted) {
 			reads = append(reads, map[string]any{"request_range": map[string]any{"key": []byte(p.Counter)}})
 			put[p.Prefix+string(k)] = true
 		}
-		for _, d := range c.drops {
+		for _, d := range c.Drops {
 			if put[d] {
 				continue // a request written here (see Post)
 			}
@@ -549,17 +553,17 @@ func (s *EtcdHTTP) postChunk(posts []Posting, c txnChunk, out []Posted) {
 		}
 		if t.Succeeded || len(cmps) == 0 {
 			rev, _ := strconv.ParseInt(t.Header.Revision, 10, 64)
-			for j, i := range c.posts {
+			for j, i := range c.Posts {
 				s.remember(posts[i].Counter, cur[j]+1)
 				out[i] = Posted{K: cur[j] + 1, Rev: rev}
 			}
 			return
 		}
-		if len(t.Responses) != len(c.posts) {
-			fail(fmt.Errorf("etcd %s: a transaction's failure branch gave %d reads for %d counters", s.base, len(t.Responses), len(c.posts)))
+		if len(t.Responses) != len(c.Posts) {
+			fail(fmt.Errorf("etcd %s: a transaction's failure branch gave %d reads for %d counters", s.base, len(t.Responses), len(c.Posts)))
 			return
 		}
-		for j, i := range c.posts {
+		for j, i := range c.Posts {
 			cur[j], seen[j] = 0, false
 			if r := t.Responses[j].Range; r != nil && len(r.Kvs) > 0 {
 				n, err := s.counter(posts[i].Counter, &r.Kvs[0])

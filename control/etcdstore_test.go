@@ -181,22 +181,22 @@ func TestPackPostings(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		drops = append(drops, fmt.Sprintf("mbox/%d/resp/1", i%90))
 	}
-	chunks := packPostings(posts, drops)
+	chunks := PackPostings(posts, drops)
 	seenPost := map[int]int{}
 	seenDrop := map[string]int{}
 	for n, c := range chunks {
-		if ops := 2*len(c.posts) + len(c.drops); ops > maxTxnOps || ops == 0 {
+		if ops := 2*len(c.Posts) + len(c.Drops); ops > maxTxnOps || ops == 0 {
 			t.Fatalf("transaction %d: %d operations (etcd takes 1 to %d)", n, ops, maxTxnOps)
 		}
 		counters := map[string]bool{}
-		for _, i := range c.posts {
+		for _, i := range c.Posts {
 			if counters[posts[i].Counter] {
 				t.Fatalf("transaction %d: counter %s twice", n, posts[i].Counter)
 			}
 			counters[posts[i].Counter] = true
 			seenPost[i]++
 		}
-		for _, d := range c.drops {
+		for _, d := range c.Drops {
 			seenDrop[d]++
 		}
 	}

@@ -362,13 +362,12 @@ func (s *EtcdStore) RemoveLater(key string) {
 	}
 }
 
-// maxTxnOps is the most operations etcd takes in one transaction's branch
-// (its --max-txn-ops, 128 by default).
-const maxTxnOps = 128
+// maxTxnOps is etcd's bound on a transaction's operations.
+const maxTxnOps = control.MaxTxnOps
 
 // PostAll implements control.BatchStore: the postings go in transactions
-// of up to maxTxnOps operations (each posting's number and request, on
-// its counter's last seen revision; no counter twice in one), sent
+// of up to maxTxnOps operations as control.PackPostings packs them (each
+// posting's number and request, on its counter's last seen revision), sent
 // together, with the removals of the answers read since the last call in
 // the room left; a transaction whose counters moved is tried again with
 // the values its failure branch read.
@@ -378,47 +377,18 @@ func (s *EtcdStore) PostAll(posts []control.Posting) []control.Posted {
 	drops := s.drop
 	s.drop = nil
 	s.mu.Unlock()
-	type chunk struct {
-		posts []int
-		drops []string
-	}
-	var chunks []chunk
-	var cur chunk
-	in := map[string]bool{}
-	ops := 0
-	next := func() {
-		if len(cur.posts)+len(cur.drops) > 0 {
-			chunks = append(chunks, cur)
-		}
-		cur, in, ops = chunk{}, map[string]bool{}, 0
-	}
-	for i, p := range posts {
-		if ops+2 > maxTxnOps || in[p.Counter] {
-			next()
-		}
-		cur.posts, in[p.Counter], ops = append(cur.posts, i), true, ops+2
-	}
-	for _, d := range drops {
-		if in[d] {
-			continue
-		}
-		if ops+1 > maxTxnOps {
-			next()
-		}
-		cur.drops, in[d], ops = append(cur.drops, d), true, ops+1
-	}
-	next()
+	chunks := control.PackPostings(posts, drops)
 	var wg sync.WaitGroup
 	for _, c := range chunks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := s.postChunk(posts, c.posts, c.drops, out); err != nil {
-				for _, i := range c.posts {
+			if err := s.postChunk(posts, c.Posts, c.Drops, out); err != nil {
+				for _, i := range c.Posts {
 					out[i].Err = err
 				}
 				s.mu.Lock()
-				s.drop = append(s.drop, c.drops...)
+				s.drop = append(s.drop, c.Drops...)
 				s.mu.Unlock()
 			}
 		}()
