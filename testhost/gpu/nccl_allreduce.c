@@ -39,22 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CUDA(x)                                                                                        \
-	do {                                                                                           \
-		cudaError_t e_ = (x);                                                                      \
-		if (e_ != cudaSuccess) {                                                                   \
-			fprintf(stderr, "nccl_allreduce: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-			exit(2);                                                                               \
-		}                                                                                          \
-	} while (0)
-#define NCCL(x)                                                                                        \
-	do {                                                                                           \
-		ncclResult_t r_ = (x);                                                                     \
-		if (r_ != ncclSuccess) {                                                                   \
-			fprintf(stderr, "nccl_allreduce: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r_)); \
-			exit(2);                                                                               \
-		}                                                                                          \
-	} while (0)
+#define GPU_CHECK_PROG "nccl_allreduce"
+#include "gpu_check.h"
 
 #define MAXG 16
 #define MAXB 64

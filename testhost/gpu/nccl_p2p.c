@@ -27,22 +27,8 @@
 #include <string.h>
 #include <time.h>
 
-#define CUDA(x)                                                                                   \
-	do {                                                                                          \
-		cudaError_t e_ = (x);                                                                     \
-		if (e_ != cudaSuccess) {                                                                  \
-			fprintf(stderr, "nccl_p2p: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-			exit(2);                                                                              \
-		}                                                                                         \
-	} while (0)
-#define NCCL(x)                                                                                   \
-	do {                                                                                          \
-		ncclResult_t r_ = (x);                                                                    \
-		if (r_ != ncclSuccess) {                                                                  \
-			fprintf(stderr, "nccl_p2p: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r_)); \
-			exit(2);                                                                              \
-		}                                                                                         \
-	} while (0)
+#define GPU_CHECK_PROG "nccl_p2p"
+#include "gpu_check.h"
 
 static double now_us(void) {
 	struct timespec ts;
