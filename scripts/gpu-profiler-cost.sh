@@ -8,6 +8,11 @@
 # median over rounds of each round's ratios. Builds testhost/gpu/nccl_p2p.c against the system's NCCL
 # (gcc, CUDA_HOME=/usr/local/cuda), or against NCCL_HOME (include/nccl.h and lib/libnccl.so[.2]: a
 # release built from source, PyTorch's nvidia/nccl package); ART comes from testhost/gpu/build-art.sh.
+#
+# The calling thread is pinned to a core of its own and the rest of the process kept off that core
+# (testhost/gpu/bench-pin.sh; PIN=0 turns it off). Where the machine counts instructions, each run
+# also reports the calling thread's user-space instructions and cycles per group on the same path
+# (7 more pipelined blocks), summarized like the times.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 ART [ROUNDS]" >&2; exit 2; }
 ART=$(cd "$1" && pwd)
@@ -22,6 +27,8 @@ unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 CUDA_HOME=$CUDA_HOME "$ROOT/scripts/build.sh" nccl-p2p "$W/nccl_p2p"
+. "$ROOT/testhost/gpu/bench-pin.sh"
+bench_pin 1
 L=$ART/libncclbpf.so
 cfgs=(noplugin none empty count)
 for r in $(seq "$ROUNDS"); do
@@ -32,24 +39,37 @@ for r in $(seq "$ROUNDS"); do
 		empty) e=(NCCL_TUNER_PLUGIN="$L" NCCL_PROFILER_PLUGIN="$L" NCCLBPF_POLICY="$ART/p2p_empty.bpf.o") ;;
 		count) e=(NCCL_TUNER_PLUGIN="$L" NCCL_PROFILER_PLUGIN="$L" NCCLBPF_POLICY="$ART/p2p_count.bpf.o") ;;
 		esac
-		out=$(env "${e[@]}" timeout 90 "$W/nccl_p2p" bench 2000 7 4096 0) ||
-			{ echo "gpu-profiler-cost: round $r, $c failed" >&2; exit 1; }
+		out=$(env "${e[@]}" timeout 90 "${BENCH_RUN[@]}" "$W/nccl_p2p" bench 2000 7 4096 0 2>&1) ||
+			{ echo "gpu-profiler-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
 		v=$(grep -o '"us_per_group":\[[^]]*\]' <<<"$out" | sed 's/.*\[//; s/\]//' | tr ',' '\n' | sort -g |
 			awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
-		echo "$r $c $v"
+		field() { grep -o "\"$1\":[0-9.]*" <<<"$out" | cut -d: -f2 || true; }
+		ins=$(field instructions_per_group) cyc=$(field cycles_per_group)
+		echo "$r $c $v ${ins:--} ${cyc:--}"
 	done
 done | tee "$W/rounds.txt" # each round as it completes: a run cut short keeps its rounds
-echo "µs per 4 KiB send + recv-to-self group (median block of each round), $ROUNDS rounds:"
-for c in "${cfgs[@]}"; do
-	printf '  %-9s %s\n' "$c" "$(awk -v c="$c" '$2 == c {printf "%s ", $3}' "$W/rounds.txt")"
-done
 med() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-for c in "${cfgs[@]}"; do
-	printf '  median %-9s %s\n' "$c" "$(awk -v c="$c" '$2 == c {print $3}' "$W/rounds.txt" | med)"
-done
-for p in "none noplugin" "empty none" "count none" "count empty" "count noplugin"; do
-	set -- $p
-	printf '  %s / %s: median of the rounds'"'"' ratios %s\n' "$1" "$2" "$(awk -v a="$1" -v b="$2" \
-		'{v[$1 " " $2] = $3; n = $1} END {for (r = 1; r <= n; r++) printf "%.4f\n", v[r " " a] / v[r " " b]}' \
-		"$W/rounds.txt" | med)"
-done
+# summary COLUMN WHAT: each configuration's rounds, their medians, the medians of the rounds' ratios
+summary() {
+	local col=$1
+	echo "$2 (median block of each round), $ROUNDS rounds:"
+	for c in "${cfgs[@]}"; do
+		printf '  %-9s %s\n' "$c" "$(awk -v c="$c" -v k="$col" '$2 == c {printf "%s ", $k}' "$W/rounds.txt")"
+	done
+	for c in "${cfgs[@]}"; do
+		printf '  median %-9s %s\n' "$c" "$(awk -v c="$c" -v k="$col" '$2 == c {print $k}' "$W/rounds.txt" | med)"
+	done
+	for p in "none noplugin" "empty none" "count none" "count empty" "count noplugin"; do
+		set -- $p
+		printf '  %s / %s: median of the rounds'"'"' ratios %s\n' "$1" "$2" "$(awk -v a="$1" -v b="$2" -v k="$col" \
+			'{v[$1 " " $2] = $k; n = $1} END {for (r = 1; r <= n; r++) printf "%.4f\n", v[r " " b] ? v[r " " a] / v[r " " b] : 0}' \
+			"$W/rounds.txt" | med)"
+	done
+}
+summary 3 "µs per 4 KiB send + recv-to-self group"
+if ! awk '$4 == "-" {bad = 1} END {exit bad}' "$W/rounds.txt"; then
+	echo "(no instruction counts: this machine's CPU has no performance counters for the process)"
+else
+	summary 4 "User-space instructions per group, calling thread"
+	summary 5 "User-space cycles per group, calling thread"
+fi

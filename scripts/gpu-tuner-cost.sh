@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # gpu-tuner-cost.sh ART [ROUNDS] [NRANKS]: the tuner's cost on NCCL's launch path (BENCHMARKS.md, "The
 # tuner on NCCL's launch path"). ROUNDS (15) rounds alternate four configurations, one run each of
-# testhost/gpu/nccl_allreduce.c (7 blocks of 2,000 groups of one 4 KiB float all-reduce per rank; the
-# calling thread's CPU time from ncclGroupStart to the return of ncclGroupEnd, per all-reduce call;
-# the median block): no tuner plugin; the size_aware policy as a native C tuner (ART/libnative.so);
-# libncclbpf.so with NCCLBPF_POLICY=builtin:size_aware; libncclbpf.so with builtin:rules and 100 rules
-# (ART/rules100.conf). No profiler plugin in any. Prints each configuration's rounds, the medians, and
-# the median over rounds of each round's ratios.
+# testhost/gpu/nccl_allreduce.c (7 blocks of ITERS (2,000) groups of one 4 KiB float all-reduce per
+# rank; the calling thread's CPU time from ncclGroupStart to the return of ncclGroupEnd, per
+# all-reduce call; the median block): no tuner plugin; the size_aware policy as a native C tuner
+# (ART/libnative.so); libncclbpf.so with NCCLBPF_POLICY=builtin:size_aware; libncclbpf.so with
+# builtin:rules and 100 rules (ART/rules100.conf). No profiler plugin in any. Where the machine counts
+# instructions, each run also reports the calling thread's user-space instructions and cycles per
+# call on the same path (7 more blocks). Prints each round as it ends, then each configuration's
+# rounds, the medians, and the median over rounds of each round's ratios.
+#
+# Pinning (PIN=1, the default where taskset is there): each rank's calling thread gets a core of its
+# own after init (NCCL_BENCH_CPUS), the highest-numbered cores first, never CPU 0's; everything else
+# of the process (NCCL's proxy threads) and the MPS server run on the CPUs left, hyperthread siblings
+# of the timed cores excluded. PIN=0 leaves the scheduler free.
 #
 # NRANKS (2) ranks: with at least NRANKS GPUs, one process drives them all (`bench`, ncclCommInitAll);
 # with fewer, one process per rank (`bench-procs`) and ranks share GPUs, each with its own
 # NCCL_HOSTID, so that NCCL sees one node per rank and joins them through its socket transport on
 # the loopback interface (NCCL_SOCKET_IFNAME=lo, NCCL_IB_DISABLE=1). MODE=threads or MODE=procs
 # forces one. On one GPU without MPS the ranks' kernels time-slice and an all-reduce takes about
-# 4 ms of wall time (a round of ITERS=1000 about 170 s): lower ITERS, or start MPS
-# (nvidia-cuda-mps-control -d) first. Each round's lines are printed as it ends. A 1-rank all-reduce
-# is a copy that never asks the tuner: NRANKS < 2 is refused.
+# 4 ms of wall time (a round of ITERS=1000 about 170 s); MPS=1 starts a private MPS control daemon
+# (nvidia-cuda-mps-control, pipe and log folders in a temporary folder) for the run and stops it at
+# the end, so the ranks' kernels run side by side. A 1-rank all-reduce is a copy that never asks the
+# tuner: NRANKS < 2 is refused.
 #
 # Builds the all-reduce program (scripts/build.sh nccl-allreduce) against the system's NCCL
 # (CUDA_HOME=/usr/local/cuda) or NCCL_HOME (include/nccl.h, lib/libnccl.so[.2]); ART comes from
@@ -49,6 +57,19 @@ unset NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY NCCLBPF_RULES_FILE
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 "$ROOT/scripts/build.sh" nccl-allreduce "$W/nccl_allreduce"
+
+. "$ROOT/testhost/gpu/bench-pin.sh"
+bench_pin "$NRANKS"
+RUN=("${BENCH_RUN[@]}")
+if [ "${MPS:-0}" = 1 ]; then
+	command -v nvidia-cuda-mps-control >/dev/null ||
+		{ echo "gpu-tuner-cost: MPS=1 needs nvidia-cuda-mps-control (the NVIDIA driver's utilities)" >&2; exit 2; }
+	export CUDA_MPS_PIPE_DIRECTORY=$W/mps-pipe CUDA_MPS_LOG_DIRECTORY=$W/mps-log
+	mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+	"${RUN[@]}" nvidia-cuda-mps-control -d
+	trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
+	echo "gpu-tuner-cost: MPS control daemon started (pipes in $CUDA_MPS_PIPE_DIRECTORY)"
+fi
 L=$ART/libncclbpf.so
 cfgs=(noplugin native size_aware rules100)
 for r in $(seq "$ROUNDS"); do
@@ -59,23 +80,35 @@ for r in $(seq "$ROUNDS"); do
 		size_aware) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:size_aware) ;;
 		rules100) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$ART/rules100.conf") ;;
 		esac
-		out=$(env "${e[@]}" timeout 120 "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096) ||
+		out=$(env "${e[@]}" timeout 120 "${RUN[@]}" "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096 2>&1) ||
 			{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
-		v=$(grep -o '"median_cpu_us_per_call":[0-9.]*' <<<"$out" | cut -d: -f2)
-		echo "$r $c $v"
+		field() { grep -o "\"$1\":[0-9.]*" <<<"$out" | cut -d: -f2 || true; }
+		ins=$(field median_instructions_per_call) cyc=$(field median_cycles_per_call)
+		echo "$r $c $(field median_cpu_us_per_call) ${ins:--} ${cyc:--}"
 	done
 done | tee "$W/rounds.txt"
-echo "CPU µs per 4 KiB all-reduce call (enqueue + group end, $NRANKS ranks, $MODE; median block of each round), $ROUNDS rounds:"
-for c in "${cfgs[@]}"; do
-	printf '  %-10s %s\n' "$c" "$(awk -v c="$c" '$2 == c {printf "%s ", $3}' "$W/rounds.txt")"
-done
 med() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-for c in "${cfgs[@]}"; do
-	printf '  median %-10s %s\n' "$c" "$(awk -v c="$c" '$2 == c {print $3}' "$W/rounds.txt" | med)"
-done
-for p in "native noplugin" "size_aware native" "rules100 native" "size_aware noplugin"; do
-	set -- $p
-	printf '  %s / %s: median of the rounds'"'"' ratios %s\n' "$1" "$2" "$(awk -v a="$1" -v b="$2" \
-		'{v[$1 " " $2] = $3; n = $1} END {for (r = 1; r <= n; r++) printf "%.4f\n", v[r " " a] / v[r " " b]}' \
-		"$W/rounds.txt" | med)"
-done
+# summary COLUMN WHAT: each configuration's rounds, their medians, the medians of the rounds' ratios
+summary() {
+	local col=$1
+	echo "$2 ($NRANKS ranks, $MODE; median block of each round), $ROUNDS rounds:"
+	for c in "${cfgs[@]}"; do
+		printf '  %-10s %s\n' "$c" "$(awk -v c="$c" -v k="$col" '$2 == c {printf "%s ", $k}' "$W/rounds.txt")"
+	done
+	for c in "${cfgs[@]}"; do
+		printf '  median %-10s %s\n' "$c" "$(awk -v c="$c" -v k="$col" '$2 == c {print $k}' "$W/rounds.txt" | med)"
+	done
+	for p in "native noplugin" "size_aware native" "rules100 native" "size_aware noplugin"; do
+		set -- $p
+		printf '  %s / %s: median of the rounds'"'"' ratios %s\n' "$1" "$2" "$(awk -v a="$1" -v b="$2" -v k="$col" \
+			'{v[$1 " " $2] = $k; n = $1} END {for (r = 1; r <= n; r++) printf "%.4f\n", v[r " " b] ? v[r " " a] / v[r " " b] : 0}' \
+			"$W/rounds.txt" | med)"
+	done
+}
+summary 3 "CPU µs per 4 KiB all-reduce call (enqueue + group end)"
+if ! awk '$4 == "-" {bad = 1} END {exit bad}' "$W/rounds.txt"; then
+	echo "(no instruction counts: this machine's CPU has no performance counters for the process)"
+else
+	summary 4 "User-space instructions per call on the same path"
+	summary 5 "User-space cycles per call on the same path"
+fi

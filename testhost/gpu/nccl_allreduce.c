@@ -23,10 +23,17 @@
  *       enough for a communicator of several ranks on which NCCL asks the tuner. Each group is one
  *       all-reduce; per block, the mean over the ranks of each rank's CPU microseconds per call.
  *
+ * With NCCL_BENCH_CPUS set, each rank's calling thread is pinned to its own CPU after communicator init
+ * (bench_cpu.h). Where the machine counts instructions, BLOCKS more blocks follow the timed ones,
+ * each group between a start and a stop of the calling thread's user-space instruction and cycle
+ * counters (no clock read in them): the instructions and cycles per call of the same path, the
+ * figure that noise between processes does not move.
+ *
  * NCCL runs a 1-rank all-reduce as a copy and never asks the tuner: NGPUS (NRANKS) must be 2 or more
  * to measure anything. The last line is "NCCL_ALLREDUCE {json}"; exit status 0 when every call
  * succeeded and the sums were right.
  */
+#define _GNU_SOURCE
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <sched.h>
@@ -40,6 +47,7 @@
 #include <unistd.h>
 
 #define GPU_CHECK_PROG "nccl_allreduce"
+#include "bench_cpu.h"
 #include "gpu_check.h"
 
 #define MAXG 16
@@ -64,29 +72,144 @@ static double median(const double *v, int n) {
 	return s[(n - 1) / 2];
 }
 
+/* What this thread drives: n communicators (one per GPU in bench, one in a rank process of
+ * bench-procs), their streams, devices and buffers. */
+struct ranks {
+	int n, dev[MAXG];
+	ncclComm_t comm[MAXG];
+	cudaStream_t stream[MAXG];
+	float *sbuf[MAXG], *rbuf[MAXG];
+	size_t count;
+};
+
+static void group(const struct ranks *r) {
+	NCCL(ncclGroupStart());
+	for (int i = 0; i < r->n; i++)
+		NCCL(ncclAllReduce(r->sbuf[i], r->rbuf[i], r->count, ncclFloat, ncclSum, r->comm[i], r->stream[i]));
+	NCCL(ncclGroupEnd());
+}
+
+static void sync_all(const struct ranks *r) {
+	for (int i = 0; i < r->n; i++) {
+		CUDA(cudaSetDevice(r->dev[i]));
+		CUDA(cudaStreamSynchronize(r->stream[i]));
+	}
+}
+
+/* One untimed block (connections, first-use allocations), then BLOCKS blocks of ITERS groups: the
+ * thread's CPU microseconds per group of each block in us[]. With pmu, BLOCKS more blocks, each group
+ * inside the counters' window: instructions and cycles per group in ins[] and cyc[]. Streams are
+ * synchronized every SYNC_EVERY groups, outside what is measured. */
+static void run_blocks(const struct ranks *r, int iters, int blocks, double *us, const struct bench_pmu *pmu,
+                       double *ins, double *cyc) {
+	for (int b = -1; b < blocks; b++) {
+		uint64_t t = 0;
+		for (int it = 0; it < iters; it++) {
+			uint64_t t0 = cpu_ns();
+			group(r);
+			t += cpu_ns() - t0;
+			if ((it + 1) % SYNC_EVERY == 0 || it + 1 == iters) sync_all(r);
+		}
+		if (b >= 0) us[b] = (double)t / 1e3 / iters;
+	}
+	if (!pmu) return;
+	for (int b = 0; b < blocks; b++) {
+		uint64_t ni = 0, nc = 0;
+		bench_pmu_take(pmu, &ni, &nc);
+		for (int it = 0; it < iters; it++) {
+			bench_pmu_on(pmu);
+			group(r);
+			bench_pmu_off(pmu);
+			if ((it + 1) % SYNC_EVERY == 0 || it + 1 == iters) sync_all(r);
+		}
+		if (bench_pmu_take(pmu, &ni, &nc) != 0) ni = nc = 0;
+		ins[b] = (double)ni / iters;
+		cyc[b] = (double)nc / iters;
+	}
+}
+
+/* check_sums: every rank's buffer holds 1 + 2 + ... + nranks (rank k filled k + 1). */
+static int check_sums(const struct ranks *r, int nranks, int first_rank, size_t bytes) {
+	float *got = malloc(bytes), want = (float)nranks * (float)(nranks + 1) / 2.0f;
+	if (!got) return 0;
+	int ok = 1;
+	for (int i = 0; i < r->n && ok; i++) {
+		CUDA(cudaSetDevice(r->dev[i]));
+		CUDA(cudaMemcpy(got, r->rbuf[i], bytes, cudaMemcpyDeviceToHost));
+		for (size_t k = 0; k < r->count; k++)
+			if (got[k] != want) {
+				fprintf(stderr, "nccl_allreduce: rank %d element %zu is %g, want %g\n", first_rank + i, k, got[k], want);
+				ok = 0;
+				break;
+			}
+	}
+	free(got);
+	return ok;
+}
+
+/* setup_buffers: a stream and two buffers per communicator, rank k's send buffer filled with k + 1. */
+static int setup_buffers(struct ranks *r, int first_rank, size_t bytes) {
+	float *fill = malloc(bytes);
+	if (!fill) return 0;
+	for (int i = 0; i < r->n; i++) {
+		CUDA(cudaSetDevice(r->dev[i]));
+		CUDA(cudaStreamCreate(&r->stream[i]));
+		CUDA(cudaMalloc((void **)&r->sbuf[i], bytes));
+		CUDA(cudaMalloc((void **)&r->rbuf[i], bytes));
+		for (size_t k = 0; k < r->count; k++) fill[k] = (float)(first_rank + i + 1);
+		CUDA(cudaMemcpy(r->sbuf[i], fill, bytes, cudaMemcpyHostToDevice));
+	}
+	free(fill);
+	return 1;
+}
+
+static void teardown(struct ranks *r) {
+	for (int i = 0; i < r->n; i++) {
+		CUDA(cudaSetDevice(r->dev[i]));
+		CUDA(cudaFree(r->sbuf[i]));
+		CUDA(cudaFree(r->rbuf[i]));
+		NCCL(ncclCommDestroy(r->comm[i]));
+	}
+}
+
+static void print_list(const char *name, const double *v, int n) {
+	printf(",\"%s\":[", name);
+	for (int b = 0; b < n; b++) printf("%s%.4f", b ? "," : "", v[b]);
+	printf("]");
+}
+
+/* print_result: the last line. ins/cyc NULL when no counter ran; cpus: the pinned CPU per rank
+ * (-1 when not pinned). */
 static void print_result(int n, size_t bytes, int iters, int blocks, int ok, const double *per_call,
-                         const double *per_group, const char *mode) {
+                         const double *per_group, const double *ins, const double *cyc, const int *cpus,
+                         int ncpus, const char *mode) {
 	int v = 0;
 	ncclGetVersion(&v);
 	printf("NCCL_ALLREDUCE {\"nccl_version\":%d,\"mode\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"iters\":%d,\"ok\":%s,"
-	       "\"cpu_us_per_call\":[", v, mode, n, bytes, iters, ok ? "true" : "false");
-	for (int b = 0; b < blocks; b++) printf("%s%.4f", b ? "," : "", per_call[b]);
-	printf("],\"cpu_us_per_group\":[");
-	for (int b = 0; b < blocks; b++) printf("%s%.4f", b ? "," : "", per_group[b]);
-	printf("],\"median_cpu_us_per_call\":%.4f}\n", median(per_call, blocks));
+	       "\"cpus\":[", v, mode, n, bytes, iters, ok ? "true" : "false");
+	for (int i = 0; i < ncpus; i++) printf("%s%d", i ? "," : "", cpus[i]);
+	printf("]");
+	print_list("cpu_us_per_call", per_call, blocks);
+	print_list("cpu_us_per_group", per_group, blocks);
+	if (ins) {
+		print_list("instructions_per_call", ins, blocks);
+		print_list("cycles_per_call", cyc, blocks);
+		printf(",\"median_instructions_per_call\":%.2f,\"median_cycles_per_call\":%.2f", median(ins, blocks),
+		       median(cyc, blocks));
+	}
+	printf(",\"median_cpu_us_per_call\":%.4f}\n", median(per_call, blocks));
 }
 
-/* What the rank processes of bench-procs share: the id (rank 0 posts it, then sets id_ready), each
- * rank's CPU microseconds per call per block, and each rank's verdict. */
+/* What the rank processes of bench-procs share: the id (rank 0 posts it, then sets id_ready), and
+ * per rank its figures per block, whether it counted, its CPU and its verdict. */
 struct shared {
 	volatile int id_ready;
 	ncclUniqueId id;
-	double per_call[MAXG][MAXB];
-	int ok[MAXG];
+	double per_call[MAXG][MAXB], ins[MAXG][MAXB], cyc[MAXG][MAXB];
+	int counted[MAXG], cpu[MAXG], ok[MAXG];
 };
 
 static int rank_main(struct shared *sh, int n, int rank, int iters, int blocks, size_t bytes) {
-	size_t count = bytes / sizeof(float);
 	int avail = 0;
 	CUDA(cudaGetDeviceCount(&avail));
 	if (avail < 1) {
@@ -98,50 +221,24 @@ static int rank_main(struct shared *sh, int n, int rank, int iters, int blocks, 
 		snprintf(host, sizeof host, "ncclbpf-rank%d", rank);
 		setenv("NCCL_HOSTID", host, 1);
 	}
-	CUDA(cudaSetDevice(rank % avail));
+	struct ranks r = {.n = 1, .dev = {rank % avail}, .count = bytes / sizeof(float)};
+	CUDA(cudaSetDevice(r.dev[0]));
 	if (rank == 0) {
 		NCCL(ncclGetUniqueId(&sh->id));
 		__atomic_store_n(&sh->id_ready, 1, __ATOMIC_RELEASE);
 	} else {
 		while (!__atomic_load_n(&sh->id_ready, __ATOMIC_ACQUIRE)) usleep(1000);
 	}
-	ncclComm_t comm;
-	cudaStream_t stream;
-	float *sbuf, *rbuf, *fill = malloc(bytes);
-	if (!fill) return 2;
-	NCCL(ncclCommInitRank(&comm, n, sh->id, rank));
-	CUDA(cudaStreamCreate(&stream));
-	CUDA(cudaMalloc((void **)&sbuf, bytes));
-	CUDA(cudaMalloc((void **)&rbuf, bytes));
-	for (size_t k = 0; k < count; k++) fill[k] = (float)(rank + 1);
-	CUDA(cudaMemcpy(sbuf, fill, bytes, cudaMemcpyHostToDevice));
-	for (int b = -1; b < blocks; b++) {
-		uint64_t t = 0;
-		for (int it = 0; it < iters; it++) {
-			uint64_t t0 = cpu_ns();
-			NCCL(ncclGroupStart());
-			NCCL(ncclAllReduce(sbuf, rbuf, count, ncclFloat, ncclSum, comm, stream));
-			NCCL(ncclGroupEnd());
-			t += cpu_ns() - t0;
-			if ((it + 1) % SYNC_EVERY == 0 || it + 1 == iters) CUDA(cudaStreamSynchronize(stream));
-		}
-		if (b >= 0) sh->per_call[rank][b] = (double)t / 1e3 / iters;
-	}
-	int ok = 1;
-	float want = (float)n * (float)(n + 1) / 2.0f;
-	CUDA(cudaMemcpy(fill, rbuf, bytes, cudaMemcpyDeviceToHost));
-	for (size_t k = 0; k < count; k++)
-		if (fill[k] != want) {
-			fprintf(stderr, "nccl_allreduce: rank %d element %zu is %g, want %g\n", rank, k, fill[k], want);
-			ok = 0;
-			break;
-		}
-	sh->ok[rank] = ok;
-	CUDA(cudaFree(sbuf));
-	CUDA(cudaFree(rbuf));
-	NCCL(ncclCommDestroy(comm));
-	free(fill);
-	return ok ? 0 : 1;
+	NCCL(ncclCommInitRank(&r.comm[0], n, sh->id, rank));
+	if (!setup_buffers(&r, rank, bytes)) return 2;
+	sh->cpu[rank] = bench_pin(rank);
+	struct bench_pmu pmu;
+	sh->counted[rank] = bench_pmu_open(&pmu);
+	run_blocks(&r, iters, blocks, sh->per_call[rank], sh->counted[rank] ? &pmu : NULL, sh->ins[rank], sh->cyc[rank]);
+	if (sh->counted[rank]) bench_pmu_close(&pmu);
+	sh->ok[rank] = check_sums(&r, n, rank, bytes);
+	teardown(&r);
+	return sh->ok[rank] ? 0 : 1;
 }
 
 /* bench-procs: no CUDA or NCCL call in the parent before the fork (a child must start CUDA afresh). */
@@ -165,14 +262,22 @@ static int bench_procs(int n, int iters, int blocks, size_t bytes) {
 		}
 	}
 	if (!ok) return 1;
-	double per_call[MAXB], per_group[MAXB];
-	for (int b = 0; b < blocks; b++) {
-		double s = 0;
-		for (int r = 0; r < n; r++) s += sh->per_call[r][b];
-		per_call[b] = per_group[b] = s / n;
+	/* per block, the mean over the ranks */
+	double per_call[MAXB], ins[MAXB], cyc[MAXB];
+	int counted = 1;
+	for (int r = 0; r < n; r++) {
+		ok &= sh->ok[r];
+		counted &= sh->counted[r];
 	}
-	for (int r = 0; r < n; r++) ok &= sh->ok[r];
-	print_result(n, bytes, iters, blocks, ok, per_call, per_group, "procs");
+	for (int b = 0; b < blocks; b++) {
+		per_call[b] = ins[b] = cyc[b] = 0;
+		for (int r = 0; r < n; r++) {
+			per_call[b] += sh->per_call[r][b] / n;
+			ins[b] += sh->ins[r][b] / n;
+			cyc[b] += sh->cyc[r][b] / n;
+		}
+	}
+	print_result(n, bytes, iters, blocks, ok, per_call, per_call, counted ? ins : NULL, cyc, sh->cpu, n, "procs");
 	return ok ? 0 : 1;
 }
 
@@ -200,63 +305,23 @@ int main(int argc, char **argv) {
 		                "1 <= BLOCKS <= %d, BYTES >= 4\n", MAXG, avail, MAXB);
 		return 2;
 	}
-	int devs[MAXG];
-	ncclComm_t comms[MAXG];
-	cudaStream_t streams[MAXG];
-	float *sbuf[MAXG], *rbuf[MAXG];
-	for (int i = 0; i < n; i++) devs[i] = i;
-	NCCL(ncclCommInitAll(comms, n, devs));
-	float *fill = malloc(bytes);
-	if (!fill) return 2;
-	for (int i = 0; i < n; i++) {
-		CUDA(cudaSetDevice(i));
-		CUDA(cudaStreamCreate(&streams[i]));
-		CUDA(cudaMalloc((void **)&sbuf[i], bytes));
-		CUDA(cudaMalloc((void **)&rbuf[i], bytes));
-		for (size_t k = 0; k < count; k++) fill[k] = (float)(i + 1);
-		CUDA(cudaMemcpy(sbuf[i], fill, bytes, cudaMemcpyHostToDevice));
+	struct ranks r = {.n = n, .count = count};
+	for (int i = 0; i < n; i++) r.dev[i] = i;
+	NCCL(ncclCommInitAll(r.comm, n, r.dev));
+	if (!setup_buffers(&r, 0, bytes)) return 2;
+	int cpu = bench_pin(0);
+	struct bench_pmu pmu;
+	int counted = bench_pmu_open(&pmu);
+	double per_group[MAXB], per_call[MAXB], ins[MAXB], cyc[MAXB];
+	run_blocks(&r, iters, blocks, per_group, counted ? &pmu : NULL, ins, cyc);
+	for (int b = 0; b < blocks; b++) {
+		per_call[b] = per_group[b] / n;
+		ins[b] /= n;
+		cyc[b] /= n;
 	}
-	double per_call[MAXB], per_group[MAXB];
-	/* one untimed block first: connections, first-use allocations */
-	for (int b = -1; b < blocks; b++) {
-		uint64_t t = 0;
-		for (int it = 0; it < iters; it++) {
-			uint64_t t0 = cpu_ns();
-			NCCL(ncclGroupStart());
-			for (int i = 0; i < n; i++) NCCL(ncclAllReduce(sbuf[i], rbuf[i], count, ncclFloat, ncclSum, comms[i], streams[i]));
-			NCCL(ncclGroupEnd());
-			t += cpu_ns() - t0;
-			if ((it + 1) % SYNC_EVERY == 0 || it + 1 == iters)
-				for (int i = 0; i < n; i++) {
-					CUDA(cudaSetDevice(i));
-					CUDA(cudaStreamSynchronize(streams[i]));
-				}
-		}
-		if (b >= 0) {
-			per_group[b] = (double)t / 1e3 / iters;
-			per_call[b] = per_group[b] / n;
-		}
-	}
-	/* the sums: every rank holds 1 + 2 + ... + n */
-	int ok = 1;
-	float want = (float)n * (float)(n + 1) / 2.0f;
-	for (int i = 0; i < n && ok; i++) {
-		CUDA(cudaSetDevice(i));
-		CUDA(cudaMemcpy(fill, rbuf[i], bytes, cudaMemcpyDeviceToHost));
-		for (size_t k = 0; k < count; k++)
-			if (fill[k] != want) {
-				fprintf(stderr, "nccl_allreduce: rank %d element %zu is %g, want %g\n", i, k, fill[k], want);
-				ok = 0;
-				break;
-			}
-	}
-	for (int i = 0; i < n; i++) {
-		CUDA(cudaSetDevice(i));
-		CUDA(cudaFree(sbuf[i]));
-		CUDA(cudaFree(rbuf[i]));
-		NCCL(ncclCommDestroy(comms[i]));
-	}
-	free(fill);
-	print_result(n, bytes, iters, blocks, ok, per_call, per_group, "threads");
+	if (counted) bench_pmu_close(&pmu);
+	int ok = check_sums(&r, n, 0, bytes);
+	teardown(&r);
+	print_result(n, bytes, iters, blocks, ok, per_call, per_group, counted ? ins : NULL, cyc, &cpu, 1, "threads");
 	return ok ? 0 : 1;
 }

@@ -15,10 +15,16 @@
  *                                pipelined first); prints microseconds per group of each block and
  *                                their median, one line per mode
  *
+ * bench pins the calling thread after communicator init when NCCL_BENCH_CPUS is set (bench_cpu.h) and,
+ * where the machine counts instructions, runs BLOCKS more pipelined blocks with each group between a
+ * start and a stop of the thread's user-space instruction and cycle counters: "instructions_per_group"
+ * and "cycles_per_group" (medians) in the pipelined mode's line.
+ *
  * PyTorch hides which communicators exist and when they are destroyed; here ncclCommFinalize and
  * ncclCommDestroy are explicit. The last line is "NCCL_P2P {json}"; exit status 0 when every
  * buffer was right and every call succeeded.
  */
+#define _GNU_SOURCE
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdint.h>
@@ -28,6 +34,7 @@
 #include <time.h>
 
 #define GPU_CHECK_PROG "nccl_p2p"
+#include "bench_cpu.h"
 #include "gpu_check.h"
 
 static double now_us(void) {
@@ -105,8 +112,42 @@ static int run_check(int n, size_t bytes) {
 }
 
 /* One timed mode of run_bench: prints its line, returns 1 when the received bytes were right. */
+static double median_of(double *v, int n) {
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* count_blocks: BLOCKS pipelined blocks, each group inside the counters' window; the medians over
+ * blocks of instructions and cycles per group. */
+static void count_blocks(ncclComm_t c, void *send, void *recv, const struct bench_pmu *pmu, int iters, int blocks,
+                         size_t bytes, cudaStream_t s, double *ins, double *cyc) {
+	double *vi = calloc((size_t)blocks, sizeof *vi), *vc = calloc((size_t)blocks, sizeof *vc);
+	if (!vi || !vc) {
+		fprintf(stderr, "nccl_p2p: out of memory\n");
+		exit(2);
+	}
+	for (int b = 0; b < blocks; b++) {
+		uint64_t ni = 0, nc = 0;
+		CUDA(cudaStreamSynchronize(s));
+		bench_pmu_take(pmu, &ni, &nc);
+		for (int i = 0; i < iters; i++) {
+			bench_pmu_on(pmu);
+			group(c, send, recv, bytes, s);
+			bench_pmu_off(pmu);
+		}
+		if (bench_pmu_take(pmu, &ni, &nc) != 0) ni = nc = 0;
+		vi[b] = (double)ni / iters;
+		vc[b] = (double)nc / iters;
+	}
+	CUDA(cudaStreamSynchronize(s));
+	*ins = median_of(vi, blocks);
+	*cyc = median_of(vc, blocks);
+	free(vi);
+	free(vc);
+}
+
 static int bench_mode(ncclComm_t c, void *send, void *recv, unsigned char *host, double *per, int iters, int blocks,
-                      size_t bytes, int sync, cudaStream_t s) {
+                      size_t bytes, int sync, cudaStream_t s, const struct bench_pmu *pmu, int cpu) {
 	int ok = 1;
 	for (int b = 0; b < blocks; b++) {
 		CUDA(cudaMemsetAsync(recv, 0, bytes, s));
@@ -125,12 +166,15 @@ static int bench_mode(ncclComm_t c, void *send, void *recv, unsigned char *host,
 				break;
 			}
 	}
-	printf("NCCL_P2P {\"mode\":\"bench\",\"iters\":%d,\"blocks\":%d,\"bytes\":%zu,\"sync\":%d,\"us_per_group\":[", iters,
-	       blocks, bytes, sync);
+	double ins = 0, cyc = 0;
+	if (pmu && !sync) count_blocks(c, send, recv, pmu, iters, blocks, bytes, s, &ins, &cyc);
+	printf("NCCL_P2P {\"mode\":\"bench\",\"iters\":%d,\"blocks\":%d,\"bytes\":%zu,\"sync\":%d,\"cpu\":%d,\"us_per_group\":[",
+	       iters, blocks, bytes, sync, cpu);
 	for (int b = 0; b < blocks; b++) printf("%s%.3f", b ? "," : "", per[b]);
-	qsort(per, (size_t)blocks, sizeof *per, cmp_double);
-	double med = blocks % 2 ? per[blocks / 2] : (per[blocks / 2 - 1] + per[blocks / 2]) / 2;
-	printf("],\"median_us\":%.3f,\"ok\":%s}\n", med, ok ? "true" : "false");
+	double med = median_of(per, blocks);
+	printf("],\"median_us\":%.3f", med);
+	if (pmu && !sync) printf(",\"instructions_per_group\":%.2f,\"cycles_per_group\":%.2f", ins, cyc);
+	printf(",\"ok\":%s}\n", ok ? "true" : "false");
 	return ok;
 }
 
@@ -148,11 +192,15 @@ static int run_bench(int iters, int blocks, size_t bytes, int sync_mode) {
 		return 2;
 	}
 	ncclComm_t c = comm_new();
+	int cpu = bench_pin(0);
+	struct bench_pmu pmu;
+	int counted = bench_pmu_open(&pmu);
 	for (int i = 0; i < 200; i++) group(c, send, recv, bytes, s); /* warm-up */
 	CUDA(cudaStreamSynchronize(s));
 	int ok = 1;
-	if (sync_mode != 1) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 0, s);
-	if (sync_mode != 0) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 1, s);
+	if (sync_mode != 1) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 0, s, counted ? &pmu : NULL, cpu);
+	if (sync_mode != 0) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 1, s, counted ? &pmu : NULL, cpu);
+	if (counted) bench_pmu_close(&pmu);
 	comm_end(c);
 	free(per);
 	free(host);
