@@ -23,6 +23,8 @@
 #   profiler-host        testhost/profiler_host.c with profiler_native.c
 #   footprint            testhost/footprint.c
 #   native               testhost/native_size_aware.c, the native C tuner plugin
+#   tuner-ab             testhost/gpu/tuner_ab.c, the tuner plugin that switches between two others
+#                        (scripts/gpu-tuner-cost.sh AB=1)
 #   tcpnet               testhost/tcpnet.c, a socket net plugin
 #   profiler-standalone  plugin/profiler*.c with its clock and grace period, without Go (its host publishes native programs)
 #   nccl-p2p             testhost/gpu/nccl_p2p.c against NCCL (NCCL_HOME, else the system's) and
@@ -94,6 +96,7 @@ rccl-names) SRC=(testhost/rccl_names.c) && prog -I testhost "$@" ;;
 profiler-host) SRC=(testhost/profiler_host.c testhost/profiler_native.c) && prog "$@" ;;
 footprint) SRC=(testhost/footprint.c) && prog "$@" ;;
 native) SRC=(testhost/native_size_aware.c) && dso "$@" ;;
+tuner-ab) SRC=(testhost/gpu/tuner_ab.c) && dso "$@" -ldl ;;
 tcpnet) SRC=(testhost/tcpnet.c) && dso "$@" ;;
 profiler-standalone) SRC=(plugin/profiler.c plugin/profiler_events.c plugin/profiler_abi.c plugin/clock.c plugin/grace.c) && dso "$@" ;;
 nccl-p2p | nccl-allreduce | nccl-sweep)

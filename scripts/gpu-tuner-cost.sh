@@ -10,6 +10,14 @@
 # call on the same path (7 more blocks). Prints each round as it ends, then each configuration's
 # rounds, the medians, and the median over rounds of each round's ratios.
 #
+# AB=1 compares inside each process instead (testhost/gpu/tuner_ab.c, ART/libtunerab.so): the tuner
+# plugin NCCL loads forwards each getCollInfo to no plugin, to the native C size_aware (A) or to
+# libncclbpf.so (B), switched between blocks of ITERS groups, every rank at the same group; a process
+# runs 7 sets of the three blocks in rotating order. Each round runs two such processes, B with
+# builtin:size_aware (sa) and with builtin:rules and 100 rules (rules100), and prints the medians of
+# the sets' ratios A/none, B/A, B/none (CPU time, and instructions where counted). The machine's state,
+# which moves whole processes by tens of percent, is then the same for the blocks compared.
+#
 # Pinning (PIN=1, the default where taskset is there): each rank's calling thread gets a core of its
 # own after init (NCCL_BENCH_CPUS), the highest-numbered cores first, never CPU 0's; everything else
 # of the process (NCCL's proxy threads) and the MPS server run on the CPUs left, hyperthread siblings
@@ -49,7 +57,9 @@ procs) BENCH=bench-procs && export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 ;;
 esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-for f in libncclbpf.so libnative.so rules100.conf; do
+need=(libncclbpf.so libnative.so rules100.conf)
+[ "${AB:-0}" = 1 ] && need+=(libtunerab.so)
+for f in "${need[@]}"; do
 	[ -e "$ART/$f" ] || { echo "gpu-tuner-cost: $ART/$f is missing (testhost/gpu/build-art.sh ART)" >&2; exit 2; }
 done
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN
@@ -71,6 +81,34 @@ if [ "${MPS:-0}" = 1 ]; then
 	echo "gpu-tuner-cost: MPS control daemon started (pipes in $CUDA_MPS_PIPE_DIRECTORY)"
 fi
 L=$ART/libncclbpf.so
+med() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+if [ "${AB:-0}" = 1 ]; then
+	cols=(none_us native_us policy_us native/none policy/native policy/none ins_policy/native ins_policy/none)
+	for r in $(seq "$ROUNDS"); do
+		for c in sa rules100; do
+			e=(NCCL_TUNER_PLUGIN="$ART/libtunerab.so" TUNER_AB_A="$ART/libnative.so" TUNER_AB_B="$L" NCCL_BENCH_AB=1)
+			case $c in
+			sa) e+=(NCCLBPF_POLICY=builtin:size_aware) ;;
+			rules100) e+=(NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$ART/rules100.conf") ;;
+			esac
+			out=$(env "${e[@]}" timeout 120 "${RUN[@]}" "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096 2>&1) ||
+				{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
+			field() { v=$(grep -o "\"$1\":[0-9.]*" <<<"$out" | cut -d: -f2) && echo "$v" || echo -; }
+			echo "$r $c $(field median_cpu_us_per_call_none) $(field median_cpu_us_per_call_A)" \
+				"$(field median_cpu_us_per_call_B) $(field cpu_us_per_call_ratio_A_none)" \
+				"$(field cpu_us_per_call_ratio_B_A) $(field cpu_us_per_call_ratio_B_none)" \
+				"$(field instructions_per_call_ratio_B_A) $(field instructions_per_call_ratio_B_none)"
+		done
+	done | tee "$W/rounds.txt"
+	echo "In-process comparison, 4 KiB all-reduce ($NRANKS ranks, $MODE; A = native C size_aware, B = libncclbpf.so):"
+	echo "  round configuration ${cols[*]}"
+	for c in sa rules100; do
+		line=""
+		for k in $(seq 3 10); do line="$line $(awk -v c="$c" -v k="$k" '$2 == c {print $k}' "$W/rounds.txt" | med)"; done
+		echo "  median over $ROUNDS rounds, $c:$line"
+	done
+	exit 0
+fi
 cfgs=(noplugin native size_aware rules100)
 for r in $(seq "$ROUNDS"); do
 	for c in "${cfgs[@]}"; do
@@ -87,7 +125,6 @@ for r in $(seq "$ROUNDS"); do
 		echo "$r $c $(field median_cpu_us_per_call) ${ins:--} ${cyc:--}"
 	done
 done | tee "$W/rounds.txt"
-med() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 # summary COLUMN WHAT: each configuration's rounds, their medians, the medians of the rounds' ratios
 summary() {
 	local col=$1

@@ -14,6 +14,7 @@
 #                                            exported, for scripts/bench-net.sh and scripts/bench-profiler.sh
 #   tuner-host, rules100.conf                the C tuner host and 100 generated rules (and, with
 #                                            libnative.so, what scripts/gpu-tuner-cost.sh runs)
+#   libtunerab.so                            the switching tuner of scripts/gpu-tuner-cost.sh AB=1
 #   jit-amd64.test, loop-clang-19/           the JIT's loop benchmark and its clang-built native loops
 #   tunerbench, libharness-native.so         the independent harness of ../shared/bench (when it is
 #                                            beside the checkout), for scripts/bench-harness.sh
@@ -36,6 +37,7 @@ $R lib-testing "$ART/libncclbpf-testing.so"
 $R cli "$ART/ncclbpf"
 $R emptygo "$ART/libemptygo.so"
 $R native "$ART/libnative.so"
+$R tuner-ab "$ART/libtunerab.so"
 $R footprint "$ART/footprint"
 $R net-host "$ART/net_host"
 $R profiler-host "$ART/profiler-host"

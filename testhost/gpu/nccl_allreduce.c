@@ -29,12 +29,20 @@
  * counters (no clock read in them): the instructions and cycles per call of the same path, the
  * figure that noise between processes does not move.
  *
+ * With NCCL_BENCH_AB=1 the tuner plugin must be testhost/gpu/tuner_ab.c (NCCL_TUNER_PLUGIN, a path):
+ * each of the BLOCKS sets is three blocks, one per configuration (0 none, 1 plugin A, 2 plugin B, in
+ * an order that rotates from set to set), the configuration chosen through tuner_ab_select before
+ * the block, by every rank at the same group. Per configuration its blocks' figures and their median,
+ * and the median over sets of the ratios A/none, B/A and B/none: three configurations compared a few
+ * milliseconds apart in one process.
+ *
  * NCCL runs a 1-rank all-reduce as a copy and never asks the tuner: NGPUS (NRANKS) must be 2 or more
  * to measure anything. The last line is "NCCL_ALLREDUCE {json}"; exit status 0 when every call
  * succeeded and the sums were right.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <sched.h>
 #include <stdint.h>
@@ -51,7 +59,7 @@
 #include "gpu_check.h"
 
 #define MAXG 16
-#define MAXB 64
+#define MAXB 192
 #define SYNC_EVERY 16
 
 static uint64_t cpu_ns(void) {
@@ -71,6 +79,30 @@ static double median(const double *v, int n) {
 	qsort(s, (size_t)n, sizeof(double), cmp_d);
 	return s[(n - 1) / 2];
 }
+
+/* In-process comparison (NCCL_BENCH_AB): tuner_ab's switch, and how many configurations a set has. */
+static void (*ab_select)(int);
+static int nsel = 1;
+static const char *const cfg_name[3] = {"none", "A", "B"};
+
+/* ab_setup: with NCCL_BENCH_AB=1, find tuner_ab_select in the tuner plugin NCCL loaded (after
+ * communicator init); 0 when ready or not asked for. */
+static int ab_setup(void) {
+	const char *ab = getenv("NCCL_BENCH_AB"), *path = getenv("NCCL_TUNER_PLUGIN");
+	if (!ab || strcmp(ab, "1") != 0) return 0;
+	void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	ab_select = h ? (void (*)(int))dlsym(h, "tuner_ab_select") : NULL;
+	if (!ab_select) {
+		fprintf(stderr, "nccl_allreduce: NCCL_BENCH_AB=1 needs NCCL_TUNER_PLUGIN to be tuner_ab's path (%s)\n",
+		        path ? path : "unset");
+		return -1;
+	}
+	nsel = 3;
+	return 0;
+}
+
+/* cfg_of: the configuration of block b (sets of nsel blocks, the order rotating by one each set). */
+static int cfg_of(int b) { return (b % nsel + b / nsel) % nsel; }
 
 /* What this thread drives: n communicators (one per GPU in bench, one in a rank process of
  * bench-procs), their streams, devices and buffers. */
@@ -96,14 +128,17 @@ static void sync_all(const struct ranks *r) {
 	}
 }
 
-/* One untimed block (connections, first-use allocations), then BLOCKS blocks of ITERS groups: the
- * thread's CPU microseconds per group of each block in us[]. With pmu, BLOCKS more blocks, each group
- * inside the counters' window: instructions and cycles per group in ins[] and cyc[]. Streams are
- * synchronized every SYNC_EVERY groups, outside what is measured. */
+/* One untimed block per configuration (connections, first-use allocations), then BLOCKS blocks of
+ * ITERS groups (BLOCKS = sets x nsel, configuration cfg_of(b)): the thread's CPU microseconds per group
+ * of each block in us[]. With pmu, BLOCKS more blocks, each group inside the counters' window:
+ * instructions and cycles per group in ins[] and cyc[]. Streams are synchronized every SYNC_EVERY
+ * groups and at the end of every block (so a switch of configuration never meets a group in flight),
+ * outside what is measured. */
 static void run_blocks(const struct ranks *r, int iters, int blocks, double *us, const struct bench_pmu *pmu,
                        double *ins, double *cyc) {
-	for (int b = -1; b < blocks; b++) {
+	for (int b = -nsel; b < blocks; b++) {
 		uint64_t t = 0;
+		if (ab_select) ab_select(b < 0 ? b + nsel : cfg_of(b));
 		for (int it = 0; it < iters; it++) {
 			uint64_t t0 = cpu_ns();
 			group(r);
@@ -115,6 +150,7 @@ static void run_blocks(const struct ranks *r, int iters, int blocks, double *us,
 	if (!pmu) return;
 	for (int b = 0; b < blocks; b++) {
 		uint64_t ni = 0, nc = 0;
+		if (ab_select) ab_select(cfg_of(b));
 		bench_pmu_take(pmu, &ni, &nc);
 		for (int it = 0; it < iters; it++) {
 			bench_pmu_on(pmu);
@@ -178,26 +214,46 @@ static void print_list(const char *name, const double *v, int n) {
 	printf("]");
 }
 
+/* print_metric: one measure of every block (sets x nsel of them): its list and median, or with
+ * several configurations each one's list and median and the medians over sets of the ratios. */
+static void print_metric(const char *name, const double *v, int sets) {
+	if (nsel == 1) {
+		print_list(name, v, sets);
+		printf(",\"median_%s\":%.4f", name, median(v, sets));
+		return;
+	}
+	double by[3][MAXB], r[MAXB];
+	char key[96];
+	for (int b = 0; b < sets * nsel; b++) by[cfg_of(b)][b / nsel] = v[b];
+	for (int k = 0; k < nsel; k++) {
+		snprintf(key, sizeof key, "%s_%s", name, cfg_name[k]);
+		print_list(key, by[k], sets);
+		printf(",\"median_%s\":%.4f", key, median(by[k], sets));
+	}
+	static const int pairs[3][2] = {{1, 0}, {2, 1}, {2, 0}};
+	for (int p = 0; p < 3; p++) {
+		int x = pairs[p][0], y = pairs[p][1];
+		for (int t = 0; t < sets; t++) r[t] = by[y][t] > 0 ? by[x][t] / by[y][t] : 0;
+		printf(",\"%s_ratio_%s_%s\":%.5f", name, cfg_name[x], cfg_name[y], median(r, sets));
+	}
+}
+
 /* print_result: the last line. ins/cyc NULL when no counter ran; cpus: the pinned CPU per rank
- * (-1 when not pinned). */
+ * (-1 when not pinned). BLOCKS counts sets. */
 static void print_result(int n, size_t bytes, int iters, int blocks, int ok, const double *per_call,
-                         const double *per_group, const double *ins, const double *cyc, const int *cpus,
-                         int ncpus, const char *mode) {
+                         const double *ins, const double *cyc, const int *cpus, int ncpus, const char *mode) {
 	int v = 0;
 	ncclGetVersion(&v);
-	printf("NCCL_ALLREDUCE {\"nccl_version\":%d,\"mode\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"iters\":%d,\"ok\":%s,"
-	       "\"cpus\":[", v, mode, n, bytes, iters, ok ? "true" : "false");
+	printf("NCCL_ALLREDUCE {\"nccl_version\":%d,\"mode\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"iters\":%d,"
+	       "\"configurations\":%d,\"ok\":%s,\"cpus\":[", v, mode, n, bytes, iters, nsel, ok ? "true" : "false");
 	for (int i = 0; i < ncpus; i++) printf("%s%d", i ? "," : "", cpus[i]);
 	printf("]");
-	print_list("cpu_us_per_call", per_call, blocks);
-	print_list("cpu_us_per_group", per_group, blocks);
 	if (ins) {
-		print_list("instructions_per_call", ins, blocks);
-		print_list("cycles_per_call", cyc, blocks);
-		printf(",\"median_instructions_per_call\":%.2f,\"median_cycles_per_call\":%.2f", median(ins, blocks),
-		       median(cyc, blocks));
+		print_metric("instructions_per_call", ins, blocks);
+		print_metric("cycles_per_call", cyc, blocks);
 	}
-	printf(",\"median_cpu_us_per_call\":%.4f}\n", median(per_call, blocks));
+	print_metric("cpu_us_per_call", per_call, blocks);
+	printf("}\n");
 }
 
 /* What the rank processes of bench-procs share: the id (rank 0 posts it, then sets id_ready), and
@@ -230,11 +286,12 @@ static int rank_main(struct shared *sh, int n, int rank, int iters, int blocks, 
 		while (!__atomic_load_n(&sh->id_ready, __ATOMIC_ACQUIRE)) usleep(1000);
 	}
 	NCCL(ncclCommInitRank(&r.comm[0], n, sh->id, rank));
-	if (!setup_buffers(&r, rank, bytes)) return 2;
+	if (ab_setup() != 0 || !setup_buffers(&r, rank, bytes)) return 2;
 	sh->cpu[rank] = bench_pin(rank);
 	struct bench_pmu pmu;
 	sh->counted[rank] = bench_pmu_open(&pmu);
-	run_blocks(&r, iters, blocks, sh->per_call[rank], sh->counted[rank] ? &pmu : NULL, sh->ins[rank], sh->cyc[rank]);
+	run_blocks(&r, iters, blocks * nsel, sh->per_call[rank], sh->counted[rank] ? &pmu : NULL, sh->ins[rank],
+	           sh->cyc[rank]);
 	if (sh->counted[rank]) bench_pmu_close(&pmu);
 	sh->ok[rank] = check_sums(&r, n, rank, bytes);
 	teardown(&r);
@@ -246,6 +303,8 @@ static int bench_procs(int n, int iters, int blocks, size_t bytes) {
 	struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) return 2;
 	memset(sh, 0, sizeof *sh);
+	const char *ab = getenv("NCCL_BENCH_AB");
+	if (ab && strcmp(ab, "1") == 0) nsel = 3; /* the ranks find tuner_ab themselves, or fail */
 	pid_t pids[MAXG];
 	for (int r = 0; r < n; r++) {
 		fflush(stdout);
@@ -269,7 +328,7 @@ static int bench_procs(int n, int iters, int blocks, size_t bytes) {
 		ok &= sh->ok[r];
 		counted &= sh->counted[r];
 	}
-	for (int b = 0; b < blocks; b++) {
+	for (int b = 0; b < blocks * nsel; b++) {
 		per_call[b] = ins[b] = cyc[b] = 0;
 		for (int r = 0; r < n; r++) {
 			per_call[b] += sh->per_call[r][b] / n;
@@ -277,7 +336,7 @@ static int bench_procs(int n, int iters, int blocks, size_t bytes) {
 			cyc[b] += sh->cyc[r][b] / n;
 		}
 	}
-	print_result(n, bytes, iters, blocks, ok, per_call, per_call, counted ? ins : NULL, cyc, sh->cpu, n, "procs");
+	print_result(n, bytes, iters, blocks, ok, per_call, counted ? ins : NULL, cyc, sh->cpu, n, "procs");
 	return ok ? 0 : 1;
 }
 
@@ -291,30 +350,30 @@ int main(int argc, char **argv) {
 	int n = atoi(argv[2]), iters = atoi(argv[3]), blocks = atoi(argv[4]);
 	size_t bytes = (size_t)strtoull(argv[5], NULL, 0), count = bytes / sizeof(float);
 	if (procs) {
-		if (n < 2 || n > MAXG || iters < 1 || blocks < 1 || blocks > MAXB || count == 0) {
+		if (n < 2 || n > MAXG || iters < 1 || blocks < 1 || blocks > MAXB / 3 || count == 0) {
 			fprintf(stderr, "nccl_allreduce: need 2 <= NRANKS <= %d, ITERS >= 1, 1 <= BLOCKS <= %d, BYTES >= 4\n", MAXG,
-			        MAXB);
+			        MAXB / 3);
 			return 2;
 		}
 		return bench_procs(n, iters, blocks, bytes);
 	}
 	int avail = 0;
 	CUDA(cudaGetDeviceCount(&avail));
-	if (n < 2 || n > MAXG || n > avail || iters < 1 || blocks < 1 || blocks > MAXB || count == 0) {
+	if (n < 2 || n > MAXG || n > avail || iters < 1 || blocks < 1 || blocks > MAXB / 3 || count == 0) {
 		fprintf(stderr, "nccl_allreduce: need 2 <= NGPUS <= %d (this machine has %d GPUs), ITERS >= 1, "
-		                "1 <= BLOCKS <= %d, BYTES >= 4\n", MAXG, avail, MAXB);
+		                "1 <= BLOCKS <= %d, BYTES >= 4\n", MAXG, avail, MAXB / 3);
 		return 2;
 	}
 	struct ranks r = {.n = n, .count = count};
 	for (int i = 0; i < n; i++) r.dev[i] = i;
 	NCCL(ncclCommInitAll(r.comm, n, r.dev));
-	if (!setup_buffers(&r, 0, bytes)) return 2;
+	if (ab_setup() != 0 || !setup_buffers(&r, 0, bytes)) return 2;
 	int cpu = bench_pin(0);
 	struct bench_pmu pmu;
 	int counted = bench_pmu_open(&pmu);
 	double per_group[MAXB], per_call[MAXB], ins[MAXB], cyc[MAXB];
-	run_blocks(&r, iters, blocks, per_group, counted ? &pmu : NULL, ins, cyc);
-	for (int b = 0; b < blocks; b++) {
+	run_blocks(&r, iters, blocks * nsel, per_group, counted ? &pmu : NULL, ins, cyc);
+	for (int b = 0; b < blocks * nsel; b++) {
 		per_call[b] = per_group[b] / n;
 		ins[b] /= n;
 		cyc[b] /= n;
@@ -322,6 +381,6 @@ int main(int argc, char **argv) {
 	if (counted) bench_pmu_close(&pmu);
 	int ok = check_sums(&r, n, 0, bytes);
 	teardown(&r);
-	print_result(n, bytes, iters, blocks, ok, per_call, per_group, counted ? ins : NULL, cyc, &cpu, 1, "threads");
+	print_result(n, bytes, iters, blocks, ok, per_call, counted ? ins : NULL, cyc, &cpu, 1, "threads");
 	return ok ? 0 : 1;
 }
