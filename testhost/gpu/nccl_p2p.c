@@ -20,6 +20,10 @@
  * start and a stop of the thread's user-space instruction and cycle counters: "instructions_per_group"
  * and "cycles_per_group" (medians) in the pipelined mode's line.
  *
+ * With NCCL_BENCH_SWITCH_0 and NCCL_BENCH_SWITCH_1 (shell commands, e.g. `ncclbpf reload
+ * $NCCL_BENCH_PID OBJ`), bench compares two configurations in one process instead: BLOCKS sets of
+ * two pipelined blocks, each block after its configuration's command (bench_switch).
+ *
  * PyTorch hides which communicators exist and when they are destroyed; here ncclCommFinalize and
  * ncclCommDestroy are explicit. The last line is "NCCL_P2P {json}"; exit status 0 when every
  * buffer was right and every call succeeded.
@@ -111,7 +115,6 @@ static int run_check(int n, size_t bytes) {
 	return bad_groups ? 1 : 0;
 }
 
-/* One timed mode of run_bench: prints its line, returns 1 when the received bytes were right. */
 static double median_of(double *v, int n) {
 	qsort(v, (size_t)n, sizeof *v, cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -146,6 +149,7 @@ static void count_blocks(ncclComm_t c, void *send, void *recv, const struct benc
 	free(vc);
 }
 
+/* One timed mode of run_bench: prints its line, returns 1 when the received bytes were right. */
 static int bench_mode(ncclComm_t c, void *send, void *recv, unsigned char *host, double *per, int iters, int blocks,
                       size_t bytes, int sync, cudaStream_t s, const struct bench_pmu *pmu, int cpu) {
 	int ok = 1;
@@ -178,6 +182,90 @@ static int bench_mode(ncclComm_t c, void *send, void *recv, unsigned char *host,
 	return ok;
 }
 
+/* switch_to: run NCCL_BENCH_SWITCH_<k> (a shell command; NCCL_BENCH_PID is this process), exit on failure. */
+static void switch_to(int k) {
+	char var[32];
+	snprintf(var, sizeof var, "NCCL_BENCH_SWITCH_%d", k);
+	const char *cmd = getenv(var);
+	int st = cmd ? system(cmd) : -1;
+	if (st != 0) {
+		fprintf(stderr, "nccl_p2p: %s (%s) failed with status %d\n", var, cmd ? cmd : "unset", st);
+		exit(2);
+	}
+}
+
+/* bench_switch: the in-process comparison (NCCL_BENCH_SWITCH_0 and _1 set, pipelined): BLOCKS sets of
+ * two blocks, one under each configuration, the order alternating from set to set. Before every
+ * block its configuration's command runs (a policy reload of this process, even when the
+ * configuration stays) and 200 untimed groups follow, so every timed block starts alike. Prints
+ * each configuration's µs per group and the median over sets of the ratio 1/0; with pmu, as many
+ * sets again with the counters on, and the same for instructions and cycles per group. */
+static int bench_switch(ncclComm_t c, void *send, void *recv, unsigned char *host, int iters, int blocks, size_t bytes,
+                        cudaStream_t s, const struct bench_pmu *pmu, int cpu) {
+	double *v = calloc((size_t)blocks * 8, sizeof *v);
+	if (!v) {
+		fprintf(stderr, "nccl_p2p: out of memory\n");
+		return 0;
+	}
+	double *us[2] = {v, v + blocks}, *ins[2] = {v + 2 * blocks, v + 3 * blocks}, *cyc[2] = {v + 4 * blocks, v + 5 * blocks};
+	double *r = v + 6 * blocks;
+	char pid[24];
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	setenv("NCCL_BENCH_PID", pid, 1);
+	int ok = 1;
+	for (int pass = 0; pass < (pmu ? 2 : 1); pass++)
+		for (int b = 0; b < 2 * blocks; b++) {
+			int set = b / 2, k = (b % 2) ^ (set % 2);
+			fflush(stdout);
+			switch_to(k);
+			for (int i = 0; i < 200; i++) group(c, send, recv, bytes, s);
+			CUDA(cudaMemsetAsync(recv, 0, bytes, s));
+			CUDA(cudaStreamSynchronize(s));
+			if (pass == 0) {
+				double t0 = now_us();
+				for (int i = 0; i < iters; i++) group(c, send, recv, bytes, s);
+				CUDA(cudaStreamSynchronize(s));
+				us[k][set] = (now_us() - t0) / iters;
+			} else {
+				uint64_t ni = 0, nc = 0;
+				bench_pmu_take(pmu, &ni, &nc);
+				for (int i = 0; i < iters; i++) {
+					bench_pmu_on(pmu);
+					group(c, send, recv, bytes, s);
+					bench_pmu_off(pmu);
+				}
+				CUDA(cudaStreamSynchronize(s));
+				if (bench_pmu_take(pmu, &ni, &nc) != 0) ni = nc = 0;
+				ins[k][set] = (double)ni / iters;
+				cyc[k][set] = (double)nc / iters;
+			}
+			CUDA(cudaMemcpy(host, recv, bytes, cudaMemcpyDeviceToHost));
+			for (size_t j = 0; j < bytes; j++)
+				if (host[j] != 0x5a) {
+					ok = 0;
+					break;
+				}
+		}
+	printf("NCCL_P2P {\"mode\":\"bench-switch\",\"iters\":%d,\"sets\":%d,\"bytes\":%zu,\"cpu\":%d", iters, blocks, bytes, cpu);
+	struct {
+		const char *name;
+		double **m;
+	} ms[3] = {{"us_per_group", us}, {"instructions_per_group", ins}, {"cycles_per_group", cyc}};
+	for (int m = 0; m < (pmu ? 3 : 1); m++) {
+		for (int k = 0; k < 2; k++) {
+			printf(",\"%s_%d\":[", ms[m].name, k);
+			for (int t = 0; t < blocks; t++) printf("%s%.3f", t ? "," : "", ms[m].m[k][t]);
+			for (int t = 0; t < blocks; t++) r[t] = ms[m].m[k][t];
+			printf("],\"median_%s_%d\":%.3f", ms[m].name, k, median_of(r, blocks));
+		}
+		for (int t = 0; t < blocks; t++) r[t] = ms[m].m[0][t] > 0 ? ms[m].m[1][t] / ms[m].m[0][t] : 0;
+		printf(",\"%s_ratio_1_0\":%.5f", ms[m].name, median_of(r, blocks));
+	}
+	printf(",\"ok\":%s}\n", ok ? "true" : "false");
+	free(v);
+	return ok;
+}
+
 static int run_bench(int iters, int blocks, size_t bytes, int sync_mode) {
 	cudaStream_t s;
 	CUDA(cudaStreamCreate(&s));
@@ -198,8 +286,12 @@ static int run_bench(int iters, int blocks, size_t bytes, int sync_mode) {
 	for (int i = 0; i < 200; i++) group(c, send, recv, bytes, s); /* warm-up */
 	CUDA(cudaStreamSynchronize(s));
 	int ok = 1;
-	if (sync_mode != 1) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 0, s, counted ? &pmu : NULL, cpu);
-	if (sync_mode != 0) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 1, s, counted ? &pmu : NULL, cpu);
+	if (getenv("NCCL_BENCH_SWITCH_0") && getenv("NCCL_BENCH_SWITCH_1")) {
+		ok = bench_switch(c, send, recv, host, iters, blocks, bytes, s, counted ? &pmu : NULL, cpu);
+		sync_mode = 3;
+	}
+	if (sync_mode != 1 && sync_mode != 3) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 0, s, counted ? &pmu : NULL, cpu);
+	if (sync_mode != 0 && sync_mode != 3) ok &= bench_mode(c, send, recv, host, per, iters, blocks, bytes, 1, s, counted ? &pmu : NULL, cpu);
 	if (counted) bench_pmu_close(&pmu);
 	comm_end(c);
 	free(per);
