@@ -4,6 +4,8 @@
 # size_aware, rules with 100 rules), the net wrapper's isend + test pair (testhost/net_host pairs over
 # tcpnet, counted inside w_isend and w_test; no program, counting, timing) and the profiler
 # (scripts/count-profiler.sh, plain and timed). Each figure is the difference of a run of 2N and one of N.
+# The profiler rows drive the library through its test entry points: they count LIB's test build,
+# LIB with -testing before .so (scripts/build.sh lib-testing), and say so when it is missing.
 #
 #   scripts/count-hotpaths.sh LIB...     TOOLS (default /tmp/tools) holds tunerbench, net_host,
 #   libnccl-net-tcpnet.so and rules100.conf, built by the one recipe:
@@ -32,8 +34,14 @@ for L in "$@"; do
 		CGENV=$e; a=$(cgrun w_isend w_test -- $T/net_host pairs "$L" 20000); b=$(cgrun w_isend w_test -- $T/net_host pairs "$L" 120000)
 		echo "net $p: $(awk -v a=$a -v b=$b 'BEGIN{printf "%.2f", (b-a)/100000}') instructions per isend+test pair (inside the wrapper, inner plugin included)"
 	done
+	LT=${L%.so}-testing.so
 	for m in "1000" "500 timed"; do
-		for try in 1 2 3 4 5 6; do out=$(scripts/count-profiler.sh "$L" $m 2>/dev/null) && break; done
-		echo "profiler ($m): $(grep -E 'per call:|locked instructions' <<<"$out" | tr '\n' ' ')"
+		if [ ! -e "$LT" ]; then
+			echo "profiler ($m): not counted: no $LT (scripts/build.sh lib-testing $LT, from the same tree)"
+			continue
+		fi
+		out=FAILED
+		for try in 1 2 3 4 5 6; do out=$(scripts/count-profiler.sh "$LT" $m 2>&1) && break || out="FAILED: $(tail -1 <<<"$out")"; done
+		echo "profiler ($m, $(basename "$LT")): $(grep -E 'per call:|locked instructions|^FAILED' <<<"$out" | tr '\n' ' ')"
 	done
 done
