@@ -23,6 +23,9 @@
 #   profiler-host        testhost/profiler_host.c with profiler_native.c
 #   footprint            testhost/footprint.c
 #   native               testhost/native_size_aware.c, the native C tuner plugin
+#   fake-nccl            OUT a folder: testhost/gpu/fake's NCCL and CUDA runtime as an install tree
+#                        (include/, lib/libnccl.so, lib64/), for NCCL_HOME and CUDA_HOME of the
+#                        GPU scripts' dry runs
 #   tuner-ab             testhost/gpu/tuner_ab.c, the tuner plugin that switches between two others
 #                        (scripts/gpu-tuner-cost.sh AB=1)
 #   tcpnet               testhost/tcpnet.c, a socket net plugin
@@ -97,6 +100,13 @@ profiler-host) SRC=(testhost/profiler_host.c testhost/profiler_native.c) && prog
 footprint) SRC=(testhost/footprint.c) && prog "$@" ;;
 native) SRC=(testhost/native_size_aware.c) && dso "$@" ;;
 tuner-ab) SRC=(testhost/gpu/tuner_ab.c) && dso "$@" -ldl ;;
+fake-nccl)
+	mkdir -p "$OUTPUT/include" "$OUTPUT/lib" "$OUTPUT/lib64"
+	cp testhost/gpu/fake/nccl.h testhost/gpu/fake/cuda_runtime.h "$OUTPUT/include/"
+	"$CC" "${CFLAGS[@]}" "${SHARED[@]}" "$@" -o "$OUTPUT/lib/libnccl.so" testhost/gpu/fake/fake_nccl.c -ldl
+	ln -sf ../lib/libnccl.so "$OUTPUT/lib64/libnccl.so"
+	echo 'int fake_cudart_is_in_libnccl;' | "$CC" "${SHARED[@]}" -x c -o "$OUTPUT/lib64/libcudart.so" -
+	;;
 tcpnet) SRC=(testhost/tcpnet.c) && dso "$@" ;;
 profiler-standalone) SRC=(plugin/profiler.c plugin/profiler_events.c plugin/profiler_abi.c plugin/clock.c plugin/grace.c) && dso "$@" ;;
 nccl-p2p | nccl-allreduce | nccl-sweep)

@@ -9,11 +9,7 @@
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 ART OUT [MAX_BYTES]" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-F=$ROOT/testhost/gpu/fake
 T=$(mktemp -d /tmp/cost-capture-dry.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-mkdir -p "$T/include" "$T/lib" "$T/lib64"
-cp "$F/nccl.h" "$F/cuda_runtime.h" "$T/include/"
-gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$T/lib/libnccl.so" "$F/fake_nccl.c" -ldl
-echo 'int fake_cudart_is_in_libnccl;' | gcc -shared -fPIC -x c -o "$T/lib64/libcudart.so" -
+"$ROOT/scripts/build.sh" fake-nccl "$T"
 FAKE_RANKS_APART=1 NCCL_HOME=$T CUDA_HOME=$T "$ROOT/scripts/gpu-cost-capture.sh" "$1" "$2" 2 "${3:-1048576}"

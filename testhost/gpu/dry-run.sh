@@ -13,10 +13,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 F=$ROOT/testhost/gpu/fake
 T=$(mktemp -d /tmp/gpu-dry.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-mkdir -p "$T/include" "$T/lib64"
-cp "$F/nccl.h" "$F/cuda_runtime.h" "$T/include/"
-gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$T/lib64/libnccl.so" "$F/fake_nccl.c" -ldl
-echo 'int fake_cudart_is_in_libnccl;' | gcc -shared -fPIC -x c -o "$T/lib64/libcudart.so" -
+"$ROOT/scripts/build.sh" fake-nccl "$T"
 cat >"$T/python3" <<PY
 #!/bin/sh
 PYTHONPATH=$F\${PYTHONPATH:+:\$PYTHONPATH} exec python3 "\$@"

@@ -9,12 +9,8 @@
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 ART [ROUNDS]" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-F=$ROOT/testhost/gpu/fake
 T=$(mktemp -d /tmp/tuner-cost-dry.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-mkdir -p "$T/include" "$T/lib" "$T/lib64"
-cp "$F/nccl.h" "$F/cuda_runtime.h" "$T/include/"
-gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$T/lib/libnccl.so" "$F/fake_nccl.c" -ldl
-echo 'int fake_cudart_is_in_libnccl;' | gcc -shared -fPIC -x c -o "$T/lib64/libcudart.so" -
+"$ROOT/scripts/build.sh" fake-nccl "$T"
 FAKE_GPUS=2 NCCL_HOME=$T CUDA_HOME=$T ITERS=${ITERS:-2000} "$ROOT/scripts/gpu-tuner-cost.sh" "$1" "${2:-3}" 2
 FAKE_GPUS=1 NCCL_HOME=$T CUDA_HOME=$T ITERS=${ITERS:-2000} "$ROOT/scripts/gpu-tuner-cost.sh" "$1" "${2:-3}" 2
