@@ -5,7 +5,7 @@
 # rank; the calling thread's CPU time from ncclGroupStart to the return of ncclGroupEnd, per
 # all-reduce call; the median block): no tuner plugin; the size_aware policy as a native C tuner
 # (ART/libnative.so); libncclbpf.so with NCCLBPF_POLICY=builtin:size_aware; libncclbpf.so with
-# builtin:rules and 100 rules (ART/rules100.conf). No profiler plugin in any. Where the machine counts
+# builtin:rules and 100 rules (ART/rules100.conf, or RULES: a rules file). No profiler plugin in any. Where the machine counts
 # instructions, each run also reports the calling thread's user-space instructions and cycles per
 # call on the same path (7 more blocks). Prints each round as it ends, then each configuration's
 # rounds, the medians, and the median over rounds of each round's ratios.
@@ -58,6 +58,7 @@ esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 need=(libncclbpf.so libnative.so rules100.conf)
+RULES=$(realpath "${RULES:-$ART/rules100.conf}")
 [ "${AB:-0}" = 1 ] && need+=(libtunerab.so)
 for f in "${need[@]}"; do
 	[ -e "$ART/$f" ] || { echo "gpu-tuner-cost: $ART/$f is missing (testhost/gpu/build-art.sh ART)" >&2; exit 2; }
@@ -89,7 +90,7 @@ if [ "${AB:-0}" = 1 ]; then
 			e=(NCCL_TUNER_PLUGIN="$ART/libtunerab.so" TUNER_AB_A="$ART/libnative.so" TUNER_AB_B="$L" NCCL_BENCH_AB=1)
 			case $c in
 			sa) e+=(NCCLBPF_POLICY=builtin:size_aware) ;;
-			rules100) e+=(NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$ART/rules100.conf") ;;
+			rules100) e+=(NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$RULES") ;;
 			esac
 			out=$(env "${e[@]}" timeout 120 "${RUN[@]}" "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096 2>&1) ||
 				{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
@@ -116,7 +117,7 @@ for r in $(seq "$ROUNDS"); do
 		noplugin) e=() ;;
 		native) e=(NCCL_TUNER_PLUGIN="$ART/libnative.so") ;;
 		size_aware) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:size_aware) ;;
-		rules100) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$ART/rules100.conf") ;;
+		rules100) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$RULES") ;;
 		esac
 		out=$(env "${e[@]}" timeout 120 "${RUN[@]}" "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096 2>&1) ||
 			{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
