@@ -14,6 +14,7 @@
 #                                            exported, for scripts/bench-net.sh and scripts/bench-profiler.sh
 #   tuner-host, rules100.conf                the C tuner host and 100 generated rules (and, with
 #                                            libnative.so, what scripts/gpu-tuner-cost.sh runs)
+#   rules100-keep.conf                       rules100.conf with the 4-8 KiB all-reduce rule keeping NCCL's choice
 #   libtunerab.so                            the switching tuner of scripts/gpu-tuner-cost.sh AB=1
 #   jit-amd64.test, loop-clang-19/           the JIT's loop benchmark and its clang-built native loops
 #   tunerbench, libharness-native.so         the independent harness of ../shared/bench (when it is
@@ -44,6 +45,9 @@ $R profiler-host "$ART/profiler-host"
 $R tcpnet "$ART/libnccl-net-tcpnet.so"
 $R host "$ART/tuner-host"
 "$ART/tuner-host" genrules 100 "$ART/rules100.conf" >/dev/null
+# The same rules, the 4-8 KiB all-reduce rule keeping NCCL's choice: rules' lookup without its decision
+sed 's/^allreduce,4096,8191,.*/allreduce,4096,8191,-1,-1,-1,-1,-1/' "$ART/rules100.conf" >"$ART/rules100-keep.conf"
+grep -q '^allreduce,4096,8191,-1,' "$ART/rules100-keep.conf" || { echo "build-art: rules100.conf has no 4096-8191 all-reduce rule" >&2; exit 1; }
 SHARED_BENCH="$ROOT/../shared/bench"
 if [ -f "$SHARED_BENCH/tunerbench.c" ]; then # the independent harness, for scripts/bench-harness.sh
 	SHARED_BENCH=$SHARED_BENCH $R tunerbench "$ART/tunerbench"
