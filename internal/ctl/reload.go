@@ -87,25 +87,10 @@ func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
 	req := &control.Reload{Vars: vars, TimeoutMS: o.Timeout.Milliseconds()}
 	if !o.Rollback {
 		path := args[0]
-		obj, err := config.ReadRegularFile(path, config.MaxPolicyBytes)
+		obj, err := checkObject(path, vars)
 		if err != nil {
 			return err
 		}
-		opts := bundle.Options{Name: path, RequireNative: true}
-		if vars != "" {
-			vs, err := config.ParseVars(vars)
-			if err != nil {
-				return cli.Usagef("--var: %v", err)
-			}
-			for _, v := range vs {
-				opts.Vars = append(opts.Vars, bundle.Var{Name: v.Name, Value: v.Value})
-			}
-		}
-		b, err := bundle.Load(obj, opts)
-		if err != nil {
-			return fmt.Errorf("%w (checked here; nothing was sent)", err)
-		}
-		b.Close()
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}
@@ -144,18 +129,19 @@ func Reload(e cli.Streams, args []string, o *ReloadOptions) error {
 	return sendAll(e, o.Dir, pids, req, o.JSON)
 }
 
-// reloadStore is reload --all --at-seq over every rank of the job's store.
-func reloadStore(e cli.Streams, path, vars string, o *ReloadOptions) error {
-	req := &control.Reload{Vars: vars, TimeoutMS: o.Timeout.Milliseconds()}
+// checkObject reads the policy object at path and loads it here, as the
+// plugin will (verified, JIT-compiled, with the --var values), before
+// anything is sent; it returns the object's bytes.
+func checkObject(path, vars string) ([]byte, error) {
 	obj, err := config.ReadRegularFile(path, config.MaxPolicyBytes)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts := bundle.Options{Name: path, RequireNative: true}
 	if vars != "" {
 		vs, err := config.ParseVars(vars)
 		if err != nil {
-			return cli.Usagef("--var: %v", err)
+			return nil, cli.Usagef("--var: %v", err)
 		}
 		for _, v := range vs {
 			opts.Vars = append(opts.Vars, bundle.Var{Name: v.Name, Value: v.Value})
@@ -163,9 +149,19 @@ func reloadStore(e cli.Streams, path, vars string, o *ReloadOptions) error {
 	}
 	b, err := bundle.Load(obj, opts)
 	if err != nil {
-		return fmt.Errorf("%w (checked here; nothing was sent)", err)
+		return nil, fmt.Errorf("%w (checked here; nothing was sent)", err)
 	}
 	b.Close()
+	return obj, nil
+}
+
+// reloadStore is reload --all --at-seq over every rank of the job's store.
+func reloadStore(e cli.Streams, path, vars string, o *ReloadOptions) error {
+	req := &control.Reload{Vars: vars, TimeoutMS: o.Timeout.Milliseconds()}
+	obj, err := checkObject(path, vars)
+	if err != nil {
+		return err
+	}
 	req.Object, req.Name = obj, filepath.Base(path)
 	kv, ranks, err := openStoreRanks(&o.Store)
 	if err != nil {
