@@ -69,7 +69,7 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 "$ROOT/scripts/build.sh" nccl-allreduce "$W/nccl_allreduce"
 
-. "$ROOT/testhost/gpu/bench-pin.sh"
+. "$ROOT/testhost/gpu/bench-lib.sh"
 bench_pin "$NRANKS"
 RUN=("${BENCH_RUN[@]}")
 if [ "${MPS:-0}" = 1 ]; then
@@ -82,9 +82,14 @@ if [ "${MPS:-0}" = 1 ]; then
 	echo "gpu-tuner-cost: MPS control daemon started (pipes in $CUDA_MPS_PIPE_DIRECTORY)"
 fi
 L=$ART/libncclbpf.so
-med() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+# run_bench ROUND CONFIG ENV...: one run of the all-reduce program; its output in BENCH_OUT
+run_bench() {
+	local r=$1 c=$2
+	shift 2
+	BENCH_OUT=$(env "$@" timeout 120 "${RUN[@]}" "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096 2>&1) ||
+		{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$BENCH_OUT" >&2; exit 1; }
+}
 if [ "${AB:-0}" = 1 ]; then
-	cols=(none_us native_us policy_us native/none policy/native policy/none ins_policy/native ins_policy/none)
 	for r in $(seq "$ROUNDS"); do
 		for c in sa rules100; do
 			e=(NCCL_TUNER_PLUGIN="$ART/libtunerab.so" TUNER_AB_A="$ART/libnative.so" TUNER_AB_B="$L" NCCL_BENCH_AB=1)
@@ -92,61 +97,31 @@ if [ "${AB:-0}" = 1 ]; then
 			sa) e+=(NCCLBPF_POLICY=builtin:size_aware) ;;
 			rules100) e+=(NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$RULES") ;;
 			esac
-			out=$(env "${e[@]}" timeout 120 "${RUN[@]}" "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096 2>&1) ||
-				{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
-			field() { v=$(grep -o "\"$1\":[0-9.]*" <<<"$out" | cut -d: -f2) && echo "$v" || echo -; }
-			echo "$r $c $(field median_cpu_us_per_call_none) $(field median_cpu_us_per_call_A)" \
-				"$(field median_cpu_us_per_call_B) $(field cpu_us_per_call_ratio_A_none)" \
-				"$(field cpu_us_per_call_ratio_B_A) $(field cpu_us_per_call_ratio_B_none)" \
-				"$(field instructions_per_call_ratio_B_A) $(field instructions_per_call_ratio_B_none)"
+			run_bench "$r" "$c" "${e[@]}"
+			echo "$r $c $(bench_field median_cpu_us_per_call_none) $(bench_field median_cpu_us_per_call_A)" \
+				"$(bench_field median_cpu_us_per_call_B) $(bench_field cpu_us_per_call_ratio_A_none)" \
+				"$(bench_field cpu_us_per_call_ratio_B_A) $(bench_field cpu_us_per_call_ratio_B_none)" \
+				"$(bench_field instructions_per_call_ratio_B_A) $(bench_field instructions_per_call_ratio_B_none)"
 		done
 	done | tee "$W/rounds.txt"
 	echo "In-process comparison, 4 KiB all-reduce ($NRANKS ranks, $MODE; A = native C size_aware, B = libncclbpf.so):"
-	echo "  round configuration ${cols[*]}"
-	for c in sa rules100; do
-		line=""
-		for k in $(seq 3 10); do line="$line $(awk -v c="$c" -v k="$k" '$2 == c {print $k}' "$W/rounds.txt" | med)"; done
-		echo "  median over $ROUNDS rounds, $c:$line"
-	done
+	echo "  round configuration none_us native_us policy_us native/none policy/native policy/none ins_policy/native ins_policy/none"
+	bench_medians "$W/rounds.txt" 3 10 sa rules100
 	exit 0
 fi
-cfgs=(noplugin native size_aware rules100)
+BENCH_CFGS=(noplugin native size_aware rules100)
+BENCH_PAIRS=("native noplugin" "size_aware native" "rules100 native" "size_aware noplugin")
 for r in $(seq "$ROUNDS"); do
-	for c in "${cfgs[@]}"; do
+	for c in "${BENCH_CFGS[@]}"; do
 		case $c in
 		noplugin) e=() ;;
 		native) e=(NCCL_TUNER_PLUGIN="$ART/libnative.so") ;;
 		size_aware) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:size_aware) ;;
 		rules100) e=(NCCL_TUNER_PLUGIN="$L" NCCLBPF_POLICY=builtin:rules NCCLBPF_RULES_FILE="$RULES") ;;
 		esac
-		out=$(env "${e[@]}" timeout 120 "${RUN[@]}" "$W/nccl_allreduce" "$BENCH" "$NRANKS" "$ITERS" 7 4096 2>&1) ||
-			{ echo "gpu-tuner-cost: round $r, $c failed:" >&2; echo "$out" >&2; exit 1; }
-		field() { grep -o "\"$1\":[0-9.]*" <<<"$out" | cut -d: -f2 || true; }
-		ins=$(field median_instructions_per_call) cyc=$(field median_cycles_per_call)
-		echo "$r $c $(field median_cpu_us_per_call) ${ins:--} ${cyc:--}"
+		run_bench "$r" "$c" "${e[@]}"
+		echo "$r $c $(bench_field median_cpu_us_per_call) $(bench_field median_instructions_per_call)" \
+			"$(bench_field median_cycles_per_call)"
 	done
 done | tee "$W/rounds.txt"
-# summary COLUMN WHAT: each configuration's rounds, their medians, the medians of the rounds' ratios
-summary() {
-	local col=$1
-	echo "$2 ($NRANKS ranks, $MODE; median block of each round), $ROUNDS rounds:"
-	for c in "${cfgs[@]}"; do
-		printf '  %-10s %s\n' "$c" "$(awk -v c="$c" -v k="$col" '$2 == c {printf "%s ", $k}' "$W/rounds.txt")"
-	done
-	for c in "${cfgs[@]}"; do
-		printf '  median %-10s %s\n' "$c" "$(awk -v c="$c" -v k="$col" '$2 == c {print $k}' "$W/rounds.txt" | med)"
-	done
-	for p in "native noplugin" "size_aware native" "rules100 native" "size_aware noplugin"; do
-		set -- $p
-		printf '  %s / %s: median of the rounds'"'"' ratios %s\n' "$1" "$2" "$(awk -v a="$1" -v b="$2" -v k="$col" \
-			'{v[$1 " " $2] = $k; n = $1} END {for (r = 1; r <= n; r++) printf "%.4f\n", v[r " " b] ? v[r " " a] / v[r " " b] : 0}' \
-			"$W/rounds.txt" | med)"
-	done
-}
-summary 3 "CPU µs per 4 KiB all-reduce call (enqueue + group end)"
-if ! awk '$4 == "-" {bad = 1} END {exit bad}' "$W/rounds.txt"; then
-	echo "(no instruction counts: this machine's CPU has no performance counters for the process)"
-else
-	summary 4 "User-space instructions per call on the same path"
-	summary 5 "User-space cycles per call on the same path"
-fi
+bench_report "$W/rounds.txt" "CPU µs per 4 KiB all-reduce call (enqueue + group end; $NRANKS ranks, $MODE; median block of each round)" call
