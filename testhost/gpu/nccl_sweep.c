@@ -31,24 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CUDA(x)                                                                                        \
-	do {                                                                                           \
-		cudaError_t e_ = (x);                                                                      \
-		if (e_ != cudaSuccess) {                                                                   \
-			fprintf(stderr, "nccl_sweep: rank %d: %s:%d: %s: %s\n", rank, __FILE__, __LINE__, #x, \
-				cudaGetErrorString(e_));                                                   \
-			exit(2);                                                                               \
-		}                                                                                          \
-	} while (0)
-#define NCCL(x)                                                                                        \
-	do {                                                                                           \
-		ncclResult_t r_ = (x);                                                                     \
-		if (r_ != ncclSuccess) {                                                                   \
-			fprintf(stderr, "nccl_sweep: rank %d: %s:%d: %s: %s\n", rank, __FILE__, __LINE__, #x, \
-				ncclGetErrorString(r_));                                                   \
-			exit(2);                                                                               \
-		}                                                                                          \
-	} while (0)
+static int rank = -1;
+
+#define GPU_CHECK_PROG "nccl_sweep"
+#define GPU_CHECK_RANK rank
+#include "gpu_check.h"
 
 #define MAXRANKS 64
 
@@ -56,8 +43,6 @@ struct shared {
 	volatile int id_ready;
 	ncclUniqueId id;
 };
-
-static int rank = -1;
 
 static void sleep_ms(int ms) {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
