@@ -151,29 +151,39 @@ func writeInsns(w io.Writer, insns []asm.Instruction, info *programInfo, plain b
 	for pc := 0; pc < len(insns); {
 		text, width := asm.FormatAt(insns, pc)
 		if info != nil {
-			for _, f := range info.prog.Funcs {
-				if f.Start == pc {
-					fmt.Fprintf(w, "%s:\n", f.Name)
-				}
-			}
-			if pc < len(info.prog.Lines) {
-				if l := info.prog.Lines[pc]; l != nil {
-					if key := fmt.Sprintf("%s:%d", l.File, l.Line); key != lastLine {
-						lastLine = key
-						src := l.Source
-						if src == "" {
-							src = "(no source text)"
-						}
-						fmt.Fprintf(w, "%*s  # %s:%d: %s\n", digits, "", filepath.Base(l.File), l.Line, src)
-					}
-				}
-			}
+			writeSourceHeader(w, info, pc, &lastLine, strings.Repeat(" ", digits+2))
 		}
 		if note := annotate(insns, pc, info); note != "" {
 			text = fmt.Sprintf("%-32s # %s", text, note)
 		}
 		fmt.Fprintf(w, "%*d: %s\n", digits, pc, text)
 		pc += width
+	}
+}
+
+// writeSourceHeader prints what precedes the instruction at pc: the label of
+// a function starting there, and its C source line (after indent) when it
+// differs from *lastLine, the key of the source line printed last.
+func writeSourceHeader(w io.Writer, info *programInfo, pc int, lastLine *string, indent string) {
+	for _, f := range info.prog.Funcs {
+		if f.Start == pc {
+			fmt.Fprintf(w, "%s:\n", f.Name)
+		}
+	}
+	if pc >= len(info.prog.Lines) {
+		return
+	}
+	l := info.prog.Lines[pc]
+	if l == nil {
+		return
+	}
+	if key := fmt.Sprintf("%s:%d", l.File, l.Line); key != *lastLine {
+		*lastLine = key
+		src := l.Source
+		if src == "" {
+			src = "(no source text)"
+		}
+		fmt.Fprintf(w, "%s# %s:%d: %s\n", indent, filepath.Base(l.File), l.Line, src)
 	}
 }
 
@@ -187,23 +197,7 @@ func withSourceLines(listing string, info *programInfo) string {
 		head, _, ok := strings.Cut(line, ": ")
 		pc, err := strconv.Atoi(head)
 		if ok && err == nil && pc >= 0 {
-			for _, f := range info.prog.Funcs {
-				if f.Start == pc {
-					fmt.Fprintf(&b, "%s:\n", f.Name)
-				}
-			}
-			if pc < len(info.prog.Lines) {
-				if l := info.prog.Lines[pc]; l != nil {
-					if key := fmt.Sprintf("%s:%d", l.File, l.Line); key != lastLine {
-						lastLine = key
-						src := l.Source
-						if src == "" {
-							src = "(no source text)"
-						}
-						fmt.Fprintf(&b, "# %s:%d: %s\n", filepath.Base(l.File), l.Line, src)
-					}
-				}
-			}
+			writeSourceHeader(&b, info, pc, &lastLine, "")
 		}
 		b.WriteString(line)
 	}

@@ -39,6 +39,20 @@ func outcomeName(cell int) string {
 	return a + "/" + p
 }
 
+// sizeTicks are the x axis's ticks of the size buckets minS..maxS, every
+// other one labelled.
+func sizeTicks(minS, maxS int) []plot.Tick {
+	var xt []plot.Tick
+	for b := minS; b <= maxS; b++ {
+		label := ""
+		if (b-minS)%2 == 0 {
+			label = sizeTick(b)
+		}
+		xt = append(xt, plot.Tick{Value: float64(b), Label: label})
+	}
+	return xt
+}
+
 // sizeTick names size bucket b by its upper bound ("4MiB").
 func sizeTick(b int) string {
 	n := control.SizeBucketBytes(b)
@@ -192,15 +206,7 @@ func decisionMap(procs []Process) (string, []legendEntry, error) {
 		cs.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(5), Shape: draw.CrossGlyph{}}
 		p.Add(cs)
 	}
-	var xt []plot.Tick
-	for b := minS; b <= maxS; b++ {
-		label := ""
-		if (b-minS)%2 == 0 {
-			label = sizeTick(b)
-		}
-		xt = append(xt, plot.Tick{Value: float64(b), Label: label})
-	}
-	p.X.Tick.Marker = plot.ConstantTicks(xt)
+	p.X.Tick.Marker = plot.ConstantTicks(sizeTicks(minS, maxS))
 	p.X.Min, p.X.Max = float64(minS)-0.8, float64(maxS)+0.8
 	var yt []plot.Tick
 	for i, c := range colls {
@@ -300,15 +306,7 @@ func latencyCharts(procs []Process) ([]chart, error) {
 			p.Add(line, points)
 			p.Legend.Add(control.AlgoName(k.algo)+"/"+control.ProtoName(k.proto), line, points)
 		}
-		var xt []plot.Tick
-		for b := minS; b <= maxS; b++ {
-			label := ""
-			if (b-minS)%2 == 0 {
-				label = sizeTick(b)
-			}
-			xt = append(xt, plot.Tick{Value: float64(b), Label: label})
-		}
-		p.X.Tick.Marker = plot.ConstantTicks(xt)
+		p.X.Tick.Marker = plot.ConstantTicks(sizeTicks(minS, maxS))
 		p.X.Min, p.X.Max = float64(minS)-0.5, float64(maxS)+0.5
 		svg, err := svgOf(p, vg.Length(60+30*(maxS-minS+1))+200, 320)
 		if err != nil {
